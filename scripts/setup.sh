@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One-shot, idempotent machine set-up for termgrade on a Debian machine (this kind and CI):
+#   1. Debian packages: the Docker engine, debootstrap, tmux.
+#   2. A Docker engine with no bridge and no iptables (no private-range addresses ever).
+#   3. Base images made locally with debootstrap (no registry is reachable here).
+#   4. npm packages and the TypeScript build.
+# Safe to run again: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_apt=()
+command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "installing ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The Debian docker.io client lives in /usr/bin; some images ship a newer client in /usr/local/bin.
+# Either talks to the engine below; termgrade itself uses the Engine API, not the CLI.
+if ! docker info >/dev/null 2>&1; then
+  log "starting dockerd (bridge and iptables off)"
+  mkdir -p /var/log
+  nohup dockerd --bridge=none --iptables=false --ip-forward=false --ip-masq=false \
+    >/var/log/termgrade-dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/termgrade-dockerd.log"; exit 1; }
+fi
+
+# Base images: the upstream names that task Dockerfiles use, built from Debian's own packages.
+make_base() { # name suite
+  local name=$1 suite=$2
+  if docker image inspect "$name" >/dev/null 2>&1; then return; fi
+  log "making base image $name with debootstrap (about a minute)"
+  local mirror rootfs
+  mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  [ -n "$mirror" ] || mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+  [ -n "$mirror" ] || { log "cannot find a Debian mirror in the apt sources"; exit 1; }
+  rootfs=$(mktemp -d /tmp/termgrade-rootfs.XXXXXX)
+  debootstrap --variant=minbase "$suite" "$rootfs" "$mirror" >/tmp/termgrade-debootstrap.log 2>&1 \
+    || { log "debootstrap failed; see /tmp/termgrade-debootstrap.log"; exit 1; }
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import -c 'CMD ["bash"]' - "$name" >/dev/null
+  rm -rf "$rootfs"
+}
+make_base debian:bookworm-slim bookworm
+docker image inspect debian:bookworm >/dev/null 2>&1 || docker tag debian:bookworm-slim debian:bookworm
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+log "building"
+npm run --silent build
+log "ready"

@@ -1,0 +1,30 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { TermgradeError } from '../util/errors.js';
+import type { Agent, AgentContext, AgentOutcome } from './agent.js';
+
+export const SOLUTION_DIR = '/solution';
+
+/** Runs the task's reference solution, solution/solve.sh: the proof that the task can be solved. */
+export const oracleAgent: Agent = {
+  name: 'oracle',
+  async setup({ sandbox, task }: AgentContext): Promise<void> {
+    if (!task.solutionDir) throw new TermgradeError('invalid_task', `task ${task.path}: solution/solve.sh: missing (the oracle has nothing to run)`);
+    await sandbox.copyIn(task.solutionDir, SOLUTION_DIR);
+  },
+  async run({ sandbox, task, logsDir, signal }: AgentContext): Promise<AgentOutcome> {
+    const result = await sandbox.exec(['bash', `${SOLUTION_DIR}/solve.sh`], { env: task.config.solution.env, signal });
+    await writeFile(path.join(logsDir, 'oracle.txt'), `${result.stdout.text}${result.stderr.text ? `\n--- stderr ---\n${result.stderr.text}` : ''}`);
+    if (result.exitCode !== 0) return { exitReason: 'agent_error', message: `solve.sh exited with code ${result.exitCode}`, turns: 1 };
+    return { exitReason: 'completed', message: null, turns: 1 };
+  },
+};
+
+/** Does nothing: a task this agent passes does not test anything. */
+export const nopAgent: Agent = {
+  name: 'nop',
+  async setup(): Promise<void> {},
+  async run(): Promise<AgentOutcome> {
+    return { exitReason: 'completed', message: null, turns: 0 };
+  },
+};

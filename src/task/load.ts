@@ -1,0 +1,148 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { TaskError } from '../util/errors.js';
+import { hashTree, isInside, symlinkTarget, walk } from '../util/walk.js';
+import { resourceLimits, TaskConfigSchema, type TaskConfig } from './schema.js';
+import type { Task, TaskEnvironment } from './task.js';
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readConfig(taskPath: string): Promise<TaskConfig> {
+  const file = path.join(taskPath, 'task.toml');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new TaskError(taskPath, 'task.toml', 'missing (every task folder needs a task.toml)');
+  }
+  let raw: unknown;
+  try {
+    raw = parseToml(text);
+  } catch (err) {
+    const where = err instanceof TomlError ? ` at line ${err.line}, column ${err.column}` : '';
+    const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+    throw new TaskError(taskPath, 'task.toml', `not valid TOML${where}: ${first}`);
+  }
+  const parsed = TaskConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TaskError(taskPath, 'task.toml', `[${issue.path.join('.')}] ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Refuses any entry that reaches outside the task folder: a symlink (at any depth, or one of the
+ * top-level parts itself) whose target resolves elsewhere, or a dangling one. A task that could
+ * read the host's files through its build context or tests is not a task we run.
+ */
+async function checkContainment(taskPath: string, realRoot: string): Promise<void> {
+  for (const entry of await walk(taskPath)) {
+    if (entry.kind !== 'symlink') continue;
+    const target = await symlinkTarget(entry.abs);
+    if (target === null) throw new TaskError(taskPath, entry.rel, 'dangling symlink');
+    if (!isInside(realRoot, target)) {
+      throw new TaskError(taskPath, entry.rel, `symlink escapes the task folder (points to ${target})`);
+    }
+  }
+}
+
+/** Dockerfile COPY/ADD sources with `..` or absolute paths would reach outside the build context. */
+async function checkDockerfile(taskPath: string, dockerfile: string): Promise<void> {
+  const text = await readFile(dockerfile, 'utf8');
+  const lines = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/);
+  lines.forEach((line) => {
+    const m = /^\s*(COPY|ADD)\s+(.*)$/i.exec(line);
+    if (!m) return;
+    const args = m[2]!.split(/\s+/).filter((a) => a && !a.startsWith('--'));
+    for (const src of args.slice(0, -1)) {
+      if (/^[a-z]+:\/\//i.test(src)) continue;
+      const norm = path.posix.normalize(src);
+      if (norm.startsWith('../') || norm === '..') {
+        throw new TaskError(taskPath, 'environment/Dockerfile', `${m[1]} source "${src}" escapes the build context through ..`);
+      }
+    }
+  });
+}
+
+export async function loadTask(dir: string): Promise<Task> {
+  const taskPath = path.resolve(dir);
+  let realRoot: string;
+  try {
+    realRoot = await symlinkTarget(taskPath).then((r) => r ?? Promise.reject(new Error('missing')));
+    if (!(await stat(realRoot)).isDirectory()) throw new Error('not a folder');
+  } catch {
+    throw new TaskError(taskPath, '.', 'not a readable folder');
+  }
+  const config = await readConfig(taskPath);
+  await checkContainment(taskPath, realRoot);
+
+  const instructionFile = path.join(taskPath, 'instruction.md');
+  let instruction: string;
+  try {
+    instruction = await readFile(instructionFile, 'utf8');
+  } catch {
+    throw new TaskError(taskPath, 'instruction.md', 'missing (the agent would be told nothing)');
+  }
+  if (instruction.trim() === '') throw new TaskError(taskPath, 'instruction.md', 'empty');
+
+  const testsDir = path.join(taskPath, 'tests');
+  if (!(await exists(path.join(testsDir, 'test.sh')))) {
+    throw new TaskError(taskPath, 'tests/test.sh', 'missing (the verifier entry point)');
+  }
+
+  const envDir = path.join(taskPath, 'environment');
+  const dockerfile = path.join(envDir, 'Dockerfile');
+  let environment: TaskEnvironment;
+  if (await exists(dockerfile)) {
+    await checkDockerfile(taskPath, dockerfile);
+    environment = { kind: 'dockerfile', contextDir: envDir, contentHash: await hashTree(envDir) };
+  } else if (config.environment.docker_image) {
+    environment = { kind: 'image', image: config.environment.docker_image };
+  } else {
+    throw new TaskError(taskPath, 'environment/Dockerfile', 'missing, and task.toml names no [environment].docker_image');
+  }
+
+  const solutionDir = path.join(taskPath, 'solution');
+  const hasSolution = await exists(path.join(solutionDir, 'solve.sh'));
+
+  return {
+    path: taskPath,
+    name: config.task?.name ?? path.basename(taskPath),
+    config,
+    instruction,
+    environment,
+    limits: resourceLimits(config),
+    solutionDir: hasSolution ? solutionDir : null,
+    testsDir,
+    checksum: await hashTree(taskPath),
+  };
+}
+
+/**
+ * Expands the folders a user names: a folder holding task.toml (or instruction.md) is one task;
+ * any other folder is a collection whose direct children are tasks. Sorted, deduplicated.
+ */
+export async function findTaskDirs(roots: string[]): Promise<string[]> {
+  const found = new Set<string>();
+  for (const root of roots) {
+    const abs = path.resolve(root);
+    if (!(await exists(abs))) throw new TaskError(abs, '.', 'no such folder');
+    if ((await exists(path.join(abs, 'task.toml'))) || (await exists(path.join(abs, 'instruction.md')))) {
+      found.add(abs);
+      continue;
+    }
+    for (const entry of await readdir(abs, { withFileTypes: true })) {
+      if (entry.isDirectory() || entry.isSymbolicLink()) found.add(path.join(abs, entry.name));
+    }
+  }
+  return [...found].sort();
+}

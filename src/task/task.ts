@@ -1,0 +1,23 @@
+import type { ResourceLimits, TaskConfig } from './schema.js';
+
+/** Where a task's environment comes from: a Dockerfile build context, or an image it names. */
+export type TaskEnvironment =
+  | { kind: 'dockerfile'; contextDir: string; contentHash: string }
+  | { kind: 'image'; image: string };
+
+/** A loaded, validated task folder (Harbor / Terminal-Bench 2 layout). */
+export interface Task {
+  /** Absolute path of the task folder. */
+  path: string;
+  /** `[task].name` when given, else the folder name. */
+  name: string;
+  config: TaskConfig;
+  instruction: string;
+  environment: TaskEnvironment;
+  limits: ResourceLimits;
+  /** solution/ folder, when the task ships a reference solution (solve.sh inside). */
+  solutionDir: string | null;
+  testsDir: string;
+  /** sha256 of the whole task folder's content: a trial records it so results stay tied to what ran. */
+  checksum: string;
+}

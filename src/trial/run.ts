@@ -1,0 +1,188 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Agent, AgentOutcome } from '../agent/agent.js';
+import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import type { Task } from '../task/task.js';
+import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+import { deadlineSignal, nowIso, withTimeout } from '../util/time.js';
+import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
+import { verify } from '../verifier/verify.js';
+import type { Phase, PhaseTiming, TrialError, TrialErrorClass, TrialResult } from './schema.js';
+
+export interface TrialTimeouts {
+  /** Container start (the image build has the task's own build_timeout_sec). Default 120 s. */
+  environmentSec?: number;
+  /** Agent setup (installing its tools in the sandbox). Default 600 s. */
+  agentSetupSec?: number;
+  /** Multipliers on the task's [agent] and [verifier] timeout_sec. Default 1. */
+  agentMultiplier?: number;
+  verifierMultiplier?: number;
+}
+
+export interface TrialOptions {
+  task: Task;
+  agent: Agent;
+  provider: SandboxProvider;
+  /** Trial folders are made here: <outDir>/<trialId>/result.json, agent/, verifier/. */
+  outDir: string;
+  attempt?: number;
+  trialId?: string;
+  model?: string | null;
+  timeouts?: TrialTimeouts;
+  signal?: AbortSignal;
+}
+
+export function newTrialId(task: Task, agent: string, attempt: number): string {
+  const safe = task.name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 60);
+  return `${safe}__${agent}__${attempt}__${randomBytes(4).toString('hex')}`;
+}
+
+async function writeJsonAtomic(file: string, data: unknown): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(data, null, 2)}\n`);
+  await rename(tmp, file);
+}
+
+/**
+ * One trial: environment setup, agent setup, agent run, verification, teardown; each timed, each
+ * bounded. The agent's timeout or crash is recorded and the sandbox is still verified; teardown
+ * happens on every path. Never throws for a trial outcome: the result says what happened.
+ */
+export async function runTrial(options: TrialOptions): Promise<TrialResult> {
+  const { task, agent, provider, signal } = options;
+  const attempt = options.attempt ?? 0;
+  const trialId = options.trialId ?? newTrialId(task, agent.name, attempt);
+  const trialDir = path.join(options.outDir, trialId);
+  const agentLogs = path.join(trialDir, 'agent');
+  const verifierLogs = path.join(trialDir, 'verifier');
+  await mkdir(agentLogs, { recursive: true });
+  await mkdir(verifierLogs, { recursive: true });
+  const t = options.timeouts ?? {};
+
+  const startedAt = nowIso();
+  const t0 = performance.now();
+  const phases: Partial<Record<Phase, PhaseTiming>> = {};
+  const errors: TrialError[] = [];
+  const fail = (cls: TrialErrorClass, phase: Phase, message: string): void => {
+    errors.push({ class: cls, message, phase });
+  };
+  const timed = async <T>(phase: Phase, work: () => Promise<T>): Promise<T> => {
+    const s = nowIso();
+    const p0 = performance.now();
+    try {
+      return await work();
+    } finally {
+      phases[phase] = { startedAt: s, finishedAt: nowIso(), durationMs: performance.now() - p0 };
+    }
+  };
+  const cancelled = (err: unknown): boolean => err instanceof CancelledError || (signal?.aborted ?? false);
+
+  let prepared: PreparedEnvironment | null = null;
+  let sandbox: Sandbox | null = null;
+  let outcome: AgentOutcome | null = null;
+  let exitReason: TrialResult['exitReason'] = 'not_run';
+  let verdict: VerifierOutcome | null = null;
+
+  try {
+    await timed('environment_setup', async () => {
+      try {
+        prepared = await provider.prepare(task, { signal });
+        const ms = (t.environmentSec ?? 120) * 1000;
+        sandbox = await withTimeout(provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } }), ms, 'environment_error', `container did not start within ${ms / 1000} s`);
+        await sandbox.putFiles([{ path: '/logs/agent' }, { path: '/logs/verifier' }]);
+      } catch (err) {
+        if (cancelled(err)) throw err;
+        fail(err instanceof TermgradeError && err.code === 'build_failed' ? 'build_failed' : 'environment_error', 'environment_setup', errorMessage(err));
+      }
+    });
+    const box = sandbox as Sandbox | null;
+    if (box) {
+      const ctx = { sandbox: box, task, logsDir: agentLogs };
+      const setupOk = await timed('agent_setup', async () => {
+        const deadline = deadlineSignal(signal, (t.agentSetupSec ?? 600) * 1000);
+        try {
+          await agent.setup({ ...ctx, signal: deadline.signal });
+          return true;
+        } catch (err) {
+          if (signal?.aborted) throw new CancelledError('trial');
+          fail('agent_setup_error', 'agent_setup', deadline.timedOut() ? `agent setup timed out` : errorMessage(err));
+          return false;
+        } finally {
+          deadline.clear();
+        }
+      });
+      if (setupOk) {
+        await timed('agent_run', async () => {
+          const timeoutSec = task.config.agent.timeout_sec * (t.agentMultiplier ?? 1);
+          const deadline = deadlineSignal(signal, timeoutSec * 1000);
+          try {
+            outcome = await agent.run({ ...ctx, signal: deadline.signal });
+            exitReason = outcome.exitReason;
+            if (outcome.exitReason === 'agent_error') fail('agent_error', 'agent_run', outcome.message ?? 'agent failed');
+          } catch (err) {
+            if (signal?.aborted) throw new CancelledError('trial');
+            if (deadline.timedOut()) {
+              exitReason = 'agent_timeout';
+              fail('agent_timeout', 'agent_run', `agent did not finish within ${timeoutSec} s`);
+            } else {
+              exitReason = 'agent_error';
+              fail('agent_error', 'agent_run', errorMessage(err));
+            }
+          } finally {
+            deadline.clear();
+          }
+        });
+        // Graded whatever way the agent ended: partial work counts.
+        await timed('verification', async () => {
+          try {
+            verdict = await verify(box, task, {
+              hostLogsDir: verifierLogs,
+              timeoutSec: task.config.verifier.timeout_sec * (t.verifierMultiplier ?? 1),
+              signal,
+            });
+            if (verdict.error) fail(verdict.error.class, 'verification', verdict.error.message);
+          } catch (err) {
+            if (cancelled(err)) throw err;
+            fail('verifier_crash', 'verification', errorMessage(err));
+          }
+        });
+      }
+    }
+  } catch (err) {
+    fail(cancelled(err) ? 'cancelled' : 'internal_error', 'teardown', errorMessage(err));
+  } finally {
+    const box = sandbox as Sandbox | null;
+    if (box) await timed('teardown', () => box.close());
+  }
+
+  const v = verdict as VerifierOutcome | null;
+  const reward = v?.reward ?? null;
+  const result: TrialResult = {
+    schemaVersion: 1,
+    trialId,
+    task: { name: task.name, path: task.path, checksum: task.checksum },
+    agent: { name: agent.name, model: options.model ?? null },
+    attempt,
+    reward,
+    rewards: v?.rewards ?? {},
+    passed: reward !== null && reward >= 1,
+    tests: v?.tests ?? [],
+    testsSource: v?.testsSource ?? 'none',
+    testsSummary: summarizeTests(v?.tests ?? []),
+    error: errors[0] ?? null,
+    errors,
+    exitReason,
+    turns: (outcome as AgentOutcome | null)?.turns ?? 0,
+    tokens: null,
+    costUsd: null,
+    image: (prepared as PreparedEnvironment | null)?.image ?? null,
+    imageCached: (prepared as PreparedEnvironment | null)?.cached ?? null,
+    phases,
+    startedAt,
+    finishedAt: nowIso(),
+    durationMs: performance.now() - t0,
+  };
+  await writeJsonAtomic(path.join(trialDir, 'result.json'), result);
+  return result;
+}

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { TestReportSource, TestResultSchema } from '../verifier/schema.js';
+
+export const PHASES = ['environment_setup', 'agent_setup', 'agent_run', 'verification', 'teardown'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export const PhaseTimingSchema = z.object({
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  durationMs: z.number(),
+});
+export type PhaseTiming = z.infer<typeof PhaseTimingSchema>;
+
+/**
+ * Why a trial did not end cleanly. Infrastructure classes (build, environment, cancelled,
+ * internal) mean "no result"; agent classes are results; verifier classes mean the grade is missing.
+ */
+export const TrialErrorClass = z.enum([
+  'build_failed',
+  'environment_error',
+  'agent_setup_error',
+  'agent_timeout',
+  'agent_error',
+  'verifier_timeout',
+  'verifier_no_reward',
+  'verifier_bad_reward',
+  'verifier_crash',
+  'cancelled',
+  'internal_error',
+]);
+export type TrialErrorClass = z.infer<typeof TrialErrorClass>;
+
+export const ExitReason = z.enum(['completed', 'agent_error', 'agent_timeout', 'not_run']);
+
+export const TrialResultSchema = z.object({
+  schemaVersion: z.literal(1),
+  trialId: z.string(),
+  task: z.object({ name: z.string(), path: z.string(), checksum: z.string() }),
+  agent: z.object({ name: z.string(), model: z.string().nullable() }),
+  attempt: z.number().int().nonnegative(),
+  /** A verifier-produced reward; null when there is none (never a stand-in 0). */
+  reward: z.number().nullable(),
+  rewards: z.record(z.string(), z.number()),
+  /** reward >= 1: the task was solved. */
+  passed: z.boolean(),
+  tests: z.array(TestResultSchema),
+  testsSource: TestReportSource,
+  testsSummary: z.object({ total: z.number(), passed: z.number(), failed: z.number(), skipped: z.number(), other: z.number() }),
+  /** The first thing that went wrong; an agent error does not hide a later verifier error (see `errors`). */
+  error: z.object({ class: TrialErrorClass, message: z.string(), phase: z.enum(PHASES) }).nullable(),
+  errors: z.array(z.object({ class: TrialErrorClass, message: z.string(), phase: z.enum(PHASES) })),
+  exitReason: ExitReason,
+  turns: z.number().int().nonnegative(),
+  tokens: z.object({ input: z.number(), cached: z.number(), output: z.number() }).nullable(),
+  costUsd: z.number().nullable(),
+  image: z.string().nullable(),
+  imageCached: z.boolean().nullable(),
+  phases: z.partialRecord(z.enum(PHASES), PhaseTimingSchema),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  durationMs: z.number(),
+});
+export type TrialResult = z.infer<typeof TrialResultSchema>;
+export type TrialError = NonNullable<TrialResult['error']>;

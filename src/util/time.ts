@@ -1,0 +1,31 @@
+import { TermgradeError } from './errors.js';
+
+export const nowIso = (): string => new Date().toISOString();
+
+/**
+ * Rejects with `code` when `work` takes longer than `ms`. The work itself is not stopped (give it
+ * the same deadline through a signal where it can stop); this only bounds how long we wait.
+ */
+export async function withTimeout<T>(work: Promise<T>, ms: number, code: string, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TermgradeError(code, message)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** An AbortSignal that fires at `ms` or when `parent` aborts; `timedOut()` tells which. */
+export function deadlineSignal(parent: AbortSignal | undefined, ms: number): { signal: AbortSignal; timedOut: () => boolean; clear: () => void } {
+  const ctl = new AbortController();
+  let fired = false;
+  const timer = setTimeout(() => {
+    fired = true;
+    ctl.abort();
+  }, ms);
+  const signal = parent ? AbortSignal.any([parent, ctl.signal]) : ctl.signal;
+  return { signal, timedOut: () => fired, clear: () => clearTimeout(timer) };
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+/** One named test's outcome, whatever report format it came from. */
+export const TestStatus = z.enum(['passed', 'failed', 'skipped', 'error', 'other']);
+export type TestStatus = z.infer<typeof TestStatus>;
+
+export const TestResultSchema = z.object({
+  name: z.string(),
+  status: TestStatus,
+  durationMs: z.number().nullable().default(null),
+  message: z.string().nullable().default(null),
+});
+export type TestResult = z.infer<typeof TestResultSchema>;
+
+export const TestReportSource = z.enum(['ctrf', 'pytest-rA', 'junit', 'none']);
+export type TestReportSource = z.infer<typeof TestReportSource>;
+
+export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash']);
+export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
+
+export const VerifierOutcomeSchema = z.object({
+  /** The primary reward; null when the verifier failed (a verifier error is never a 0). */
+  reward: z.number().nullable(),
+  /** Every named reward from reward.json ({reward: x} for reward.txt). */
+  rewards: z.record(z.string(), z.number()),
+  rewardSource: z.enum(['reward.json', 'reward.txt']).nullable(),
+  tests: z.array(TestResultSchema),
+  testsSource: TestReportSource,
+  error: z.object({ class: VerifierErrorClass, message: z.string() }).nullable(),
+  exitCode: z.number().nullable(),
+  durationMs: z.number(),
+});
+export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
+
+export function summarizeTests(tests: TestResult[]): { total: number; passed: number; failed: number; skipped: number; other: number } {
+  const count = (s: TestStatus): number => tests.filter((t) => t.status === s).length;
+  const passed = count('passed');
+  const failed = count('failed') + count('error');
+  const skipped = count('skipped');
+  return { total: tests.length, passed, failed, skipped, other: tests.length - passed - failed - skipped };
+}
