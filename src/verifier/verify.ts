@@ -30,10 +30,9 @@ async function readIfThere(file: string): Promise<string | null> {
  */
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
   await sandbox.copyIn(task.testsDir, TESTS_DIR);
-  await sandbox.putFiles([{ path: VERIFIER_LOGS }]);
   const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
   const run = await sandbox.exec(
-    `if command -v bash >/dev/null 2>&1; then bash ${TESTS_DIR}/test.sh; else sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
+    `mkdir -p ${VERIFIER_LOGS}; if command -v bash >/dev/null 2>&1; then bash ${TESTS_DIR}/test.sh; else sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
     { env: task.config.verifier.env, timeoutSec, signal: options.signal },
   );
   await sandbox.copyOut(VERIFIER_LOGS, options.hostLogsDir);

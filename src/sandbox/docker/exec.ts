@@ -2,59 +2,71 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { CancelledError } from '../../util/errors.js';
-import { OutputCapture } from '../capture.js';
+import { OutputCapture, type CapturedOutput } from '../capture.js';
 import type { ExecOptions, ExecResult } from '../sandbox.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
-/** After the process has exited, how long to keep reading output a background child may still hold. */
-const DRAIN_GRACE_MS = 150;
+const SPOOL_DIR = '/tmp/.termgrade-exec';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Runs every command in a new session (setsid) whose leader writes its pid to a file, so a timeout
- * can kill the whole process group from a second exec: the Engine API has no "kill exec".
+ * Why commands do not write to the exec's pipes directly: a background child (a server that
+ * solve.sh starts) would inherit them, the engine would hold the exec open for it, and once the
+ * engine gave up on the pipe the child would die of SIGPIPE. So the command writes to spool files
+ * in the container; when it exits, the wrapper prints the sizes, then the head and tail of each
+ * file (the middle never leaves the container), and removes them. The wrapper leads a new session
+ * and records its pid, so a timeout kills the whole process group from a second exec (the Engine
+ * API has no "kill exec").
  */
-function wrap(command: string | string[], pidFile: string): string[] {
-  const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
-  // Not `exec "$@"`: the shell stays as session leader so it can remove its pid file afterwards.
-  const script = `echo $$ > ${pidFile}; "$@"; rc=$?; rm -f ${pidFile}; exit $rc`;
-  return ['setsid', '-w', '/bin/sh', '-c', script, 'termgrade-exec', ...argv];
+interface Spool {
+  id: string;
+  pid: string;
+  out: string;
+  err: string;
 }
 
-async function killGroup(container: Docker.Container, pidFile: string): Promise<void> {
-  try {
-    const ex = await container.exec({
-      Cmd: ['/bin/sh', '-c', `p=$(cat ${pidFile} 2>/dev/null) && kill -KILL -- -"$p" 2>/dev/null; rm -f ${pidFile}`],
-      AttachStdout: false,
-      AttachStderr: false,
-    });
-    await ex.start({ Detach: true });
-  } catch {
-    // The container may be gone already; teardown removes whatever is left.
-  }
+function spool(): Spool {
+  const id = randomBytes(6).toString('hex');
+  const base = `${SPOOL_DIR}/${id}`;
+  return { id, pid: `${base}.pid`, out: `${base}.out`, err: `${base}.err` };
 }
 
 /**
- * One command in a running container, to completion, timeout or cancellation.
- * Ends on whichever comes first: the output stream closing, or the engine reporting the process
- * exited (polled, because a background child holding stdout keeps the stream open forever).
+ * Shell that prints "<out bytes> <err bytes>\n", then out's head+tail on stdout and err's on
+ * stderr, and removes the spool. Process spawns cost ~5 ms each in a container, so it spawns as
+ * few as it can: one wc for both sizes, cat/head/tail only for non-empty files, one rm.
  */
-export async function dockerExec(
+function emitScript(s: Spool, limit: number): string {
+  const head = Math.floor(limit / 2);
+  const tail = limit - head;
+  return [
+    `tg_show() { if [ "$1" -le ${limit} ]; then [ "$1" -eq 0 ] || cat "$2"; else head -c ${head} "$2"; printf '\\n[... %s bytes omitted ...]\\n' $(($1 - ${limit})); tail -c ${tail} "$2"; fi; }`,
+    `set -- $(wc -c ${s.out} ${s.err} 2>/dev/null) 0 x 0 x`,
+    `printf '%s %s\\n' "$1" "$3"`,
+    `tg_show "$1" ${s.out}`,
+    `tg_show "$3" ${s.err} >&2`,
+    `rm -f ${s.out} ${s.err} ${s.pid}`,
+  ].join('; ');
+}
+
+function wrap(command: string | string[], s: Spool, limit: number): string[] {
+  const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
+  const prepare = `[ -d ${SPOOL_DIR} ] || { mkdir -p ${SPOOL_DIR} && chmod 1777 ${SPOOL_DIR}; } 2>/dev/null`;
+  const script = `${prepare}; echo $$ > ${s.pid}; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; ${emitScript(s, limit)}; exit $rc`;
+  return ['setsid', '-w', '/bin/sh', '-c', script, 'termgrade-exec', ...argv];
+}
+
+/** Starts an exec and collects its (already bounded) output until the stream ends. */
+async function startExec(
   docker: Docker,
   container: Docker.Container,
-  command: string | string[],
-  options: ExecOptions = {},
-): Promise<ExecResult> {
-  if (options.signal?.aborted) throw new CancelledError('command');
-  const started = performance.now();
-  const pidFile = `/tmp/.termgrade-exec-${randomBytes(6).toString('hex')}`;
-  const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-  const stdout = new OutputCapture(limit);
-  const stderr = new OutputCapture(limit);
-
+  cmd: string[],
+  options: ExecOptions,
+  limit: number,
+): Promise<{ exec: Docker.Exec; stream: Duplex; stdout: OutputCapture; stderr: OutputCapture; ended: Promise<void> }> {
   const exec = await container.exec({
-    Cmd: wrap(command, pidFile),
+    Cmd: cmd,
     AttachStdout: true,
     AttachStderr: true,
     AttachStdin: false,
@@ -64,35 +76,81 @@ export async function dockerExec(
     User: options.user,
   });
   const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+  // The wrapper already bounds what it prints; the captures are a second fence, a little larger.
+  const stdout = new OutputCapture(limit + 4096);
+  const stderr = new OutputCapture(limit + 4096);
   docker.modem.demuxStream(stream, stdout, stderr);
-
-  let streamEnded = false;
   const ended = new Promise<void>((resolve) => {
-    const done = (): void => {
-      streamEnded = true;
-      resolve();
-    };
-    stream.once('end', done);
-    stream.once('close', done);
-    stream.once('error', done);
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
   });
+  return { exec, stream, stdout, stderr, ended };
+}
+
+/** Splits the wrapper's size line off stdout and states what was cut. */
+function parseEmitted(stdout: OutputCapture, stderr: OutputCapture, limit: number): { out: CapturedOutput; err: CapturedOutput } {
+  const raw = stdout.result().text;
+  const nl = raw.indexOf('\n');
+  const sizes = /^(\d+) (\d+)$/.exec(nl >= 0 ? raw.slice(0, nl).trim() : '');
+  const outBytes = sizes ? Number(sizes[1]) : stdout.total;
+  const errBytes = sizes ? Number(sizes[2]) : stderr.total;
+  const cut = (n: number): number => Math.max(0, n - limit);
+  return {
+    out: { text: sizes ? raw.slice(nl + 1) : raw, totalBytes: outBytes, truncatedBytes: cut(outBytes) },
+    err: { text: stderr.result().text, totalBytes: errBytes, truncatedBytes: cut(errBytes) },
+  };
+}
+
+async function killGroupAndCollect(
+  docker: Docker,
+  container: Docker.Container,
+  s: Spool,
+  limit: number,
+): Promise<{ out: CapturedOutput; err: CapturedOutput } | null> {
+  try {
+    const kill = `p=$(cat ${s.pid} 2>/dev/null) && kill -9 -"$p" 2>/dev/null; ${emitScript(s, limit)}`;
+    const run = await startExec(docker, container, ['/bin/sh', '-c', kill], {}, limit);
+    await Promise.race([run.ended, sleep(10_000)]);
+    run.stream.destroy();
+    return parseEmitted(run.stdout, run.stderr, limit);
+  } catch {
+    return null; // the container may be gone already; teardown removes whatever is left
+  }
+}
+
+/**
+ * One command in a running container, to completion, timeout or cancellation. Ends when the
+ * stream closes, or when the engine reports the process gone (polled, as a safety net).
+ */
+export async function dockerExec(
+  docker: Docker,
+  container: Docker.Container,
+  command: string | string[],
+  options: ExecOptions = {},
+): Promise<ExecResult> {
+  if (options.signal?.aborted) throw new CancelledError('command');
+  const started = performance.now();
+  const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const s = spool();
+  const run = await startExec(docker, container, wrap(command, s, limit), options, limit);
 
   type Outcome = 'ended' | 'exited' | 'timeout' | 'aborted';
   let stopPolling = false;
   const pollExited = async (): Promise<Outcome> => {
-    let interval = 50;
+    let interval = 100;
     while (!stopPolling) {
       await sleep(interval);
       if (stopPolling) break;
-      interval = Math.min(interval * 2, 1000);
-      const info = await exec.inspect().catch(() => null);
+      interval = Math.min(interval * 2, 2000);
+      const info = await run.exec.inspect().catch(() => null);
       if (info && !info.Running && info.ExitCode !== null) return 'exited';
     }
     return 'ended';
   };
-  const timers: NodeJS.Timeout[] = [];
+  let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<Outcome>((resolve) => {
-    if (options.timeoutSec !== undefined) timers.push(setTimeout(() => resolve('timeout'), options.timeoutSec * 1000));
+    if (options.timeoutSec !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutSec * 1000);
   });
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<Outcome>((resolve) => {
@@ -102,27 +160,29 @@ export async function dockerExec(
 
   let outcome: Outcome;
   try {
-    outcome = await Promise.race([ended.then((): Outcome => 'ended'), pollExited(), timedOut, aborted]);
+    outcome = await Promise.race([run.ended.then((): Outcome => 'ended'), pollExited(), timedOut, aborted]);
   } finally {
     stopPolling = true;
-    timers.forEach(clearTimeout);
+    clearTimeout(timer);
     if (onAbort) options.signal?.removeEventListener('abort', onAbort);
   }
 
-  if (outcome === 'timeout' || outcome === 'aborted') await killGroup(container, pidFile);
-  if (!streamEnded) {
-    // Let output already in flight arrive, then stop listening: a daemon may hold the pipe forever.
-    await Promise.race([ended, sleep(outcome === 'exited' ? DRAIN_GRACE_MS : 1000)]);
-    stream.destroy();
+  if (outcome === 'timeout' || outcome === 'aborted') {
+    run.stream.destroy();
+    const collected = await killGroupAndCollect(docker, container, s, limit);
+    if (outcome === 'aborted') throw new CancelledError('command');
+    const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
+    return {
+      exitCode: null,
+      stdout: collected?.out ?? empty,
+      stderr: collected?.err ?? empty,
+      timedOut: true,
+      durationMs: performance.now() - started,
+    };
   }
-  if (outcome === 'aborted') throw new CancelledError('command');
-
-  const exitCode = outcome === 'timeout' ? null : ((await exec.inspect()).ExitCode ?? null);
-  return {
-    exitCode,
-    stdout: stdout.result(),
-    stderr: stderr.result(),
-    timedOut: outcome === 'timeout',
-    durationMs: performance.now() - started,
-  };
+  if (outcome === 'exited') await Promise.race([run.ended, sleep(2000)]);
+  run.stream.destroy();
+  const { out, err } = parseEmitted(run.stdout, run.stderr, limit);
+  const info = await run.exec.inspect();
+  return { exitCode: info.ExitCode ?? null, stdout: out, stderr: err, timedOut: false, durationMs: performance.now() - started };
 }

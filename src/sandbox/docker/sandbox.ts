@@ -25,7 +25,6 @@ export class DockerSandbox implements Sandbox {
   }
 
   async copyIn(hostDir: string, destDir: string): Promise<void> {
-    await this.putFiles([{ path: destDir }]);
     await this.container.putArchive(packDir(hostDir, destDir) as unknown as NodeJS.ReadableStream, { path: '/' });
   }
 

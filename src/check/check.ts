@@ -1,0 +1,160 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { nopAgent, oracleAgent } from '../agent/oracle.js';
+import type { SandboxProvider } from '../sandbox/sandbox.js';
+import { loadTask } from '../task/load.js';
+import type { Task } from '../task/task.js';
+import { runTrial, type TrialTimeouts } from '../trial/run.js';
+import type { TrialResult } from '../trial/schema.js';
+import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+import { mapPool } from '../util/pool.js';
+import type { CheckedTask, CheckReport } from './schema.js';
+import { judge, oracleRunPassed, type ReasonCode } from './verdict.js';
+
+export interface CheckOptions {
+  provider: SandboxProvider;
+  /** Trial folders and build logs go here. */
+  outDir: string;
+  /** Oracle runs per task (>= 1); disagreement between them is `flaky`. */
+  repeat?: number;
+  concurrency?: number;
+  timeouts?: TrialTimeouts;
+  signal?: AbortSignal;
+  onEvent?: (event: CheckEvent) => void;
+}
+
+export type CheckEvent =
+  | { type: 'task-start'; path: string }
+  | { type: 'phase'; path: string; phase: 'build' | 'oracle' | 'nop'; run?: number }
+  | { type: 'task-done'; task: CheckedTask };
+
+function safeName(p: string): string {
+  return path.basename(p).replace(/[^A-Za-z0-9._-]+/g, '-') || 'task';
+}
+
+async function checkOne(taskPath: string, options: CheckOptions): Promise<CheckedTask> {
+  const started = performance.now();
+  const emit = options.onEvent ?? (() => {});
+  const result: CheckedTask = {
+    path: taskPath,
+    name: path.basename(taskPath),
+    verdict: 'rejected',
+    reasons: [],
+    tests: [],
+    details: [],
+    image: null,
+    imageCached: null,
+    buildMs: null,
+    oracle: { runs: 0, passed: 0, rewards: [] },
+    nop: null,
+    trials: [],
+    durationMs: 0,
+  };
+  const finish = (reasons: ReasonCode[]): CheckedTask => {
+    result.reasons = reasons;
+    result.verdict = reasons.length === 0 ? 'admissible' : 'rejected';
+    result.durationMs = performance.now() - started;
+    emit({ type: 'task-done', task: result });
+    return result;
+  };
+  emit({ type: 'task-start', path: taskPath });
+
+  let task: Task;
+  try {
+    task = await loadTask(taskPath);
+    result.name = task.name;
+    if (!task.solutionDir) throw new TermgradeError('invalid_task', `task ${taskPath}: solution/solve.sh: missing (check needs a reference solution)`);
+  } catch (err) {
+    result.details.push(errorMessage(err));
+    return finish(['invalid_task']);
+  }
+
+  emit({ type: 'phase', path: taskPath, phase: 'build' });
+  const buildLog = path.join(options.outDir, 'builds', `${safeName(taskPath)}.log`);
+  try {
+    const prepared = await options.provider.prepare(task, { signal: options.signal });
+    Object.assign(result, { image: prepared.image, imageCached: prepared.cached, buildMs: prepared.durationMs });
+    if (prepared.log) await writeFile(buildLog, prepared.log);
+  } catch (err) {
+    if (err instanceof CancelledError) throw err;
+    const log = (err as { log?: string }).log;
+    if (log) await writeFile(buildLog, log);
+    result.details.push(`build: ${errorMessage(err)}${log ? ` (log: ${buildLog})` : ''}`);
+    return finish(['build_failed']);
+  }
+
+  const trial = async (agent: typeof oracleAgent, attempt: number): Promise<TrialResult> => {
+    const r = await runTrial({ task, agent, provider: options.provider, outDir: path.join(options.outDir, 'trials'), attempt, timeouts: options.timeouts, signal: options.signal });
+    result.trials.push(r.trialId);
+    if (r.errors.some((e) => e.class === 'cancelled')) throw new CancelledError('check');
+    for (const e of r.errors) result.details.push(`${agent.name} run ${attempt + 1}: ${e.class}: ${e.message}`);
+    return r;
+  };
+
+  const repeat = Math.max(1, options.repeat ?? 2);
+  const oracleRuns: TrialResult[] = [];
+  for (let i = 0; i < repeat; i++) {
+    emit({ type: 'phase', path: taskPath, phase: 'oracle', run: i + 1 });
+    const r = await trial(oracleAgent, i);
+    oracleRuns.push(r);
+    if (!oracleRunPassed(r) && r.errors.length === 0) {
+      const failed = r.tests.filter((t) => t.status !== 'passed' && t.status !== 'skipped').map((t) => t.name);
+      result.details.push(`oracle run ${i + 1}: reward ${r.reward}${failed.length ? `, failed: ${failed.join(', ')}` : ''}`);
+    }
+    // Once runs disagree the task is flaky; more runs would not change the verdict. A timeout
+    // is not repeated either: every repeat would cost the full timeout again.
+    const passes = oracleRuns.filter(oracleRunPassed).length;
+    if (passes > 0 && passes < oracleRuns.length) break;
+    if (r.errors.some((e) => e.class === 'agent_timeout' || e.class === 'verifier_timeout')) break;
+  }
+  result.oracle = { runs: oracleRuns.length, passed: oracleRuns.filter(oracleRunPassed).length, rewards: oracleRuns.map((r) => r.reward) };
+  result.tests = [...new Set(oracleRuns.flatMap((r) => r.tests.map((t) => t.name)))];
+
+  emit({ type: 'phase', path: taskPath, phase: 'nop' });
+  const nop = await trial(nopAgent, 0);
+  result.nop = { reward: nop.reward };
+  if (nop.passed) result.details.push(`nop: reward ${nop.reward}: the tests pass with no work done`);
+  return finish(judge(oracleRuns, nop));
+}
+
+/** Checks every task folder; one bad task never stops the others. */
+export async function checkTasks(taskPaths: string[], options: CheckOptions): Promise<CheckReport> {
+  const started = performance.now();
+  await mkdir(path.join(options.outDir, 'builds'), { recursive: true });
+  let cancelled = false;
+  const results = await mapPool(
+    taskPaths,
+    options.concurrency ?? 2,
+    async (p) => {
+      try {
+        return await checkOne(p, options);
+      } catch (err) {
+        if (err instanceof CancelledError || options.signal?.aborted) {
+          cancelled = true;
+          return undefined;
+        }
+        throw err;
+      }
+    },
+    options.signal,
+  );
+  const tasks = results.filter((r): r is CheckedTask => r !== undefined);
+  const reasons: Record<string, number> = {};
+  for (const t of tasks) for (const r of t.reasons) reasons[r] = (reasons[r] ?? 0) + 1;
+  const admissible = tasks.filter((t) => t.verdict === 'admissible').length;
+  const report: CheckReport = {
+    tasks,
+    summary: {
+      total: tasks.length,
+      admissible,
+      rejected: tasks.length - admissible,
+      yield: tasks.length ? admissible / tasks.length : 0,
+      reasons,
+      cancelled: cancelled || (options.signal?.aborted ?? false),
+      durationMs: performance.now() - started,
+      outDir: options.outDir,
+    },
+  };
+  await writeFile(path.join(options.outDir, 'check.json'), `${JSON.stringify(report, null, 2)}\n`);
+  return report;
+}

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { ReasonCode } from './verdict.js';
+
+export const CheckedTaskSchema = z.object({
+  path: z.string(),
+  name: z.string(),
+  verdict: z.enum(['admissible', 'rejected']),
+  reasons: z.array(ReasonCode),
+  /** Test names seen in the oracle run(s). */
+  tests: z.array(z.string()),
+  /** Human-readable detail for each problem found (file, trial, message). */
+  details: z.array(z.string()),
+  image: z.string().nullable(),
+  imageCached: z.boolean().nullable(),
+  buildMs: z.number().nullable(),
+  oracle: z.object({ runs: z.number(), passed: z.number(), rewards: z.array(z.number().nullable()) }),
+  nop: z.object({ reward: z.number().nullable() }).nullable(),
+  trials: z.array(z.string()),
+  durationMs: z.number(),
+});
+export type CheckedTask = z.infer<typeof CheckedTaskSchema>;
+
+export const CheckReportSchema = z.object({
+  tasks: z.array(CheckedTaskSchema),
+  summary: z.object({
+    total: z.number().int(),
+    admissible: z.number().int(),
+    rejected: z.number().int(),
+    yield: z.number(),
+    reasons: z.record(z.string(), z.number().int()),
+    cancelled: z.boolean(),
+    durationMs: z.number(),
+    outDir: z.string(),
+  }),
+});
+export type CheckReport = z.infer<typeof CheckReportSchema>;

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
+
+/** Why a candidate task is rejected. These exact codes are part of `check --json`'s contract. */
+export const ReasonCode = z.enum(['invalid_task', 'build_failed', 'oracle_failed', 'nop_passed', 'flaky', 'verifier_error', 'timeout']);
+export type ReasonCode = z.infer<typeof ReasonCode>;
+
+/** An oracle run counts as a pass only with reward 1 and no test that did not pass. */
+export function oracleRunPassed(trial: TrialResult): boolean {
+  return trial.reward === 1 && trial.error?.class !== 'verifier_timeout' && trial.tests.every((t) => t.status === 'passed' || t.status === 'skipped');
+}
+
+const reasonFor = (cls: TrialErrorClass): ReasonCode | null => {
+  switch (cls) {
+    case 'agent_timeout':
+    case 'verifier_timeout':
+      return 'timeout';
+    case 'verifier_no_reward':
+    case 'verifier_bad_reward':
+    case 'verifier_crash':
+      return 'verifier_error';
+    case 'build_failed':
+    case 'environment_error':
+      return 'build_failed';
+    default:
+      return null;
+  }
+};
+
+/** What one failed trial says about the task: its error classes first, else a wrong answer. */
+function failureReasons(trial: TrialResult, wrong: ReasonCode): ReasonCode[] {
+  const fromErrors = trial.errors.map((e) => reasonFor(e.class)).filter((r): r is ReasonCode => r !== null);
+  return fromErrors.length > 0 ? fromErrors : [wrong];
+}
+
+/**
+ * The admission rule, pure: the oracle passes every time (else oracle_failed, or flaky when runs
+ * disagree), the do-nothing agent fails (else nop_passed), and the verifier always gives a reward
+ * in time (else verifier_error / timeout). Reasons are deduplicated, in a fixed order.
+ */
+export function judge(oracleRuns: TrialResult[], nop: TrialResult | null): ReasonCode[] {
+  const reasons = new Set<ReasonCode>();
+  const passes = oracleRuns.filter(oracleRunPassed).length;
+  if (passes > 0 && passes < oracleRuns.length) reasons.add('flaky');
+  for (const run of oracleRuns) {
+    if (oracleRunPassed(run)) continue;
+    for (const r of failureReasons(run, 'oracle_failed')) {
+      // A wrong answer that other runs got right is flakiness, not a second reason.
+      if (!(r === 'oracle_failed' && passes > 0)) reasons.add(r);
+    }
+  }
+  if (nop) {
+    if (nop.passed) reasons.add('nop_passed');
+    for (const e of nop.errors) {
+      const r = reasonFor(e.class);
+      if (r) reasons.add(r);
+    }
+  }
+  return ReasonCode.options.filter((r) => reasons.has(r));
+}

@@ -1,0 +1,58 @@
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after } from 'node:test';
+import { DockerProvider } from '../src/sandbox/docker/provider.js';
+
+/** The repository root, from dist/test/helpers.js or test/helpers.ts alike. */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), fileURLToPath(import.meta.url).includes('/dist/') ? '../..' : '..');
+export const EXAMPLES = path.join(ROOT, 'examples', 'tasks');
+export const BROKEN = path.join(ROOT, 'test', 'fixtures', 'broken');
+export const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
+
+const temps: string[] = [];
+after(async () => {
+  await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+export async function tempDir(prefix = 'termgrade-test-'): Promise<string> {
+  const d = await mkdtemp(path.join(tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
+
+/** Writes a task folder from a map of relative path -> content (".sh" files made executable). */
+export async function makeTask(files: Record<string, string>): Promise<string> {
+  const dir = await tempDir('termgrade-task-');
+  for (const [rel, content] of Object.entries(files)) {
+    const file = path.join(dir, rel);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, content, { mode: rel.endsWith('.sh') ? 0o755 : 0o644 });
+  }
+  return dir;
+}
+
+/** A minimal valid task on the local debian base image; override any file. */
+export function trivialTask(overrides: Record<string, string> = {}): Promise<string> {
+  return makeTask({
+    'task.toml': '[task]\nname = "trivial"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 30\n',
+    'instruction.md': 'Write hello into /app/out.txt.\n',
+    'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+    'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
+    'tests/test.sh':
+      '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo "PASSED t.py::test_hello"; echo 1 > /logs/verifier/reward.txt;\nelse echo "FAILED t.py::test_hello - no"; echo 0 > /logs/verifier/reward.txt; fi\n',
+    ...overrides,
+  });
+}
+
+let provider: DockerProvider | null = null;
+/** One provider for a test file; every sandbox it opened is closed when the file ends. */
+export function docker(): DockerProvider {
+  if (!provider) {
+    provider = new DockerProvider();
+    const p = provider;
+    after(() => p.closeAll());
+  }
+  return provider;
+}

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { findTaskDirs, loadTask } from '../src/task/load.js';
+import { TaskError } from '../src/util/errors.js';
+import { EXAMPLES, trivialTask } from './helpers.js';
+
+async function loadError(dir: string): Promise<TaskError> {
+  try {
+    await loadTask(dir);
+  } catch (err) {
+    assert.ok(err instanceof TaskError, `expected TaskError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail('expected the task to be rejected');
+}
+
+describe('task loading', () => {
+  it('loads every bundled example with its name, limits and environment', async () => {
+    const dirs = await findTaskDirs([EXAMPLES]);
+    assert.ok(dirs.length >= 8, `expected at least 8 examples, found ${dirs.length}`);
+    for (const dir of dirs) {
+      const task = await loadTask(dir);
+      assert.equal(task.name, path.basename(dir));
+      assert.equal(task.environment.kind, 'dockerfile');
+      assert.ok(task.solutionDir, `${dir} has a solution`);
+      assert.equal(task.limits.network, false);
+      assert.match(task.checksum, /^[0-9a-f]{64}$/);
+    }
+  });
+
+  it('applies the field defaults and keeps unknown keys', async () => {
+    const dir = await trivialTask({
+      'task.toml': 'version = "1.1"\nfuture_key = 7\n[task]\nname = "x"\n[environment]\nmemory = "2G"\nmcp_servers = []\n[metadata]\ndifficulty = "hard"\n[newtable]\na = 1\n',
+    });
+    const task = await loadTask(dir);
+    assert.equal(task.config.verifier.timeout_sec, 900);
+    assert.equal(task.config.agent.timeout_sec, 600);
+    assert.equal(task.limits.memoryMb, 2048);
+    assert.equal(task.limits.cpus, 1);
+    assert.equal((task.config as Record<string, unknown>).future_key, 7);
+    assert.deepEqual({ ...((task.config as Record<string, unknown>).newtable as object) }, { a: 1 });
+    assert.deepEqual((task.config.environment as Record<string, unknown>).mcp_servers, []);
+    assert.equal(task.config.metadata.difficulty, 'hard');
+  });
+
+  it('takes memory_mb over memory, and network_mode over allow_internet', async () => {
+    const dir = await trivialTask({ 'task.toml': '[environment]\nmemory_mb = 512\nmemory = "4G"\nallow_internet = true\nnetwork_mode = "no-network"\n' });
+    const task = await loadTask(dir);
+    assert.equal(task.limits.memoryMb, 512);
+    assert.equal(task.limits.network, false);
+  });
+
+  it('names the file and line of bad TOML', async () => {
+    const err = await loadError(await trivialTask({ 'task.toml': '[task]\nname = "x"\n[verifier\n' }));
+    assert.equal(err.file, 'task.toml');
+    assert.match(err.message, /task\.toml: not valid TOML at line 3/);
+  });
+
+  it('names the key with a wrong type', async () => {
+    const err = await loadError(await trivialTask({ 'task.toml': '[verifier]\ntimeout_sec = "soon"\n' }));
+    assert.match(err.message, /task\.toml: \[verifier\.timeout_sec\]/);
+  });
+
+  it('rejects a missing instruction, test.sh or environment', async () => {
+    const noInstruction = await trivialTask();
+    await import('node:fs/promises').then((fs) => fs.rm(path.join(noInstruction, 'instruction.md')));
+    assert.equal((await loadError(noInstruction)).file, 'instruction.md');
+
+    const noTests = await trivialTask();
+    await import('node:fs/promises').then((fs) => fs.rm(path.join(noTests, 'tests'), { recursive: true }));
+    assert.equal((await loadError(noTests)).file, 'tests/test.sh');
+
+    const noEnv = await trivialTask();
+    await import('node:fs/promises').then((fs) => fs.rm(path.join(noEnv, 'environment'), { recursive: true }));
+    assert.match((await loadError(noEnv)).message, /docker_image/);
+  });
+
+  it('accepts a named image instead of a Dockerfile', async () => {
+    const dir = await trivialTask({ 'task.toml': '[environment]\ndocker_image = "debian:bookworm-slim"\n' });
+    await import('node:fs/promises').then((fs) => fs.rm(path.join(dir, 'environment'), { recursive: true }));
+    const task = await loadTask(dir);
+    assert.deepEqual(task.environment, { kind: 'image', image: 'debian:bookworm-slim' });
+  });
+
+  it('refuses a symlink that escapes the task folder', async () => {
+    const dir = await trivialTask();
+    await symlink('/etc/passwd', path.join(dir, 'tests', 'passwd'));
+    const err = await loadError(dir);
+    assert.equal(err.file, 'tests/passwd');
+    assert.match(err.message, /symlink escapes the task folder/);
+  });
+
+  it('refuses a top-level part that is a symlink out of the folder', async () => {
+    const other = await trivialTask();
+    const dir = await trivialTask();
+    await import('node:fs/promises').then((fs) => fs.rm(path.join(dir, 'tests'), { recursive: true }));
+    await symlink(path.join(other, 'tests'), path.join(dir, 'tests'));
+    assert.match((await loadError(dir)).message, /tests: symlink escapes/);
+  });
+
+  it('allows a symlink that stays inside the task', async () => {
+    const dir = await trivialTask();
+    await symlink('../solution/solve.sh', path.join(dir, 'tests', 'solve-link.sh'));
+    await loadTask(dir);
+  });
+
+  it('refuses a Dockerfile that copies from outside its context through ..', async () => {
+    const err = await loadError(await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nCOPY ../tests /tests\n' }));
+    assert.match(err.message, /environment\/Dockerfile: COPY source "\.\.\/tests" escapes/);
+  });
+
+  it('gives the same checksum for the same content and a different one after an edit', async () => {
+    const a = await loadTask(await trivialTask());
+    const b = await loadTask(await trivialTask());
+    const c = await loadTask(await trivialTask({ 'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n' }));
+    assert.equal(a.checksum, b.checksum);
+    assert.notEqual(a.checksum, c.checksum);
+    assert.ok(a.environment.kind === 'dockerfile' && c.environment.kind === 'dockerfile');
+    assert.equal(a.environment.contentHash, c.environment.contentHash, 'tests do not change the image');
+  });
+
+  it('expands collections and single task folders, and names a missing folder', async () => {
+    const single = await trivialTask();
+    const dirs = await findTaskDirs([single, EXAMPLES]);
+    assert.ok(dirs.includes(single));
+    assert.ok(dirs.includes(path.join(EXAMPLES, 'csv-summary')));
+    await assert.rejects(findTaskDirs(['/no/such/place']), /no such folder/);
+  });
+});

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { judge } from '../src/check/verdict.js';
+import type { TrialErrorClass, TrialResult } from '../src/trial/schema.js';
+
+function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorClasses: TrialErrorClass[] = []): TrialResult {
+  const errors = errorClasses.map((c) => ({ class: c, message: c, phase: 'verification' as const }));
+  return {
+    schemaVersion: 1,
+    trialId: 't',
+    task: { name: 'x', path: '/x', checksum: 'c' },
+    agent: { name: 'oracle', model: null },
+    attempt: 0,
+    reward,
+    rewards: reward === null ? {} : { reward },
+    passed: reward !== null && reward >= 1,
+    tests: tests.map((status, i) => ({ name: `t${i}`, status, durationMs: null, message: null })),
+    testsSource: 'pytest-rA',
+    testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
+    error: errors[0] ?? null,
+    errors,
+    exitReason: 'completed',
+    turns: 1,
+    tokens: null,
+    costUsd: null,
+    image: null,
+    imageCached: null,
+    phases: {},
+    startedAt: '',
+    finishedAt: '',
+    durationMs: 0,
+  };
+}
+
+const pass = trial(1, ['passed', 'passed']);
+const fail = trial(0, ['passed', 'failed']);
+const nopFail = trial(0, ['failed', 'failed']);
+
+describe('admission rule', () => {
+  it('admits a task whose oracle always passes and whose nop fails', () => {
+    assert.deepEqual(judge([pass, pass], nopFail), []);
+  });
+
+  it('rejects an oracle that fails every time', () => {
+    assert.deepEqual(judge([fail, fail], nopFail), ['oracle_failed']);
+  });
+
+  it('rejects reward 1 with a failing test as oracle_failed', () => {
+    assert.deepEqual(judge([trial(1, ['passed', 'failed'])], nopFail), ['oracle_failed']);
+  });
+
+  it('calls disagreement flaky, not oracle_failed', () => {
+    assert.deepEqual(judge([pass, fail], nopFail), ['flaky']);
+  });
+
+  it('rejects a nop that passes', () => {
+    assert.deepEqual(judge([pass, pass], trial(1, [])), ['nop_passed']);
+  });
+
+  it('maps verifier errors and timeouts to their codes, also from the nop run', () => {
+    assert.deepEqual(judge([trial(null, [], ['verifier_no_reward'])], nopFail), ['verifier_error']);
+    assert.deepEqual(judge([trial(null, [], ['verifier_timeout'])], nopFail), ['timeout']);
+    assert.deepEqual(judge([trial(0, [], ['agent_timeout'])], nopFail), ['timeout']);
+    assert.deepEqual(judge([pass], trial(null, [], ['verifier_bad_reward'])), ['verifier_error']);
+  });
+
+  it('reports several reasons in a fixed order', () => {
+    assert.deepEqual(judge([pass, trial(null, [], ['verifier_timeout'])], trial(1, [])), ['nop_passed', 'flaky', 'timeout']);
+  });
+});

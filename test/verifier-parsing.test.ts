@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseRewardFiles, primaryReward } from '../src/verifier/reward.js';
+import { collectTests, parseCtrf, parseJunit, parsePytestSummary } from '../src/verifier/test-report.js';
+
+describe('reward files', () => {
+  it('prefers reward.json over reward.txt', () => {
+    const r = parseRewardFiles('{"reward": 0.5, "partial": 0.25}', '1');
+    assert.deepEqual(r, { ok: true, reward: 0.5, rewards: { reward: 0.5, partial: 0.25 }, source: 'reward.json' });
+  });
+
+  it('reads one number from reward.txt, whitespace allowed', () => {
+    assert.deepEqual(parseRewardFiles(null, ' 1\n'), { ok: true, reward: 1, rewards: { reward: 1 }, source: 'reward.txt' });
+  });
+
+  it('calls a missing reward a missing reward, never a 0', () => {
+    const r = parseRewardFiles(null, null);
+    assert.equal(r.ok, false);
+    assert.equal(r.ok === false && r.problem, 'missing');
+  });
+
+  it('rejects malformed files with the reason', () => {
+    for (const [json, txt, pattern] of [
+      ['{not json', null, /not JSON/],
+      ['[1]', null, /object/],
+      ['{"reward": "high"}', null, /"reward" is not a number/],
+      ['{}', null, /empty/],
+      [null, 'pass', /one number/],
+      [null, '', /one number/],
+    ] as const) {
+      const r = parseRewardFiles(json, txt);
+      assert.equal(r.ok, false);
+      if (!r.ok) {
+        assert.equal(r.problem, 'malformed');
+        assert.match(r.message, pattern);
+      }
+    }
+  });
+
+  it('picks the primary reward: `reward`, else the only key, else the mean', () => {
+    assert.equal(primaryReward({ a: 0, reward: 1 }), 1);
+    assert.equal(primaryReward({ score: 0.3 }), 0.3);
+    assert.equal(primaryReward({ a: 1, b: 0 }), 0.5);
+  });
+});
+
+describe('per-test reports', () => {
+  const ctrf = JSON.stringify({
+    results: {
+      tool: { name: 'pytest' },
+      summary: { tests: 3, passed: 1, failed: 1, skipped: 1, pending: 0, other: 0 },
+      tests: [
+        { name: 'test_outputs.py::test_a', status: 'passed', duration: 12 },
+        { name: 'test_outputs.py::test_b', status: 'failed', duration: 3, message: 'AssertionError: 1 != 2' },
+        { name: 'test_outputs.py::test_c', status: 'skipped', duration: 0 },
+      ],
+    },
+  });
+
+  it('reads CTRF tests with status, duration and message', () => {
+    assert.deepEqual(parseCtrf(ctrf), [
+      { name: 'test_outputs.py::test_a', status: 'passed', durationMs: 12, message: null },
+      { name: 'test_outputs.py::test_b', status: 'failed', durationMs: 3, message: 'AssertionError: 1 != 2' },
+      { name: 'test_outputs.py::test_c', status: 'skipped', durationMs: 0, message: null },
+    ]);
+    assert.equal(parseCtrf('{"results": {}}'), null);
+    assert.equal(parseCtrf('nope'), null);
+  });
+
+  it('reads pytest -rA summary lines, colours and all', () => {
+    const out = [
+      'test_outputs.py ..F                                      [100%]',
+      '=========================== short test summary info ============================',
+      'PASSED test_outputs.py::test_a',
+      '\x1b[32mPASSED\x1b[0m test_outputs.py::test_param[1-2]',
+      'FAILED test_outputs.py::test_b - assert 1 == 2',
+      'ERROR test_outputs.py::test_c - fixture missing',
+      'SKIPPED [1] test_outputs.py:9: no reason',
+      '========================= 2 passed, 1 failed in 0.03s ==========================',
+    ].join('\n');
+    assert.deepEqual(parsePytestSummary(out), [
+      { name: 'test_outputs.py::test_a', status: 'passed', durationMs: null, message: null },
+      { name: 'test_outputs.py::test_param[1-2]', status: 'passed', durationMs: null, message: null },
+      { name: 'test_outputs.py::test_b', status: 'failed', durationMs: null, message: 'assert 1 == 2' },
+      { name: 'test_outputs.py::test_c', status: 'error', durationMs: null, message: 'fixture missing' },
+    ]);
+  });
+
+  it('reads JUnit XML from pytest and nested suites', () => {
+    const xml = `<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="3">
+      <testcase classname="test_outputs" name="test_a" time="0.010"/>
+      <testcase classname="test_outputs" name="test_b" time="0.002"><failure message="assert 1 == 2">trace</failure></testcase>
+      <testsuite name="inner"><testcase name="test_c"><skipped/></testcase></testsuite>
+    </testsuite></testsuites>`;
+    assert.deepEqual(parseJunit(xml), [
+      { name: 'test_outputs::test_a', status: 'passed', durationMs: 10, message: null },
+      { name: 'test_outputs::test_b', status: 'failed', durationMs: 2, message: 'assert 1 == 2' },
+      { name: 'test_c', status: 'skipped', durationMs: null, message: null },
+    ]);
+    assert.deepEqual(parseJunit('<broken'), []);
+  });
+
+  it('trusts CTRF first, then -rA lines, then JUnit', () => {
+    const xml = '<testsuite><testcase name="x"/></testsuite>';
+    assert.equal(collectTests({ ctrf, stdout: 'PASSED a.py::b', junit: [xml] }).source, 'ctrf');
+    assert.equal(collectTests({ ctrf: null, stdout: 'PASSED a.py::b', junit: [xml] }).source, 'pytest-rA');
+    assert.equal(collectTests({ ctrf: 'garbage', stdout: 'no summary', junit: [xml] }).source, 'junit');
+    assert.deepEqual(collectTests({ ctrf: null, stdout: null, junit: [] }), { tests: [], source: 'none' });
+  });
+});
