@@ -27,7 +27,11 @@ const program = new Command()
     'after',
     `\nExit codes: ${EXIT.ok} success, ${EXIT.rejected} some task rejected or trial failed, ${EXIT.usage} bad usage or input,\n` +
       `${EXIT.engine} no Docker engine, ${EXIT.internal} internal error, ${EXIT.sigint} interrupted (SIGINT), ${EXIT.sigterm} terminated (SIGTERM).`,
-  );
+  )
+  // Set before the subcommands are added so they inherit it: usage errors exit 2, help exits 0.
+  .exitOverride((err) => {
+    process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage);
+  });
 
 program
   .command('check')
@@ -62,10 +66,6 @@ program
   .action(async (opts) => {
     process.exitCode = await cleanupCommand(opts);
   });
-
-program.exitOverride((err) => {
-  process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage);
-});
 
 try {
   await program.parseAsync();

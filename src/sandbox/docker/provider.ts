@@ -6,6 +6,31 @@ import { ImageBuilder } from './image.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, ownerId } from './labels.js';
 import { DockerSandbox } from './sandbox.js';
 
+/** The container a trial runs in: idle, offline unless the task asks otherwise, limited, labelled. */
+export function containerSpec(task: Task, image: string, labels: Record<string, string> = {}): Docker.ContainerCreateOptions {
+  const limits = task.limits;
+  const env = task.config.environment;
+  return {
+    Image: image,
+    // Idle until the agent works in it; tini (Init) reaps orphans a task's commands leave behind.
+    Entrypoint: ['sleep'],
+    Cmd: ['infinity'],
+    WorkingDir: env.workdir,
+    Env: Object.entries(env.env).map(([k, v]) => `${k}=${v}`),
+    Labels: { [LABEL_MANAGED]: 'true', [LABEL_OWNER]: ownerId(), [LABEL_TASK]: task.name, ...labels },
+    NetworkDisabled: !limits.network,
+    HostConfig: {
+      // "none" never takes an address, let alone a private-range one; "host" only when the task asks.
+      NetworkMode: limits.network ? 'host' : 'none',
+      NanoCpus: Math.round(limits.cpus * 1e9),
+      Memory: limits.memoryMb * 1024 * 1024,
+      MemorySwap: limits.memoryMb * 1024 * 1024,
+      PidsLimit: limits.pidsLimit,
+      Init: true,
+    },
+  };
+}
+
 export interface DockerProviderOptions {
   /** Engine socket; default DOCKER_HOST or /var/run/docker.sock, as dockerode resolves it. */
   docker?: Docker;
@@ -40,32 +65,7 @@ export class DockerProvider implements SandboxProvider {
 
   async start(task: Task, prepared: PreparedEnvironment, options: StartOptions = {}): Promise<Sandbox> {
     if (options.signal?.aborted) throw new CancelledError('sandbox start');
-    const limits = task.limits;
-    const env = task.config.environment;
-    const container = await this.docker.createContainer({
-      Image: prepared.image,
-      // Idle until the agent works in it; tini (Init) reaps orphans a task's commands leave behind.
-      Entrypoint: ['sleep'],
-      Cmd: ['infinity'],
-      WorkingDir: env.workdir,
-      Env: Object.entries(env.env).map(([k, v]) => `${k}=${v}`),
-      Labels: {
-        [LABEL_MANAGED]: 'true',
-        [LABEL_OWNER]: ownerId(),
-        [LABEL_TASK]: task.name,
-        ...options.labels,
-      },
-      NetworkDisabled: !limits.network,
-      HostConfig: {
-        // Trials are offline unless the task asks otherwise; "none" never takes a private address.
-        NetworkMode: limits.network ? 'host' : 'none',
-        NanoCpus: Math.round(limits.cpus * 1e9),
-        Memory: limits.memoryMb * 1024 * 1024,
-        MemorySwap: limits.memoryMb * 1024 * 1024,
-        PidsLimit: limits.pidsLimit,
-        Init: true,
-      },
-    });
+    const container = await this.docker.createContainer(containerSpec(task, prepared.image, options.labels));
     const sandbox = new DockerSandbox(this.docker, container, () => this.open.delete(sandbox));
     this.open.add(sandbox);
     try {
