@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
+import { withFileLock } from '../../util/lock.js';
 import type { PreparedEnvironment, PrepareOptions } from '../sandbox.js';
 import { LABEL_MANAGED, LABEL_TASK } from './labels.js';
 import { packDir } from './tar.js';
@@ -33,32 +34,27 @@ async function imageExists(docker: Docker, tag: string): Promise<boolean> {
 
 const MAX_LOG_CHARS = 200_000;
 
-async function build(docker: Docker, task: Task, tag: string, options: PrepareOptions): Promise<string> {
-  if (task.environment.kind !== 'dockerfile') throw new Error('unreachable');
-  const lines: string[] = [];
-  let logChars = 0;
-  const note = (line: string): void => {
-    options.onLog?.(line);
-    if (logChars < MAX_LOG_CHARS) lines.push(line);
-    logChars += line.length;
-  };
-  const stream = await docker.buildImage(packDir(task.environment.contextDir, '') as unknown as NodeJS.ReadableStream, {
-    t: tag,
-    networkmode: 'host', // builds reach Debian's packages through the host; trials never do
-    rm: true,
-    forcerm: true,
-    labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
-  });
-  const timeoutMs = task.config.environment.build_timeout_sec * 1000;
-  await new Promise<void>((resolve, reject) => {
+/** Follows an engine progress stream (build or pull) to its end, under a timeout and a signal. */
+function follow(
+  docker: Docker,
+  stream: NodeJS.ReadableStream,
+  what: string,
+  timeoutMs: number,
+  options: PrepareOptions,
+  note: (line: string) => void,
+  log: () => string,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     let failed: string | null = null;
+    const stop = (): void => (stream as unknown as { destroy(): void }).destroy();
     const timer = setTimeout(() => {
-      (stream as unknown as { destroy(): void }).destroy();
-      reject(new BuildError(`build timed out after ${timeoutMs / 1000} s`, lines.join('')));
+      stop();
+      reject(new BuildError(`${what} timed out after ${timeoutMs / 1000} s`, log()));
     }, timeoutMs);
     const onAbort = (): void => {
-      (stream as unknown as { destroy(): void }).destroy();
-      reject(new CancelledError('image build'));
+      stop();
+      clearTimeout(timer);
+      reject(new CancelledError(what));
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     docker.modem.followProgress(
@@ -66,12 +62,13 @@ async function build(docker: Docker, task: Task, tag: string, options: PrepareOp
       (err) => {
         clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
-        if (err) reject(new BuildError(`build failed: ${errorMessage(err)}`, lines.join('')));
-        else if (failed) reject(new BuildError(`build failed: ${failed}`, lines.join('')));
+        if (err) reject(new BuildError(`${what} failed: ${errorMessage(err)}`, log()));
+        else if (failed) reject(new BuildError(`${what} failed: ${failed}`, log()));
         else resolve();
       },
-      (event: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
+      (event: { stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
         if (event.stream) note(event.stream);
+        else if (event.status) note(`${event.status}\n`);
         if (event.error) {
           failed = event.errorDetail?.message ?? event.error;
           note(`ERROR: ${failed}\n`);
@@ -79,7 +76,46 @@ async function build(docker: Docker, task: Task, tag: string, options: PrepareOp
       },
     );
   });
-  return lines.join('');
+}
+
+function logCollector(options: PrepareOptions): { note: (line: string) => void; log: () => string } {
+  const lines: string[] = [];
+  let chars = 0;
+  return {
+    note: (line) => {
+      options.onLog?.(line);
+      if (chars < MAX_LOG_CHARS) lines.push(line);
+      chars += line.length;
+    },
+    log: () => lines.join(''),
+  };
+}
+
+/** A task that names an image which is not here: try the registry (none is reachable on CI). */
+async function pull(docker: Docker, tag: string, task: Task, options: PrepareOptions): Promise<string> {
+  const { note, log } = logCollector(options);
+  let stream: NodeJS.ReadableStream;
+  try {
+    stream = await docker.pull(tag);
+  } catch (err) {
+    throw new BuildError(`image ${tag} is not present locally and could not be pulled (${errorMessage(err)}); build or tag it first`, '');
+  }
+  await follow(docker, stream, `pull of ${tag}`, task.config.environment.build_timeout_sec * 1000, options, note, log);
+  return log();
+}
+
+async function build(docker: Docker, task: Task, tag: string, options: PrepareOptions): Promise<string> {
+  if (task.environment.kind !== 'dockerfile') throw new Error('build needs a Dockerfile');
+  const { note, log } = logCollector(options);
+  const stream = await docker.buildImage(packDir(task.environment.contextDir, '') as unknown as NodeJS.ReadableStream, {
+    t: tag,
+    networkmode: 'host', // builds reach Debian's packages through the host; trials never do
+    rm: true,
+    forcerm: true,
+    labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
+  });
+  await follow(docker, stream, 'build', task.config.environment.build_timeout_sec * 1000, options, note, log);
+  return log();
 }
 
 /**
@@ -103,14 +139,14 @@ export class ImageBuilder {
 
   private async ensure(task: Task, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
     const started = performance.now();
-    if (await imageExists(this.docker, tag)) {
-      return { image: tag, cached: true, durationMs: performance.now() - started, log: '' };
-    }
-    if (task.environment.kind === 'image') {
-      throw new BuildError(`image ${tag} is not present locally and cannot be pulled here (no registry); build or tag it first`, '');
-    }
-    const log = await build(this.docker, task, tag, options);
-    if (!(await imageExists(this.docker, tag))) throw new BuildError('build finished but produced no image', log);
-    return { image: tag, cached: false, durationMs: performance.now() - started, log };
+    const cached = (): PreparedEnvironment => ({ image: tag, cached: true, durationMs: performance.now() - started, log: '' });
+    if (await imageExists(this.docker, tag)) return cached();
+    // Another termgrade process may be building the same image: wait for it, then reuse its work.
+    return withFileLock(`image-${tag}`, async () => {
+      if (await imageExists(this.docker, tag)) return cached();
+      const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, task, tag, options);
+      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the ${task.environment.kind === 'image' ? 'pull' : 'build'}`, log);
+      return { image: tag, cached: false, durationMs: performance.now() - started, log };
+    }, options.signal);
   }
 }
