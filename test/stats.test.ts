@@ -1,0 +1,227 @@
+/**
+ * Every formula pinned to values computed independently, once, with SciPy 1.17.1 (Python 3.11):
+ *   Wilson   scipy.stats.binomtest(c, n).proportion_ci(0.95, method='wilson')
+ *   Jeffreys scipy.stats.beta.ppf(0.025 / 0.975, c + .5, n - c + .5)
+ *   pass@k   1 - math.comb(n - c, k) / math.comb(n, k)        (the combinatorial form)
+ *   model    1 - scipy.special.beta(a, b + k) / scipy.special.beta(a, b)
+ *   paired   scipy.stats.ttest_rel(A, B); CI with scipy.stats.t.ppf(0.975, T - 1)
+ *   flips    exhaustive enumeration of the 2^8 sign vectors with itertools.product
+ *   band     scipy.stats.beta.cdf(.75, a, b) - scipy.stats.beta.cdf(.25, a, b)
+ *   predict  sum of scipy.stats.betabinom.pmf(j, 16 - n, c + .5, n - c + .5) over in-band finals
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_ADAPTIVE_RULE, decide, GmsEstimator, predictiveInBand, runAdaptive, type AdaptiveRule } from '../src/stats/adaptive.js';
+import { bandProbability } from '../src/stats/band.js';
+import { efficiency } from '../src/stats/efficiency.js';
+import { jeffreys, wilson } from '../src/stats/intervals.js';
+import { jaccard, sameModelCeiling } from '../src/stats/overlap.js';
+import { pairedCompare } from '../src/stats/paired.js';
+import { macroPassAtK, passAtK, passAtKModel } from '../src/stats/pass-at-k.js';
+import { meanSe, median } from '../src/stats/summary.js';
+
+const close = (actual: number, expected: number, tol = 1e-9, what = ''): void => {
+  assert.ok(Math.abs(actual - expected) <= tol, `${what} ${actual} != ${expected} (tol ${tol})`);
+};
+
+describe('intervals', () => {
+  const cases: Array<[number, number, [number, number], [number, number]]> = [
+    [8, 10, [0.4901624715366418, 0.9433178485456248], [0.4972255035600069, 0.9559405864473692]],
+    [0, 10, [0, 0.27753279986288926], [0, 0.21719626750921053]],
+    [10, 10, [0.7224672001371109, 1], [0.7828037324907894, 1]],
+    [1, 30, [0.005908590381612441, 0.16670390991409173], [0.0036204643737916633, 0.14541777735402014]],
+    [5, 16, [0.14164643854782039, 0.5559564416525933], [0.13058165554392442, 0.55570446457224]],
+  ];
+  for (const [c, n, w, j] of cases) {
+    it(`Wilson and Jeffreys for ${c}/${n}`, () => {
+      const W = wilson(c, n);
+      close(W.lo, w[0], 1e-9, 'wilson lo');
+      close(W.hi, w[1], 1e-9, 'wilson hi');
+      const J = jeffreys(c, n);
+      close(J.lo, j[0], 1e-8, 'jeffreys lo');
+      close(J.hi, j[1], 1e-8, 'jeffreys hi');
+      close(J.rate, c / n);
+    });
+  }
+  it('refuses impossible counts and is uninformative with no trials', () => {
+    assert.throws(() => wilson(3, 2), /0 <= successes <= trials/);
+    assert.deepEqual([wilson(0, 0).lo, wilson(0, 0).hi], [0, 1]);
+  });
+});
+
+describe('pass@k', () => {
+  for (const [n, c, k, v] of [
+    [10, 3, 1, 0.30000000000000004],
+    [10, 3, 5, 0.9166666666666666],
+    [16, 8, 8, 0.9999222999223],
+    [8, 1, 4, 0.5],
+    [5, 0, 2, 0],
+  ] as const) {
+    it(`unbiased pass@${k} with ${c}/${n}`, () => close(passAtK(n, c, k), v, 1e-12));
+  }
+  it('has no unbiased value for k > n, and labels the model-based one', () => {
+    assert.throws(() => passAtK(4, 2, 8), /needs at least 8 trials/);
+    close(passAtKModel(4, 2, 8), 0.9572855631510416, 1e-10);
+    close(passAtKModel(2, 0, 16), 0.6478384011425079, 1e-10);
+    close(passAtKModel(8, 7, 32), 0.9999999160319167, 1e-10);
+    const m = macroPassAtK([{ n: 4, c: 2 }, { n: 16, c: 8 }], 8);
+    assert.equal(m.method, 'model');
+    close(m.value, (0.9572855631510416 + 0.9999222999223) / 2, 1e-10);
+  });
+  it('macro-averages over tasks instead of pooling counts when n varies', () => {
+    const m = macroPassAtK([{ n: 2, c: 2 }, { n: 10, c: 0 }], 1);
+    assert.equal(m.method, 'unbiased');
+    close(m.value, 0.5); // pooled 2/12 would be wrong
+  });
+});
+
+describe('paired comparison', () => {
+  const A = [0.75, 0.5, 1.0, 0.25, 0.625, 0.875, 0.0, 0.5];
+  const B = [0.5, 0.5, 0.75, 0.0, 0.5, 0.5, 0.125, 0.25];
+  const tasks = A.map((a, i) => ({ task: `t${i}`, a, b: B[i]!, family: i < 4 ? 'f1' : `f${i}` }));
+
+  it('matches scipy ttest_rel: t, p, mean difference and CI', () => {
+    const r = pairedCompare(tasks);
+    assert.equal(r.t, 8);
+    assert.equal(r.df, 7);
+    close(r.tStat, 2.9859319271685028, 1e-10);
+    close(r.p, 0.02034319516819436, 1e-9);
+    close(r.meanDiff, 0.171875, 1e-12);
+    close(r.ciLo, 0.03576345989938251, 1e-9);
+    close(r.ciHi, 0.3079865401006175, 1e-9);
+  });
+
+  it('cross-checks with the exact sign-flip permutation p (12 of 256)', () => {
+    const r = pairedCompare(tasks);
+    assert.equal(r.permutationMethod, 'exact');
+    close(r.permutationP, 12 / 256, 1e-12);
+  });
+
+  it('clusters by family: the test runs over family means', () => {
+    const r = pairedCompare(tasks, { cluster: true });
+    assert.equal(r.clustered, true);
+    assert.equal(r.t, 5); // f1 (4 tasks) + f4..f7
+    const famMeans = [(0.25 + 0 + 0.25 + 0.25) / 4, 0.125, 0.375, -0.125, 0.25];
+    close(r.meanDiff, famMeans.reduce((a, b) => a + b) / 5, 1e-12);
+  });
+
+  it('handles identical configurations and too few tasks', () => {
+    const same = pairedCompare([{ task: 'a', a: 0.5, b: 0.5 }, { task: 'b', a: 1, b: 1 }]);
+    assert.equal(same.p, 1);
+    assert.equal(same.meanDiff, 0);
+    assert.throws(() => pairedCompare([{ task: 'a', a: 1, b: 0 }]), /at least 2/);
+  });
+
+  it('uses a seeded Monte Carlo permutation for many tasks, repeatably', () => {
+    const many = Array.from({ length: 40 }, (_, i) => ({ task: `t${i}`, a: (i % 5) / 4, b: ((i + 1) % 5) / 4 }));
+    const r1 = pairedCompare(many);
+    const r2 = pairedCompare(many);
+    assert.equal(r1.permutationMethod, 'monte-carlo');
+    assert.equal(r1.permutationP, r2.permutationP);
+    assert.ok(Math.abs(r1.permutationP - r1.p) < 0.1, `permutation ${r1.permutationP} vs t ${r1.p}`);
+  });
+});
+
+describe('band probability and overlap', () => {
+  for (const [c, n, v] of [
+    [4, 8, 0.8826931969857619],
+    [0, 8, 0.02925638446559964],
+    [8, 16, 0.9707419637633505],
+    [2, 4, 0.7468300048996773],
+  ] as const) {
+    it(`P(0.25 <= p <= 0.75 | ${c}/${n})`, () => close(bandProbability(c, n, 0.25, 0.75), v, 1e-10));
+  }
+
+  it('computes Jaccard, undefined for two empty sets', () => {
+    close(jaccard(['a', 'b', 'c'], ['b', 'c', 'd'])!, 0.5);
+    assert.equal(jaccard([], []), null);
+    assert.equal(jaccard(['a'], []), 0);
+  });
+
+  it('puts a same-model ceiling below 1 for mid-band tasks and at 1 for certain ones', () => {
+    const certain = Array.from({ length: 20 }, (_, i) => ({ task: `t${i}`, n: 16, c: i < 10 ? 8 : 0 }));
+    // p-hat 0.5 tasks stay in band only most of the time; p-hat 0 tasks never enter it.
+    const ceiling = sameModelCeiling(certain, [0.25, 0.75], { rounds: 300, seed: 3 })!;
+    assert.ok(ceiling > 0.8 && ceiling < 1, `ceiling ${ceiling}`);
+    const borderline = Array.from({ length: 50 }, (_, i) => ({ task: `t${i}`, n: 8, c: 2 }));
+    const low = sameModelCeiling(borderline, [0.25, 0.75], { rounds: 300, seed: 3 })!;
+    assert.ok(low < ceiling, 'tasks at the band edge re-measure less consistently');
+    assert.equal(sameModelCeiling(certain, [0.25, 0.75], { rounds: 50, seed: 9 }), sameModelCeiling(certain, [0.25, 0.75], { rounds: 50, seed: 9 }));
+  });
+});
+
+describe('summaries and efficiency', () => {
+  it('gives mean and standard error, and medians', () => {
+    const m = meanSe([0.5, 0.75, 1, 0.25]);
+    close(m.mean, 0.625);
+    close(m.se, Math.sqrt(((0.125 ** 2 + 0.125 ** 2 + 0.375 ** 2 + 0.375 ** 2) / 3) / 4));
+    assert.equal(median([3, 1, 2]), 2);
+    assert.equal(median([4, 1, 3, 2]), 2.5);
+  });
+
+  it('takes medians over successes only and counts near misses', () => {
+    const e = efficiency([
+      { passed: true, durationMs: 100, outputTokens: 10, costUsd: 0.1, testsPassed: 9, testsFailed: 0 },
+      { passed: true, durationMs: 300, outputTokens: 30, costUsd: null, testsPassed: 9, testsFailed: 0 },
+      { passed: false, durationMs: 5000, outputTokens: 999, costUsd: 9, testsPassed: 8, testsFailed: 1 },
+      { passed: false, durationMs: 5000, outputTokens: 999, costUsd: 9, testsPassed: 7, testsFailed: 1 },
+      { passed: false, durationMs: 5000, outputTokens: 999, costUsd: 9, testsPassed: 8, testsFailed: 2 },
+    ]);
+    assert.deepEqual(e, { successes: 2, medianTimeMsPerSuccess: 200, medianOutputTokensPerSuccess: 20, medianCostUsdPerSuccess: 0.1, nearMisses: 1 });
+  });
+});
+
+describe('adaptive sampling', () => {
+  for (const [n, c, v] of [
+    [2, 0, 0.2565062455832957],
+    [4, 2, 0.8715871572494506],
+    [6, 6, 0.04032533819025214],
+    [8, 1, 0.18482978305060835],
+  ] as const) {
+    it(`beta-binomial predictive P(final in band | ${c}/${n})`, () => close(predictiveInBand(n, c, DEFAULT_ADAPTIVE_RULE), v, 1e-10));
+  }
+
+  it('decides only after pairs, stops when settled, and always by kMax', () => {
+    assert.equal(decide(1, 1).stop, false);
+    assert.deepEqual(decide(6, 6), { stop: false, probability: predictiveInBand(6, 6, DEFAULT_ADAPTIVE_RULE) });
+    const settledOut = decide(10, 10);
+    assert.equal(settledOut.stop && settledOut.inBand, false);
+    assert.equal(settledOut.stop, true);
+    const full = decide(16, 4);
+    assert.deepEqual(full, { stop: true, inBand: true, probability: 1 });
+    assert.equal(runAdaptive(Array(16).fill(true)).inBand, false);
+    assert.ok(runAdaptive(Array(16).fill(true)).n < 16);
+  });
+
+  /** Probability of stopping at each point of a rule, for a true rate p (exact, by dynamic programming). */
+  function stopDistribution(rule: AdaptiveRule, p: number): Array<{ n: number; c: number; prob: number }> {
+    let live = new Map<number, number>([[0, 1]]);
+    const out: Array<{ n: number; c: number; prob: number }> = [];
+    for (let n = 1; n <= rule.kMax; n++) {
+      const next = new Map<number, number>();
+      for (const [c, pr] of live) {
+        next.set(c + 1, (next.get(c + 1) ?? 0) + pr * p);
+        next.set(c, (next.get(c) ?? 0) + pr * (1 - p));
+      }
+      live = new Map();
+      for (const [c, pr] of next) {
+        if (decide(n, c, rule).stop) out.push({ n, c, prob: pr });
+        else live.set(c, pr);
+      }
+    }
+    return out;
+  }
+
+  it('GMS estimator is exactly unbiased under the stopping rule, where raw c/n is not', () => {
+    const gms = new GmsEstimator(DEFAULT_ADAPTIVE_RULE);
+    for (const p of [0.05, 0.1, 0.3, 0.5, 0.7, 0.9]) {
+      const dist = stopDistribution(DEFAULT_ADAPTIVE_RULE, p);
+      close(dist.reduce((a, s) => a + s.prob, 0), 1, 1e-12, 'stopping is certain');
+      const unbiased = dist.reduce((a, s) => a + s.prob * gms.estimate(s.n, s.c), 0);
+      close(unbiased, p, 1e-9, `E[GMS] at p=${p}`);
+      const raw = dist.reduce((a, s) => a + (s.prob * s.c) / s.n, 0);
+      if (p === 0.1) assert.ok(Math.abs(raw - p) > 0.005, `raw c/n is biased at p=0.1 (${raw})`);
+    }
+    assert.throws(() => gms.estimate(3, 1), /not a stopping point/);
+  });
+});
