@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { checkCommand } from './check-command.js';
-import { cleanupCommand } from './cleanup-command.js';
-import { runTrialCommand } from './run-trial-command.js';
+// Command modules are imported when their command runs: the Docker client and friends cost
+// half a second of start-up that `stats` or `--help` should not pay.
+import { parseBand } from './table.js';
 import { EXIT } from './signals.js';
 import { TermgradeError } from '../util/errors.js';
 
@@ -11,6 +11,23 @@ export function positiveInt(value: string): number {
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number >= 1');
   return n;
 }
+
+function band(value: string): [number, number] {
+  try {
+    return parseBand(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function rate(value: string): number {
+  const n = Number(value);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a rate between 0 and 1');
+  return n;
+}
+
+const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter(Boolean);
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function positiveNumber(value: string): number {
   const n = Number(value);
@@ -44,6 +61,7 @@ program
   .option('--json', 'print exactly one JSON object on stdout (progress stays on stderr)')
   .option('-q, --quiet', 'no progress output')
   .action(async (dirs: string[], opts) => {
+    const { checkCommand } = await import('./check-command.js');
     process.exitCode = await checkCommand(dirs, opts);
   });
 
@@ -56,7 +74,68 @@ program
   .option('--timeout-multiplier <x>', 'multiply the task agent and verifier timeouts', positiveNumber, 1)
   .option('--json', 'print the trial result as JSON')
   .action(async (task: string, opts) => {
+    const { runTrialCommand } = await import('./run-trial-command.js');
     process.exitCode = await runTrialCommand(task, opts);
+  });
+
+const SOURCES = 'trial records: JSONL files (trial results or job listings) or folders holding trial folders';
+
+program
+  .command('stats')
+  .description('Per configuration: pass@1 with CI, pass@k, errors, time / tokens / cost per success, near misses.')
+  .argument('<sources...>', SOURCES)
+  .option('--tasks', 'also list every task: trials, successes, rate, Wilson and Jeffreys intervals, band probability')
+  .option('--band <lo:hi>', 'band for the per-task band probability', band, [0.25, 0.75] as [number, number])
+  .option('--json', 'print one JSON object')
+  .action(async (sources: string[], opts) => {
+    const { statsCommand } = await import('./measure-commands.js');
+    process.exitCode = await statsCommand(sources, opts);
+  });
+
+program
+  .command('compare')
+  .description('Paired comparison of two configurations on their common tasks (paired t-test and sign-flip permutation).')
+  .argument('<a>', 'configuration label, as `stats` prints it (agent or agent/model)')
+  .argument('<b>', 'the other configuration')
+  .argument('<sources...>', SOURCES)
+  .option('--families <file>', 'lines "task family": cluster tasks of one family before testing')
+  .option('--permutations <n>', 'Monte Carlo sign flips when there are more than 16 tasks', positiveInt, 20000)
+  .option('--json', 'print one JSON object')
+  .action(async (a: string, b: string, sources: string[], opts) => {
+    const { compareCommand } = await import('./measure-commands.js');
+    process.exitCode = await compareCommand(a, b, sources, opts);
+  });
+
+program
+  .command('select')
+  .description('Select training tasks: in band, then the N closest to the target; optionally a bimodal validation set.')
+  .argument('<sources...>', SOURCES)
+  .requiredOption('-m, --model <config>', 'the configuration to select for')
+  .option('--band <lo:hi>', 'success-rate band', band, [0.25, 0.75] as [number, number])
+  .option('-n, --n <n>', 'keep the N tasks closest to the target (default: all in band)', positiveInt)
+  .option('--target <p>', 'target success rate', rate, 0.5)
+  .option('--exclude <file>', 'held-out task names, one per line (repeatable)', collect)
+  .option('--min-trials <n>', 'tasks with fewer graded trials are left out', positiveInt, 4)
+  .option('--validation <n>', 'also pick N validation tasks per validation target, disjoint from the selection', positiveInt)
+  .option('--validation-targets <list>', 'comma-separated target rates for the validation set', (v) => list(v).map(rate), [0.25, 0.75])
+  .option('-o, --out <dir>', 'write selected.txt, manifest.json (and validation.txt) here')
+  .option('--json', 'print the manifest as one JSON object')
+  .action(async (sources: string[], opts) => {
+    const { selectCommand } = await import('./measure-commands.js');
+    process.exitCode = await selectCommand(sources, opts);
+  });
+
+program
+  .command('overlap')
+  .description("Jaccard matrix of several configurations' band sets, with each one's same-model ceiling.")
+  .argument('<sources...>', SOURCES)
+  .option('--models <list>', 'comma-separated configurations (default: all)', list)
+  .option('--band <lo:hi>', 'success-rate band', band, [0.25, 0.75] as [number, number])
+  .option('--min-trials <n>', 'tasks with fewer graded trials are left out', positiveInt, 4)
+  .option('--json', 'print one JSON object')
+  .action(async (sources: string[], opts) => {
+    const { overlapCommand } = await import('./measure-commands.js');
+    process.exitCode = await overlapCommand(sources, opts);
   });
 
 program
@@ -64,6 +143,7 @@ program
   .description('Remove containers left by termgrade runs that were killed.')
   .option('--all', 'remove every termgrade container, even those of live runs')
   .action(async (opts) => {
+    const { cleanupCommand } = await import('./cleanup-command.js');
     process.exitCode = await cleanupCommand(opts);
   });
 

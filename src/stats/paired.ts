@@ -1,6 +1,6 @@
 import tCdf from '@stdlib/stats-base-dists-t-cdf';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
-import { seededUniform } from './random.js';
+import { seededBits } from './random.js';
 
 /** One task's success rates under two configurations, and its family for clustering. */
 export interface PairedTask {
@@ -82,11 +82,15 @@ export function signFlipP(diffs: number[], rounds: number, seed: number): { p: n
     }
     return { p: hits / total, method: 'exact' };
   }
-  const u = seededUniform(seed);
+  const bits = seededBits(seed);
   let hits = 0;
   for (let r = 0; r < rounds; r++) {
     let s = 0;
-    for (const d of diffs) s += u() < 0.5 ? -d : d;
+    let word = 0;
+    for (let i = 0; i < T; i++) {
+      if ((i & 31) === 0) word = bits();
+      s += (word >>> (i & 31)) & 1 ? -diffs[i]! : diffs[i]!;
+    }
     if (Math.abs(s) >= observed - eps) hits += 1;
   }
   return { p: (hits + 1) / (rounds + 1), method: 'monte-carlo' };

@@ -1,0 +1,170 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { configStats, countByTask, taskRates, type TaskRate } from '../report/aggregate.js';
+import { loadRecords } from '../report/load.js';
+import { selectTraining, selectValidation } from '../select/select.js';
+import { jaccard, sameModelCeiling } from '../stats/overlap.js';
+import { pairedCompare } from '../stats/paired.js';
+import { inBand } from '../stats/band.js';
+import { TermgradeError } from '../util/errors.js';
+import { EXIT } from './signals.js';
+import { num, pct, table } from './table.js';
+
+const out = (text: string): void => {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+};
+
+function ratesFor(rates: TaskRate[], config: string): TaskRate[] {
+  const mine = rates.filter((r) => r.config === config);
+  if (mine.length === 0) {
+    const known = [...new Set(rates.map((r) => r.config))].join(', ') || 'none';
+    throw new TermgradeError('usage', `no graded trials for configuration "${config}" (known: ${known})`);
+  }
+  return mine;
+}
+
+/** Task names, one per line (# comments allowed), or a JSON array. */
+async function readTaskList(file: string): Promise<Set<string>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new TermgradeError('bad_input', `${file}: cannot read the task list`);
+  }
+  if (text.trim().startsWith('[')) return new Set((JSON.parse(text) as unknown[]).map(String));
+  return new Set(text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean));
+}
+
+export async function statsCommand(sources: string[], flags: { tasks?: boolean; json?: boolean; band: [number, number] }): Promise<number> {
+  const records = await loadRecords(sources);
+  const configs = configStats(records);
+  const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
+  if (flags.json) {
+    out(JSON.stringify({ configs, tasks: perTask }));
+    return EXIT.ok;
+  }
+  out(
+    table(
+      ['config', 'tasks', 'trials', 'pass@1 %', '95% CI', 'errors', 'med s/success', 'med out tok/success', 'med $/success', 'near misses'],
+      configs.map((c) => [
+        c.config,
+        c.tasks,
+        c.trials,
+        pct(c.pass1.mean),
+        `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`,
+        Object.values(c.errorsByClass).reduce((a, b) => a + b, 0),
+        num(c.efficiency.medianTimeMsPerSuccess === null ? null : c.efficiency.medianTimeMsPerSuccess / 1000, 1),
+        num(c.efficiency.medianOutputTokensPerSuccess),
+        num(c.efficiency.medianCostUsdPerSuccess, 4),
+        c.efficiency.nearMisses,
+      ]),
+    ),
+  );
+  for (const c of configs) {
+    const ks = c.passAtK.map((p) => `pass@${p.k} ${pct(p.value)}%${p.method === 'model' ? ' (model-based: some tasks have fewer trials)' : ''}`);
+    out(`\n${c.config}: ${ks.join(', ')}`);
+    const errs = Object.entries({ ...c.errorsByClass, ...c.outcomesByClass });
+    if (errs.length) out(`  error classes: ${errs.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  }
+  if (perTask) {
+    out('');
+    out(
+      table(
+        ['config', 'task', 'n', 'c', 'rate %', 'Wilson 95%', 'Jeffreys 95%', `P(band ${flags.band.join('-')})`],
+        perTask.map((t) => [t.config, t.task, t.n, t.c, pct(t.rate), `[${pct(t.wilson[0])}, ${pct(t.wilson[1])}]`, `[${pct(t.jeffreys[0])}, ${pct(t.jeffreys[1])}]`, num(t.bandProbability, 3)]),
+      ),
+    );
+  }
+  return EXIT.ok;
+}
+
+export async function compareCommand(a: string, b: string, sources: string[], flags: { json?: boolean; families?: string; permutations: number }): Promise<number> {
+  const rates = taskRates(countByTask(await loadRecords(sources)));
+  const ra = new Map(ratesFor(rates, a).map((r) => [r.task, r.rate]));
+  const rb = new Map(ratesFor(rates, b).map((r) => [r.task, r.rate]));
+  let families: Map<string, string> | undefined;
+  if (flags.families) {
+    const text = await readFile(flags.families, 'utf8').catch(() => {
+      throw new TermgradeError('bad_input', `${flags.families}: cannot read the families file`);
+    });
+    families = new Map(text.split('\n').map((l) => l.trim().split(/[\s,]+/)).filter((p) => p.length >= 2 && !p[0]!.startsWith('#')).map((p) => [p[0]!, p[1]!]));
+  }
+  const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
+  const result = pairedCompare(
+    common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)!, family: families?.get(task) })),
+    { cluster: families !== undefined, permutations: flags.permutations },
+  );
+  if (flags.json) {
+    out(JSON.stringify({ a, b, ...result, onlyA: ra.size - common.length, onlyB: rb.size - common.length }));
+    return EXIT.ok;
+  }
+  const sign = result.meanDiff >= 0 ? '+' : '';
+  out(`${a} vs ${b} on ${result.t} common ${result.clustered ? 'task families' : 'tasks'} (paired t-test, df ${result.df})`);
+  out(`  mean difference ${sign}${pct(result.meanDiff)} points, 95% CI [${pct(result.ciLo)}, ${pct(result.ciHi)}]`);
+  out(`  t = ${num(result.tStat, 3)}, p = ${result.p.toPrecision(3)}; sign-flip permutation p = ${result.permutationP.toPrecision(3)} (${result.permutationMethod})`);
+  if (ra.size !== common.length || rb.size !== common.length) out(`  left out: ${ra.size - common.length} tasks only in ${a}, ${rb.size - common.length} only in ${b}`);
+  return EXIT.ok;
+}
+
+export interface SelectFlags {
+  model: string;
+  band: [number, number];
+  n?: number;
+  target: number;
+  exclude?: string[];
+  minTrials: number;
+  validation?: number;
+  validationTargets: number[];
+  out?: string;
+  json?: boolean;
+}
+
+export async function selectCommand(sources: string[], flags: SelectFlags): Promise<number> {
+  const rates = ratesFor(taskRates(countByTask(await loadRecords(sources)), flags.band), flags.model);
+  const exclude = new Set<string>();
+  for (const f of flags.exclude ?? []) for (const t of await readTaskList(f)) exclude.add(t);
+  const training = selectTraining(rates, { band: flags.band, target: flags.target, n: flags.n, minTrials: flags.minTrials, exclude });
+  const validation = flags.validation
+    ? selectValidation(rates, { targets: flags.validationTargets, perTarget: flags.validation, minTrials: flags.minTrials, exclude: new Set([...exclude, ...training.selected.map((t) => t.task)]) })
+    : [];
+  const row = (t: TaskRate) => ({ task: t.task, trials: t.n, successes: t.c, rate: t.rate, interval: t.jeffreys, intervalMethod: 'jeffreys-95', bandProbability: t.bandProbability });
+  const manifest = {
+    model: flags.model,
+    rule: { band: flags.band, target: flags.target, n: flags.n ?? null, minTrials: flags.minTrials, excluded: exclude.size },
+    training: training.selected.map(row),
+    skipped: training.skipped,
+    validation: validation.map((t) => ({ ...row(t), target: t.target })),
+  };
+  if (flags.out) {
+    await mkdir(flags.out, { recursive: true });
+    await writeFile(path.join(flags.out, 'selected.txt'), training.selected.map((t) => `${t.task}\n`).join(''));
+    await writeFile(path.join(flags.out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    if (flags.validation) await writeFile(path.join(flags.out, 'validation.txt'), validation.map((t) => `${t.task}\n`).join(''));
+  }
+  if (flags.json) {
+    out(JSON.stringify(manifest));
+    return EXIT.ok;
+  }
+  out(`${flags.model}: ${training.selected.length} tasks selected (band ${flags.band.join('-')}, target ${flags.target}${flags.n ? `, n ${flags.n}` : ''})`);
+  const s = training.skipped;
+  out(`  left out: ${s.outOfBand} out of band, ${s.tooFewTrials} with < ${flags.minTrials} trials, ${s.excluded} excluded, ${s.beyondN} beyond n`);
+  if (flags.validation) out(`  validation: ${validation.length} tasks near ${flags.validationTargets.join(' and ')}`);
+  if (flags.out) out(`  written to ${flags.out}: selected.txt, manifest.json${flags.validation ? ', validation.txt' : ''}`);
+  else out(table(['task', 'n', 'c', 'rate %', 'P(band)'], training.selected.map((t) => [t.task, t.n, t.c, pct(t.rate), num(t.bandProbability, 3)])));
+  return EXIT.ok;
+}
+
+export async function overlapCommand(sources: string[], flags: { models?: string[]; band: [number, number]; minTrials: number; json?: boolean }): Promise<number> {
+  const rates = taskRates(countByTask(await loadRecords(sources)), flags.band);
+  const models = flags.models ?? [...new Set(rates.map((r) => r.config))].sort();
+  const sets = models.map((m) => new Set(ratesFor(rates, m).filter((t) => t.n >= flags.minTrials && inBand(t.rate, flags.band[0], flags.band[1])).map((t) => t.task)));
+  const matrix = models.map((_, i) => models.map((__, j) => jaccard(sets[i]!, sets[j]!)));
+  const ceilings = models.map((m) => sameModelCeiling(ratesFor(rates, m).filter((t) => t.n >= flags.minTrials), flags.band));
+  if (flags.json) {
+    out(JSON.stringify({ models, band: flags.band, sizes: sets.map((s) => s.size), jaccard: matrix, sameModelCeiling: ceilings }));
+    return EXIT.ok;
+  }
+  out(`Jaccard of band sets (band ${flags.band.join('-')}, >= ${flags.minTrials} trials); read against each model's same-model ceiling`);
+  out(table(['', ...models], [...models.map((m, i) => [m, ...matrix[i]!.map((v) => num(v, 2))]), ['ceiling', ...ceilings.map((v) => num(v, 2))], ['band set size', ...sets.map((s) => s.size)]]));
+  return EXIT.ok;
+}

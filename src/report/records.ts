@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+/**
+ * What the measurement commands need of a trial, and nothing more: read from full trial results
+ * (result.json, or one per line in JSONL) or from the job listing's snake_case lines.
+ */
+export interface StatsRecord {
+  trialId: string;
+  task: string;
+  /** The configuration compared and selected on: agent, plus model when there is one. */
+  config: string;
+  /** null: no verifier reward (an infrastructure or verifier error); not counted as a trial. */
+  reward: number | null;
+  passed: boolean;
+  errorClass: string | null;
+  durationMs: number;
+  outputTokens: number | null;
+  costUsd: number | null;
+  testsPassed: number;
+  testsFailed: number;
+}
+
+export function configLabel(agent: string, model: string | null | undefined): string {
+  return model ? `${agent}/${model}` : agent;
+}
+
+// Plain (stripping) objects: only the fields read here are copied, which keeps parsing 100,000
+// full trial results fast; the rest of each record is simply not looked at.
+const TrialResultLine = z.object({
+  trialId: z.string(),
+  task: z.object({ name: z.string() }),
+  agent: z.object({ name: z.string(), model: z.string().nullable().optional() }),
+  reward: z.number().nullable(),
+  passed: z.boolean().optional(),
+  error: z.object({ class: z.string() }).nullable().optional(),
+  durationMs: z.number().default(0),
+  tokens: z.object({ output: z.number() }).nullable().optional(),
+  costUsd: z.number().nullable().optional(),
+  testsSummary: z.object({ passed: z.number(), failed: z.number() }).optional(),
+});
+
+const JobListingLine = z.object({
+  trial_id: z.string(),
+  task: z.string(),
+  agent: z.string(),
+  model: z.string().nullable().optional(),
+  reward: z.number().nullable(),
+  error_class: z.string().nullable().optional(),
+  duration_ms: z.number().optional(),
+  output_tokens: z.number().nullable().optional(),
+  cost_usd: z.number().nullable().optional(),
+  tests_passed: z.number().optional(),
+  tests_failed: z.number().optional(),
+});
+
+/** Parses one record; throws with the first problem (the caller adds file and line). */
+export function toStatsRecord(raw: unknown): StatsRecord {
+  if (raw !== null && typeof raw === 'object' && 'trial_id' in raw) {
+    const r = JobListingLine.parse(raw);
+    return {
+      trialId: r.trial_id,
+      task: r.task,
+      config: configLabel(r.agent, r.model),
+      reward: r.reward,
+      passed: r.reward !== null && r.reward >= 1,
+      errorClass: r.error_class ?? null,
+      durationMs: r.duration_ms ?? 0,
+      outputTokens: r.output_tokens ?? null,
+      costUsd: r.cost_usd ?? null,
+      testsPassed: r.tests_passed ?? 0,
+      testsFailed: r.tests_failed ?? 0,
+    };
+  }
+  const r = TrialResultLine.parse(raw);
+  return {
+    trialId: r.trialId,
+    task: r.task.name,
+    config: configLabel(r.agent.name, r.agent.model),
+    reward: r.reward,
+    passed: r.passed ?? (r.reward !== null && r.reward >= 1),
+    errorClass: r.error?.class ?? null,
+    durationMs: r.durationMs,
+    outputTokens: r.tokens?.output ?? null,
+    costUsd: r.costUsd ?? null,
+    testsPassed: r.testsSummary?.passed ?? 0,
+    testsFailed: r.testsSummary?.failed ?? 0,
+  };
+}
