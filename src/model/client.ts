@@ -1,0 +1,163 @@
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { CancelledError } from '../util/errors.js';
+import { costUsd, type ModelConfig } from './config.js';
+import { classifyStatus, ModelError, RETRYABLE } from './errors.js';
+
+export type Message = ChatCompletionMessageParam;
+export type Tool = ChatCompletionTool;
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text, as the model wrote it. */
+  arguments: string;
+}
+
+export interface Usage {
+  prompt: number;
+  cached: number;
+  completion: number;
+}
+
+/** One model call, after retries: what came back and what it cost. */
+export interface Completion {
+  content: string;
+  reasoning: string | null;
+  toolCalls: ToolCall[];
+  finishReason: string;
+  usage: Usage;
+  latencyMs: number;
+  costUsd: number | null;
+  /** Retries this call needed, and why (rate limit, 5xx, ...). */
+  retries: Array<{ kind: string; waitMs: number }>;
+  /** vLLM's extensions, kept for RL: present only when the server returned them. */
+  promptTokenIds: number[] | null;
+  completionTokenIds: number[] | null;
+  logprobs: number[] | null;
+}
+
+export interface CompleteOptions {
+  messages: Message[];
+  tools?: Tool[];
+  signal?: AbortSignal;
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new CancelledError('model call'));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new CancelledError('model call'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+function toModelError(err: unknown, timeoutSec: number): ModelError {
+  if (err instanceof ModelError) return err;
+  if (err instanceof APIConnectionTimeoutError) return new ModelError('timeout', `no answer within ${timeoutSec} s`);
+  if (err instanceof APIConnectionError) return new ModelError('transient', `connection failed: ${err.message}`);
+  if (err instanceof APIError && typeof err.status === 'number') {
+    const header = err.headers?.get?.('retry-after');
+    const retryAfter = header === null || header === undefined || header.trim() === '' ? Number.NaN : Number(header);
+    const kind = classifyStatus(err.status, err.message);
+    return new ModelError(kind, `HTTP ${err.status}: ${err.message}`, err.status, Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : null);
+  }
+  // A 200 with a body that is not a completion (malformed JSON, missing fields): a server hiccup.
+  return new ModelError('transient', `unreadable response: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/**
+ * A chat-completions client for one model configuration. Transient failures are retried here,
+ * inside the trial, with exponential backoff and jitter (or the server's Retry-After); fatal ones
+ * are thrown at once. The API key is read from the environment at construction and never leaves
+ * this object.
+ */
+export class ModelClient {
+  private readonly client: OpenAI;
+  private readonly random: () => number;
+
+  constructor(
+    readonly config: ModelConfig,
+    options: { random?: () => number } = {},
+  ) {
+    this.client = new OpenAI({
+      baseURL: config.baseUrl,
+      apiKey: process.env[config.apiKeyEnv] ?? 'none',
+      timeout: config.requestTimeoutSec * 1000,
+      maxRetries: 0, // ours, below: classified, bounded, abortable
+    });
+    this.random = options.random ?? Math.random;
+  }
+
+  /** The key's value, so recorders can scrub it from anything they write. */
+  secret(): string | null {
+    return process.env[this.config.apiKeyEnv] || null;
+  }
+
+  async complete(options: CompleteOptions): Promise<Completion> {
+    const c = this.config;
+    const retries: Completion['retries'] = [];
+    for (let attempt = 0; ; attempt++) {
+      const started = performance.now();
+      try {
+        const body = {
+          model: c.model,
+          messages: options.messages,
+          ...(options.tools?.length ? { tools: options.tools } : {}),
+          ...(c.temperature !== undefined ? { temperature: c.temperature } : {}),
+          ...(c.topP !== undefined ? { top_p: c.topP } : {}),
+          ...(c.maxTokens !== undefined ? { max_tokens: c.maxTokens } : {}),
+          ...c.extraBody,
+        };
+        const resp = await this.client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal: options.signal });
+        return this.read(resp, performance.now() - started, retries);
+      } catch (err) {
+        if (err instanceof APIUserAbortError || options.signal?.aborted) throw new CancelledError('model call');
+        const e = toModelError(err, c.requestTimeoutSec);
+        if (!RETRYABLE.has(e.kind) || attempt >= c.maxRetries) {
+          throw new ModelError(e.kind, `${e.message}${attempt > 0 ? ` (after ${attempt + 1} attempts)` : ''}`, e.status, e.retryAfterSec, attempt + 1);
+        }
+        const backoff = Math.min(c.backoffMaxSec, c.backoffBaseSec * 2 ** attempt) * (0.5 + this.random() / 2);
+        const waitMs = 1000 * Math.min(c.backoffMaxSec, e.retryAfterSec ?? backoff);
+        retries.push({ kind: e.kind, waitMs });
+        await sleep(waitMs, options.signal);
+      }
+    }
+  }
+
+  private read(resp: OpenAI.ChatCompletion, latencyMs: number, retries: Completion['retries']): Completion {
+    const choice = resp.choices?.[0];
+    if (!choice || !choice.message) throw new ModelError('transient', 'response has no choices');
+    const msg = choice.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string | null; refusal?: string | null };
+    if (msg.refusal || choice.finish_reason === 'content_filter') {
+      throw new ModelError('refusal', `the model refused: ${msg.refusal ?? 'content filter'}`);
+    }
+    const u = resp.usage;
+    const usage: Usage = {
+      prompt: u?.prompt_tokens ?? 0,
+      cached: u?.prompt_tokens_details?.cached_tokens ?? 0,
+      completion: u?.completion_tokens ?? 0,
+    };
+    const ext = resp as unknown as { prompt_token_ids?: number[] };
+    const extChoice = choice as unknown as { prompt_token_ids?: number[]; token_ids?: number[] };
+    const logprobs = choice.logprobs?.content?.map((t) => t.logprob) ?? null;
+    return {
+      content: msg.content ?? '',
+      reasoning: msg.reasoning_content ?? null,
+      toolCalls: (msg.tool_calls ?? []).flatMap((t) => (t.type === 'function' ? [{ id: t.id, name: t.function.name, arguments: t.function.arguments }] : [])),
+      finishReason: choice.finish_reason ?? 'stop',
+      usage,
+      latencyMs,
+      costUsd: costUsd(this.config.price, usage),
+      retries,
+      promptTokenIds: ext.prompt_token_ids ?? extChoice.prompt_token_ids ?? null,
+      completionTokenIds: extChoice.token_ids ?? null,
+      logprobs,
+    };
+  }
+}

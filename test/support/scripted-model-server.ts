@@ -1,0 +1,156 @@
+/**
+ * TEST DOUBLE. An OpenAI-compatible chat-completions server on loopback that replays scripts
+ * deterministically and injects faults on cue. Nothing here is product code: it stands in for
+ * vLLM or a hosted API, which are unreachable from this machine.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ScriptedReply {
+  content?: string;
+  reasoning?: string;
+  toolCalls?: Array<{ name: string; arguments: string; id?: string }>;
+  finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  usage?: { prompt: number; completion: number; cached?: number };
+  /** Return vLLM-style token ids and logprobs with the reply. */
+  tokenIds?: boolean;
+}
+
+export type ScriptStep =
+  | { reply: ScriptedReply; delayMs?: number }
+  | { fault: 'rate_limit'; retryAfterSec?: number }
+  | { fault: 'server_error'; status?: number }
+  | { fault: 'hang'; ms: number }
+  | { fault: 'malformed' }
+  | { fault: 'context_length' }
+  | { fault: 'auth' }
+  | { fault: 'not_found' };
+
+/** A script per model name (each with its own cursor), or a function of the request number. */
+export type Script = ScriptStep[] | ((index: number, body: ChatRequest) => ScriptStep);
+
+export interface ChatRequest {
+  model: string;
+  messages: Array<{ role: string; content?: unknown; tool_calls?: unknown }>;
+  tools?: unknown[];
+  [key: string]: unknown;
+}
+
+export interface RecordedRequest {
+  headers: IncomingMessage['headers'];
+  body: ChatRequest;
+  at: number;
+}
+
+export class ScriptedModelServer {
+  readonly requests: RecordedRequest[] = [];
+  private server: Server | null = null;
+  private readonly cursors = new Map<string, number>();
+  private readonly hanging = new Set<ServerResponse>();
+
+  constructor(private readonly scripts: Record<string, Script>) {}
+
+  /** Starts on 127.0.0.1 and returns the base URL (…/v1). */
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}/v1`;
+  }
+
+  async close(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private next(body: ChatRequest): ScriptStep | null {
+    const script = this.scripts[body.model] ?? this.scripts['*'];
+    if (!script) return null;
+    const key = this.scripts[body.model] ? body.model : '*';
+    const i = this.cursors.get(key) ?? 0;
+    this.cursors.set(key, i + 1);
+    if (typeof script === 'function') return script(i, body);
+    return script[i] ?? null;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) return send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
+    let body: ChatRequest;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
+    } catch {
+      return send(res, 400, { error: { message: 'request body is not JSON' } });
+    }
+    this.requests.push({ headers: req.headers, body, at: Date.now() });
+    const step = this.next(body);
+    if (!step) return send(res, 400, { error: { message: `script for model "${body.model}" is exhausted` } });
+    if ('fault' in step) {
+      switch (step.fault) {
+        case 'rate_limit':
+          res.setHeader('retry-after', String(step.retryAfterSec ?? 0));
+          return send(res, 429, { error: { message: 'Rate limit reached', type: 'rate_limit_error' } });
+        case 'server_error':
+          return send(res, step.status ?? 500, { error: { message: 'internal server error' } });
+        case 'hang':
+          this.hanging.add(res);
+          setTimeout(() => {
+            this.hanging.delete(res);
+            if (!res.destroyed) send(res, 500, { error: { message: 'woke up too late' } });
+          }, step.ms);
+          return;
+        case 'malformed':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return void res.end('{"id": "x", "choices": [ {"message": ');
+        case 'context_length':
+          return send(res, 400, { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens. Please reduce the length of the messages.", type: 'invalid_request_error', code: 'context_length_exceeded' } });
+        case 'auth':
+          return send(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+        case 'not_found':
+          return send(res, 404, { error: { message: `The model ${body.model} does not exist`, type: 'invalid_request_error' } });
+      }
+    }
+    if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
+    send(res, 200, completion(body, step.reply));
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  if (res.destroyed) return;
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function completion(req: ChatRequest, r: ScriptedReply): unknown {
+  const promptTokens = r.usage?.prompt ?? Math.ceil(JSON.stringify(req.messages).length / 4);
+  const text = r.content ?? '';
+  const completionTokens = r.usage?.completion ?? Math.max(1, Math.ceil((text.length + JSON.stringify(r.toolCalls ?? []).length) / 4));
+  const ids = (n: number, base: number): number[] => Array.from({ length: n }, (_, i) => base + i);
+  return {
+    id: `chatcmpl-scripted-${Date.now()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: req.model,
+    ...(r.tokenIds ? { prompt_token_ids: ids(promptTokens, 1000) } : {}),
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: r.toolCalls?.length && !r.content ? null : text,
+          ...(r.reasoning ? { reasoning_content: r.reasoning } : {}),
+          ...(r.toolCalls?.length
+            ? { tool_calls: r.toolCalls.map((t, i) => ({ id: t.id ?? `call_${i}_${Date.now()}`, type: 'function', function: { name: t.name, arguments: t.arguments } })) }
+            : {}),
+        },
+        finish_reason: r.finishReason ?? (r.toolCalls?.length ? 'tool_calls' : 'stop'),
+        ...(r.tokenIds
+          ? { token_ids: ids(completionTokens, 5000), logprobs: { content: ids(completionTokens, 0).map((i) => ({ token: `t${i}`, logprob: -0.01 * (i + 1), bytes: null, top_logprobs: [] })) } }
+          : {}),
+      },
+    ],
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: r.usage?.cached ?? 0 } },
+  };
+}
