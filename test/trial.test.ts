@@ -60,6 +60,7 @@ describe('trial', () => {
   it('records an agent that crashes and still verifies', async () => {
     const crashing: Agent = {
       name: 'crasher',
+      model: null,
       setup: async () => {},
       run: async () => {
         throw new Error('model endpoint exploded');

@@ -1,5 +1,13 @@
 import type { Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
+import type { Scrub } from '../util/scrub.js';
+
+/** Running totals an agent keeps up to date as it goes, so a timeout still leaves them behind. */
+export interface AgentUsage {
+  turns: number;
+  tokens: { input: number; cached: number; output: number } | null;
+  costUsd: number | null;
+}
 
 export interface AgentContext {
   sandbox: Sandbox;
@@ -8,15 +16,19 @@ export interface AgentContext {
   logsDir: string;
   /** Aborted at the agent's timeout, or when the whole run is cancelled. */
   signal: AbortSignal;
+  /** Applied to everything the agent writes: secrets never reach a file. */
+  scrub: Scrub;
+  usage: AgentUsage;
+  /** The trial's id, used as the trajectory's session id. */
+  sessionId: string;
 }
 
 /** Why the agent stopped; the trial records it and verifies the sandbox either way. */
-export type AgentExitReason = 'completed' | 'agent_error';
+export type AgentExitReason = 'completed' | 'max_turns' | 'context_exhausted' | 'model_error' | 'parse_errors' | 'agent_error';
 
 export interface AgentOutcome {
   exitReason: AgentExitReason;
   message: string | null;
-  turns: number;
 }
 
 /**
@@ -25,6 +37,10 @@ export interface AgentOutcome {
  */
 export interface Agent {
   readonly name: string;
+  /** The model it talks to, for the record; null for agents with no model. */
+  readonly model: string | null;
+  /** Dockerfile lines the agent needs on top of the task's image, baked in before trials run. */
+  readonly imageLayer?: string;
   /** Installs what the agent needs in the sandbox (its own phase, with its own timeout). */
   setup(ctx: AgentContext): Promise<void>;
   run(ctx: AgentContext): Promise<AgentOutcome>;

@@ -8,23 +8,26 @@ export const SOLUTION_DIR = '/solution';
 /** Runs the task's reference solution, solution/solve.sh: the proof that the task can be solved. */
 export const oracleAgent: Agent = {
   name: 'oracle',
+  model: null,
   async setup({ sandbox, task }: AgentContext): Promise<void> {
     if (!task.solutionDir) throw new TermgradeError('invalid_task', `task ${task.path}: solution/solve.sh: missing (the oracle has nothing to run)`);
     await sandbox.copyIn(task.solutionDir, SOLUTION_DIR);
   },
-  async run({ sandbox, task, logsDir, signal }: AgentContext): Promise<AgentOutcome> {
+  async run({ sandbox, task, logsDir, signal, scrub, usage }: AgentContext): Promise<AgentOutcome> {
+    usage.turns = 1;
     const result = await sandbox.exec(['bash', `${SOLUTION_DIR}/solve.sh`], { env: task.config.solution.env, signal });
-    await writeFile(path.join(logsDir, 'oracle.txt'), `${result.stdout.text}${result.stderr.text ? `\n--- stderr ---\n${result.stderr.text}` : ''}`);
-    if (result.exitCode !== 0) return { exitReason: 'agent_error', message: `solve.sh exited with code ${result.exitCode}`, turns: 1 };
-    return { exitReason: 'completed', message: null, turns: 1 };
+    await writeFile(path.join(logsDir, 'oracle.txt'), scrub(`${result.stdout.text}${result.stderr.text ? `\n--- stderr ---\n${result.stderr.text}` : ''}`));
+    if (result.exitCode !== 0) return { exitReason: 'agent_error', message: `solve.sh exited with code ${result.exitCode}` };
+    return { exitReason: 'completed', message: null };
   },
 };
 
 /** Does nothing: a task this agent passes does not test anything. */
 export const nopAgent: Agent = {
   name: 'nop',
+  model: null,
   async setup(): Promise<void> {},
   async run(): Promise<AgentOutcome> {
-    return { exitReason: 'completed', message: null, turns: 0 };
+    return { exitReason: 'completed', message: null };
   },
 };

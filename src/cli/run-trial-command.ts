@@ -1,13 +1,56 @@
 import path from 'node:path';
-import { getAgent } from '../agent/registry.js';
+import { createAgent, loadPrices } from '../agent/registry.js';
 import { DockerProvider } from '../sandbox/docker/provider.js';
 import { loadTask } from '../task/load.js';
 import { runTrial } from '../trial/run.js';
+import { TermgradeError } from '../util/errors.js';
 import { EXIT, handleSignals } from './signals.js';
 
-export async function runTrialCommand(taskDir: string, flags: { agent: string; out: string; timeoutMultiplier: number; json?: boolean }): Promise<number> {
+export interface RunTrialFlags {
+  agent: string;
+  out: string;
+  timeoutMultiplier: number;
+  json?: boolean;
+  model?: string;
+  baseUrl?: string;
+  apiKeyEnv: string;
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  extraBody?: string;
+  requestTimeout?: number;
+  contextWindow?: number;
+  maxTurns?: number;
+  prices?: string;
+}
+
+export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Promise<number> {
   const task = await loadTask(taskDir);
-  const agent = getAgent(flags.agent);
+  let extraBody: Record<string, unknown> = {};
+  if (flags.extraBody) {
+    try {
+      extraBody = JSON.parse(flags.extraBody) as Record<string, unknown>;
+    } catch {
+      throw new TermgradeError('usage', '--extra-body must be a JSON object');
+    }
+  }
+  const prices = await loadPrices(flags.prices);
+  const model =
+    flags.model && flags.baseUrl
+      ? {
+          baseUrl: flags.baseUrl,
+          model: flags.model,
+          apiKeyEnv: flags.apiKeyEnv,
+          temperature: flags.temperature,
+          topP: flags.topP,
+          maxTokens: flags.maxTokens,
+          extraBody,
+          requestTimeoutSec: flags.requestTimeout,
+          contextWindow: flags.contextWindow,
+          price: prices[flags.model],
+        }
+      : undefined;
+  const { agent, secrets } = createAgent({ name: flags.agent, model, maxTurns: flags.maxTurns });
   const provider = new DockerProvider();
   await provider.ping();
   const signals = handleSignals(provider, (m) => process.stderr.write(`${m}\n`));
@@ -19,13 +62,17 @@ export async function runTrialCommand(taskDir: string, flags: { agent: string; o
       outDir: path.resolve(flags.out),
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       signal: signals.signal,
+      secrets,
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       const s = result.testsSummary;
+      const failed = result.tests.filter((t) => t.status === 'failed' || t.status === 'error').map((t) => t.name);
       process.stdout.write(
-        `${task.name} / ${agent.name}: reward ${result.reward ?? 'none'} (${s.passed}/${s.total} tests passed)` +
+        `${task.name} / ${agent.name}${agent.model ? ` (${agent.model})` : ''}: reward ${result.reward ?? 'none'} (${s.passed}/${s.total} tests passed)` +
+          `, ${result.turns} turns, ended: ${result.exitReason}` +
           `${result.error ? `, ${result.error.class}: ${result.error.message}` : ''}\n` +
+          (failed.length ? `failed tests: ${failed.join(', ')}\n` : '') +
           `trial folder: ${path.join(path.resolve(flags.out), result.trialId)}\n`,
       );
     }

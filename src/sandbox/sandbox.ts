@@ -31,6 +31,16 @@ export interface FileEntry {
 }
 
 /**
+ * A persistent shell in the sandbox for an agent's own short helper commands (tmux send-keys,
+ * capture-pane): no process start per call, so a call costs milliseconds, not an engine round
+ * trip. Not for agent-chosen commands, which go through `exec` (fresh, bounded, killable).
+ */
+export interface Shell {
+  /** Runs `command` (stdout and stderr together); rejects if the shell died or `timeoutSec` passed. */
+  run(command: string, options?: { timeoutSec?: number }): Promise<{ output: string; exitCode: number }>;
+}
+
+/**
  * A running, isolated machine for one trial. The contract every backend keeps:
  * - `exec` returns when the command's own process exits, even if a child it left in the background
  *   still holds its stdout; output is bounded (head and tail kept, the rest counted), never blocks
@@ -43,6 +53,8 @@ export interface Sandbox {
   readonly id: string;
   /** An argv array is run as is; a string is run by `/bin/sh -c`. */
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
+  /** A persistent helper shell (opened on first use, reopened if it died). */
+  shell(): Promise<Shell>;
   /** Copies the contents of a host folder into `destDir` (created if missing). */
   copyIn(hostDir: string, destDir: string): Promise<void>;
   /** Writes files and folders given in memory. */
@@ -54,6 +66,11 @@ export interface Sandbox {
 
 export interface PrepareOptions {
   signal?: AbortSignal;
+  /**
+   * Dockerfile lines an agent needs on top of the task's image (installing tmux, say): built
+   * into a derived image at prepare time, with the network, so trials stay offline.
+   */
+  agentLayer?: string;
   /** Receives build output lines as they come. */
   onLog?: (line: string) => void;
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Agent, AgentOutcome } from '../agent/agent.js';
+import type { Agent, AgentOutcome, AgentUsage } from '../agent/agent.js';
+import { makeScrub, type Scrub } from '../util/scrub.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
@@ -28,8 +29,9 @@ export interface TrialOptions {
   outDir: string;
   attempt?: number;
   trialId?: string;
-  model?: string | null;
   timeouts?: TrialTimeouts;
+  /** Values (API keys) scrubbed from everything the trial writes. */
+  secrets?: string[];
   signal?: AbortSignal;
 }
 
@@ -38,9 +40,9 @@ export function newTrialId(task: Task, agent: string, attempt: number): string {
   return `${safe}__${agent}__${attempt}__${randomBytes(4).toString('hex')}`;
 }
 
-async function writeJsonAtomic(file: string, data: unknown): Promise<void> {
+async function writeJsonAtomic(file: string, data: unknown, scrub: Scrub): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(data, null, 2)}\n`);
+  await writeFile(tmp, `${scrub(JSON.stringify(data, null, 2))}\n`);
   await rename(tmp, file);
 }
 
@@ -78,6 +80,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   };
   const cancelled = (err: unknown): boolean => err instanceof CancelledError || (signal?.aborted ?? false);
 
+  const scrub = makeScrub(options.secrets ?? []);
+  const usage: AgentUsage = { turns: 0, tokens: null, costUsd: null };
   let prepared: PreparedEnvironment | null = null;
   let sandbox: Sandbox | null = null;
   let outcome: AgentOutcome | null = null;
@@ -87,7 +91,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   try {
     await timed('environment_setup', async () => {
       try {
-        prepared = await provider.prepare(task, { signal });
+        prepared = await provider.prepare(task, { signal, agentLayer: agent.imageLayer });
         const ms = (t.environmentSec ?? 120) * 1000;
         sandbox = await withTimeout(provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } }), ms, 'environment_error', `container did not start within ${ms / 1000} s`);
         await sandbox.putFiles([{ path: '/logs/agent' }, { path: '/logs/verifier' }]);
@@ -98,7 +102,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     });
     const box = sandbox as Sandbox | null;
     if (box) {
-      const ctx = { sandbox: box, task, logsDir: agentLogs };
+      const ctx = { sandbox: box, task, logsDir: agentLogs, scrub, usage, sessionId: trialId };
       const setupOk = await timed('agent_setup', async () => {
         const deadline = deadlineSignal(signal, (t.agentSetupSec ?? 600) * 1000);
         try {
@@ -120,6 +124,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             outcome = await agent.run({ ...ctx, signal: deadline.signal });
             exitReason = outcome.exitReason;
             if (outcome.exitReason === 'agent_error') fail('agent_error', 'agent_run', outcome.message ?? 'agent failed');
+            if (outcome.exitReason === 'model_error') fail('model_error', 'agent_run', outcome.message ?? 'model call failed');
           } catch (err) {
             if (signal?.aborted) throw new CancelledError('trial');
             if (deadline.timedOut()) {
@@ -162,7 +167,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     schemaVersion: 1,
     trialId,
     task: { name: task.name, path: task.path, checksum: task.checksum },
-    agent: { name: agent.name, model: options.model ?? null },
+    agent: { name: agent.name, model: agent.model },
     attempt,
     reward,
     rewards: v?.rewards ?? {},
@@ -173,9 +178,9 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     error: errors[0] ?? null,
     errors,
     exitReason,
-    turns: (outcome as AgentOutcome | null)?.turns ?? 0,
-    tokens: null,
-    costUsd: null,
+    turns: usage.turns,
+    tokens: usage.tokens,
+    costUsd: usage.costUsd,
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageCached: (prepared as PreparedEnvironment | null)?.cached ?? null,
     phases,
@@ -183,6 +188,6 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     finishedAt: nowIso(),
     durationMs: performance.now() - t0,
   };
-  await writeJsonAtomic(path.join(trialDir, 'result.json'), result);
+  await writeJsonAtomic(path.join(trialDir, 'result.json'), result, scrub);
   return result;
 }

@@ -21,6 +21,7 @@ export const TrialErrorClass = z.enum([
   'agent_setup_error',
   'agent_timeout',
   'agent_error',
+  'model_error',
   'verifier_timeout',
   'verifier_no_reward',
   'verifier_bad_reward',
@@ -30,7 +31,7 @@ export const TrialErrorClass = z.enum([
 ]);
 export type TrialErrorClass = z.infer<typeof TrialErrorClass>;
 
-export const ExitReason = z.enum(['completed', 'agent_error', 'agent_timeout', 'not_run']);
+export const ExitReason = z.enum(['completed', 'max_turns', 'context_exhausted', 'model_error', 'parse_errors', 'agent_error', 'agent_timeout', 'not_run']);
 
 export const TrialResultSchema = z.object({
   schemaVersion: z.literal(1),

@@ -107,7 +107,8 @@ export class ScriptedModelServer {
         case 'context_length':
           return send(res, 400, { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens. Please reduce the length of the messages.", type: 'invalid_request_error', code: 'context_length_exceeded' } });
         case 'auth':
-          return send(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+          // Like some hosted APIs, echo the key back: the harness must scrub it from its records.
+          return send(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization ?? '').replace(/^Bearer /, '')}`, type: 'invalid_request_error' } });
         case 'not_found':
           return send(res, 404, { error: { message: `The model ${body.model} does not exist`, type: 'invalid_request_error' } });
       }

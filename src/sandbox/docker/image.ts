@@ -1,12 +1,15 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
 import { withFileLock } from '../../util/lock.js';
 import type { PreparedEnvironment, PrepareOptions } from '../sandbox.js';
 import { LABEL_MANAGED, LABEL_TASK } from './labels.js';
-import { packDir } from './tar.js';
+import { packDir, packEntries } from './tar.js';
 
 export const IMAGE_REPO = 'termgrade-env';
+export const AGENT_IMAGE_REPO = 'termgrade-agent';
 
 /** Images are named by the environment's content, so an unchanged task never builds twice. */
 export function imageTag(task: Task): string {
@@ -128,13 +131,47 @@ export class ImageBuilder {
   constructor(private readonly docker: Docker) {}
 
   prepare(task: Task, options: PrepareOptions = {}): Promise<PreparedEnvironment> {
-    const tag = imageTag(task);
+    const base = this.once(imageTag(task), () => this.ensure(task, imageTag(task), options));
+    if (!options.agentLayer) return base;
+    const layer = options.agentLayer;
+    return base.then(async (prepared) => {
+      const id = (await this.docker.getImage(prepared.image).inspect()).Id;
+      const tag = `${AGENT_IMAGE_REPO}:${createHash('sha256').update(`${id}\0${layer}`).digest('hex').slice(0, 20)}`;
+      const derived = await this.once(tag, () => this.ensureDerived(task, prepared.image, layer, tag, options));
+      return { ...derived, durationMs: prepared.durationMs + derived.durationMs, cached: prepared.cached && derived.cached, log: prepared.log + derived.log };
+    });
+  }
+
+  /** Concurrent requests for one image share one promise. */
+  private once(tag: string, make: () => Promise<PreparedEnvironment>): Promise<PreparedEnvironment> {
     let pending = this.inFlight.get(tag);
     if (!pending) {
-      pending = this.ensure(task, tag, options).finally(() => this.inFlight.delete(tag));
+      pending = make().finally(() => this.inFlight.delete(tag));
       this.inFlight.set(tag, pending);
     }
     return pending;
+  }
+
+  /** The task's image plus an agent's layer (tmux, say), named by the base image id and the layer. */
+  private async ensureDerived(task: Task, base: string, layer: string, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
+    const started = performance.now();
+    const cached = (): PreparedEnvironment => ({ image: tag, cached: true, durationMs: performance.now() - started, log: '' });
+    if (await imageExists(this.docker, tag)) return cached();
+    return withFileLock(`image-${tag}`, async () => {
+      if (await imageExists(this.docker, tag)) return cached();
+      const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base}\n${layer}\n` }]);
+      const { note, log } = logCollector(options);
+      const stream = await this.docker.buildImage(Readable.from([context]) as unknown as NodeJS.ReadableStream, {
+        t: tag,
+        networkmode: 'host',
+        rm: true,
+        forcerm: true,
+        labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
+      });
+      await follow(this.docker, stream, 'agent image build', task.config.environment.build_timeout_sec * 1000, options, note, log);
+      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log());
+      return { image: tag, cached: false, durationMs: performance.now() - started, log: log() };
+    }, options.signal);
   }
 
   private async ensure(task: Task, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {

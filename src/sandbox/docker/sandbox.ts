@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../sandbox.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, Shell } from '../sandbox.js';
+import { DockerShell } from './shell.js';
 import { dockerExec } from './exec.js';
 import { extractInto, packDir, packEntries } from './tar.js';
 
@@ -9,6 +10,7 @@ const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 
 export class DockerSandbox implements Sandbox {
   private closing: Promise<void> | null = null;
+  private helper: Promise<DockerShell> | null = null;
 
   constructor(
     private readonly docker: Docker,
@@ -22,6 +24,12 @@ export class DockerSandbox implements Sandbox {
 
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult> {
     return dockerExec(this.docker, this.container, command, options);
+  }
+
+  async shell(): Promise<Shell> {
+    const current = this.helper ? await this.helper.catch(() => null) : null;
+    if (!current || !current.alive) this.helper = DockerShell.open(this.docker, this.container);
+    return this.helper!;
   }
 
   async copyIn(hostDir: string, destDir: string): Promise<void> {
@@ -39,6 +47,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   close(): Promise<void> {
+    void this.helper?.then((h) => h.close(), () => undefined);
     this.closing ??= this.container
       .remove({ force: true, v: true })
       .catch((err: { statusCode?: number }) => {

@@ -1,0 +1,121 @@
+import type { Agent, AgentContext, AgentExitReason, AgentOutcome } from './agent.js';
+import { ModelClient, type Completion, type Message, type Tool } from '../model/client.js';
+import { ModelError } from '../model/errors.js';
+import { Transcript } from './transcript.js';
+import { truncateMiddle } from './truncate.js';
+
+export const COMPLETION_MARKER = 'TERMGRADE_TASK_COMPLETE';
+
+export const BASH_TOOL: Tool = {
+  type: 'function',
+  function: {
+    name: 'bash',
+    description: 'Run a command with bash -lc in a fresh shell in the task environment and return its exit code and output.',
+    parameters: {
+      type: 'object',
+      properties: { command: { type: 'string', description: 'The command to run.' } },
+      required: ['command'],
+    },
+  },
+};
+
+const SYSTEM_PROMPT = `You are an agent completing a task in a Linux environment. You have one tool, bash, which runs a command in a fresh bash shell (state such as the working directory or variables does not carry over between calls; files do) and returns its exit code and output. Long outputs are shortened in the middle.
+
+Work step by step: inspect, act, check. There is no internet access. When the task is fully done and checked, run exactly: echo ${COMPLETION_MARKER}`;
+
+const NO_TOOL_CALL = `Use the bash tool to act. When the task is done, call it with: echo ${COMPLETION_MARKER}`;
+const OUTPUT_CUT = 'Your reply was cut off by the output token limit, so nothing was run. Use shorter commands and less text.';
+
+export interface BashToolOptions {
+  client: ModelClient;
+  maxTurns?: number;
+  /** Per command; the command's process group is killed at this limit. */
+  commandTimeoutSec?: number;
+  /** Replies in a row without a tool call before the episode ends. */
+  maxNoToolCalls?: number;
+  /** Stop once the episode has cost this much (USD), when prices are known. */
+  maxCostUsd?: number;
+}
+
+/** The single-bash-tool scaffold RL training uses (mini-swe-agent shape). */
+export function createBashToolAgent(options: BashToolOptions): Agent {
+  const client = options.client;
+  const maxTurns = options.maxTurns ?? 100;
+  const maxNoTool = options.maxNoToolCalls ?? 3;
+  const commandTimeoutSec = options.commandTimeoutSec ?? 180;
+
+  return {
+    name: 'bash-tool',
+    model: client.config.model,
+    async setup(): Promise<void> {},
+
+    async run(ctx: AgentContext): Promise<AgentOutcome> {
+      const { sandbox, task, signal } = ctx;
+      const transcript = new Transcript('bash-tool', client.config.model, [BASH_TOOL]);
+      const messages: Message[] = [
+        { role: 'system', content: SYSTEM_PROMPT },
+        { role: 'user', content: task.instruction },
+      ];
+      transcript.system(SYSTEM_PROMPT);
+      transcript.user(task.instruction);
+      let noTool = 0;
+      const end = (exitReason: AgentExitReason, message: string | null = null): AgentOutcome => ({ exitReason, message });
+
+      try {
+        for (let turn = 0; turn < maxTurns; turn++) {
+          let c: Completion;
+          try {
+            c = await client.complete({ messages, tools: [BASH_TOOL], signal });
+          } catch (err) {
+            if (err instanceof ModelError) return end(err.kind === 'context_length' ? 'context_exhausted' : 'model_error', `${err.kind}: ${err.message}`);
+            throw err;
+          }
+          const step = transcript.agent(c);
+          ctx.usage.turns = transcript.totals.turns;
+          ctx.usage.tokens = { ...transcript.totals.tokens };
+          ctx.usage.costUsd = transcript.totals.costUsd;
+          messages.push(transcript.episode[transcript.episode.length - 1]!);
+
+          if (c.finishReason === 'length' && c.toolCalls.length === 0) {
+            messages.push({ role: 'user', content: OUTPUT_CUT });
+            transcript.observe(step, OUTPUT_CUT);
+            continue;
+          }
+          if (c.toolCalls.length === 0) {
+            noTool += 1;
+            if (noTool >= maxNoTool) return end('parse_errors', `${noTool} replies in a row without a tool call`);
+            messages.push({ role: 'user', content: NO_TOOL_CALL });
+            transcript.observe(step, NO_TOOL_CALL);
+            continue;
+          }
+          noTool = 0;
+          let done = false;
+          for (const call of c.toolCalls) {
+            let content: string;
+            let command: unknown;
+            try {
+              command = (JSON.parse(call.arguments) as { command?: unknown }).command;
+            } catch {
+              command = undefined;
+            }
+            if (call.name !== 'bash') content = `error: unknown tool "${call.name}"; the only tool is bash`;
+            else if (typeof command !== 'string') content = 'error: the arguments must be JSON of the form {"command": "..."}';
+            else {
+              const r = await sandbox.exec(['bash', '-lc', command], { timeoutSec: commandTimeoutSec, signal });
+              const output = r.stdout.text + (r.stderr.text ? (r.stdout.text && !r.stdout.text.endsWith('\n') ? '\n' : '') + r.stderr.text : '');
+              content = r.timedOut ? `timed out after ${commandTimeoutSec} s\n${truncateMiddle(output)}` : `exit code: ${r.exitCode}\n${truncateMiddle(output)}`;
+              if (r.stdout.text.includes(COMPLETION_MARKER)) done = true;
+            }
+            messages.push({ role: 'tool', tool_call_id: call.id, content });
+            transcript.toolResult(step, call.id, content);
+          }
+          if (done) return end('completed');
+          if (options.maxCostUsd !== undefined && (transcript.totals.costUsd ?? 0) >= options.maxCostUsd) return end('max_turns', `cost limit of $${options.maxCostUsd} reached`);
+        }
+        return end('max_turns', `stopped after ${maxTurns} turns`);
+      } finally {
+        await transcript.write(ctx.logsDir, ctx.sessionId, ctx.scrub);
+      }
+    },
+  };
+}
