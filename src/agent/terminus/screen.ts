@@ -57,8 +57,18 @@ export function newOutput(previous: string, current: string): string | null {
     }
     const grown = cur[i + anchor.length];
     if (!match || grown === undefined || !grown.startsWith(last)) continue;
-    const rest = [grown.slice(last.length), ...cur.slice(i + anchor.length + 1)];
-    return trimEnd(rest).join('\n').replace(/^\n/, '');
+    return after(cur, i + anchor.length, last);
+  }
+  // The capture window moved past the start of the anchor: the screen now begins inside it.
+  for (let k = anchor.length - 1; k >= Math.min(3, anchor.length); k--) {
+    const tail = anchor.slice(anchor.length - k);
+    if (tail.every((line, j) => cur[j] === line) && cur[k]?.startsWith(last)) return after(cur, k, last);
   }
   return null;
+}
+
+/** Everything from line `at` on, minus the part of that line that was already there. */
+function after(cur: string[], at: number, last: string): string {
+  const rest = [cur[at]!.slice(last.length), ...cur.slice(at + 1)];
+  return trimEnd(rest).join('\n').replace(/^\n/, '');
 }
