@@ -114,8 +114,17 @@ export class ModelClient {
           ...(c.maxTokens !== undefined ? { max_tokens: c.maxTokens } : {}),
           ...c.extraBody,
         };
-        const resp = await this.client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal: options.signal });
-        return this.read(resp, performance.now() - started, retries);
+        // A child signal per request: the SDK leaves a listener on the signal it is given, and an
+        // episode's signal lives for hundreds of calls.
+        const child = new AbortController();
+        const onAbort = (): void => child.abort();
+        options.signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          const resp = await this.client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal: child.signal });
+          return this.read(resp, performance.now() - started, retries);
+        } finally {
+          options.signal?.removeEventListener('abort', onAbort);
+        }
       } catch (err) {
         if (err instanceof APIUserAbortError || options.signal?.aborted) throw new CancelledError('model call');
         const e = toModelError(err, c.requestTimeoutSec);
