@@ -55,6 +55,8 @@ describe('tmux keystrokes and screen diffs', () => {
     assert.equal(newOutput(before, after), 'cat a.txt\nhello\nroot@x:/app# ');
     assert.equal(newOutput('', 'first\n'), 'first');
     assert.equal(newOutput(before, before), '');
+    // A one-line history (just the prompt) must not match the *new* prompt at the end.
+    assert.equal(newOutput('root@x:/app#', 'root@x:/app# seq 2\n1\n2\nroot@x:/app#'), ' seq 2\n1\n2\nroot@x:/app#');
     assert.equal(newOutput('gone\nfrom\nhistory', 'something else entirely'), null);
   });
 

@@ -107,7 +107,7 @@ describe('agents on real containers with a scripted model', () => {
 
   it('both agents truncate long output to 5,000 + 5,000 bytes with a note', async () => {
     const long = "for x in A:6000 B:20000 C:6000; do head -c ${x#*:} /dev/zero | tr '\\0' ${x%:*}; done; echo\n";
-    const t = await run('terminus', await trivialTask(), [turn([{ keystrokes: long, duration: 1 }]), turn([], true), turn([], true)]);
+    const t = await run('terminus', await trivialTask(), [turn([{ keystrokes: long, duration: 3 }]), turn([], true), turn([], true)]);
     const tObs = observations(await t.read('agent/messages.json'))[1]!;
     assert.match(tObs, /\[\.\.\. output truncated: \d+ bytes omitted \.\.\.\]/);
     assert.ok(tObs.length < 10_500, `terminus observation is ${tObs.length} chars`);

@@ -115,3 +115,37 @@ describe('interrupting a check', () => {
     assert.deepEqual(await owned(child.pid!), []);
   });
 });
+
+describe('termgrade run-trial with a model', () => {
+  it('runs bash-tool against a scripted endpoint and prints the graded result', async () => {
+    const { ScriptedModelServer } = await import('./support/scripted-model-server.js');
+    const { BASH_SOLVES } = await import('./support/scripts.js');
+    const server = new ScriptedModelServer({ 'scripted-m': BASH_SOLVES['log-errors']! });
+    const baseUrl = await server.start();
+    try {
+      const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'run-trial', path.join(EXAMPLES, 'log-errors'), '--agent', 'bash-tool', '--model', 'scripted-m', '--base-url', baseUrl, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('exit', (status) => resolve({ status, stdout, stderr }));
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const result = JSON.parse(r.stdout);
+      assert.equal(result.reward, 1);
+      assert.equal(result.agent.name, 'bash-tool');
+      assert.equal(result.agent.model, 'scripted-m');
+      assert.equal(result.exitReason, 'completed');
+      assert.equal(result.turns, 3);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a model agent without a model, with exit code 2', () => {
+    const r = cli(['run-trial', path.join(EXAMPLES, 'log-errors'), '--agent', 'terminus']);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /needs a model: give --model and --base-url/);
+  });
+});

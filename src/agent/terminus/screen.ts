@@ -45,6 +45,11 @@ export function newOutput(previous: string, current: string): string | null {
   const prev = trimEnd(previous.split('\n'));
   const cur = trimEnd(current.split('\n'));
   if (prev.length === 0) return cur.join('\n');
+  // The usual case: nothing scrolled out of the captured window, so `previous` is a prefix.
+  const head = prev.length - 1;
+  if (cur.length > head && prev.slice(0, head).every((line, j) => cur[j] === line) && cur[head]!.startsWith(prev[head]!)) {
+    return after(cur, head, prev[head]!);
+  }
   const anchor = prev.slice(Math.max(0, prev.length - 40), -1);
   const last = prev[prev.length - 1]!;
   for (let i = cur.length - anchor.length - 1; i >= 0; i--) {
