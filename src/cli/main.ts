@@ -89,6 +89,59 @@ program
     process.exitCode = await runTrialCommand(task, opts);
   });
 
+const JOBS_DIR = '.termgrade/jobs';
+
+program
+  .command('run')
+  .description('Run a job: agent configurations x tasks x k trials, recorded in the job store; run again to resume.')
+  .argument('[jobfile]', 'job file (.toml, .yaml or .json); or use the flags below')
+  .option('-j, --job <name>', 'resume this job by name (its stored spec), or name a new one')
+  .option('--name <name>', 'name for a job built from flags')
+  .option('-t, --tasks <paths...>', 'task folders, folders of task folders, or globs')
+  .option('-a, --agent <name...>', 'agent configurations: oracle, nop, terminus, bash-tool (repeat for several)')
+  .option('-m, --model <name>', 'model for terminus / bash-tool')
+  .option('--base-url <url>', 'OpenAI-compatible endpoint for terminus / bash-tool')
+  .option('--api-key-env <var>', 'environment variable holding the API key', 'OPENAI_API_KEY')
+  .option('--temperature <t>', 'sampling temperature', Number)
+  .option('--max-turns <n>', 'turn limit per trial', positiveInt)
+  .option('-k, --k <n>', 'trials per task and configuration', positiveInt)
+  .option('-c, --concurrency <n>', 'trials at once', positiveInt)
+  .option('--endpoint-concurrency <n>', 'trials at once against the model endpoint', positiveInt)
+  .option('--budget <seconds>', 'wall-clock budget; running trials stop and are recorded as not run', positiveNumber)
+  .option('--timeout-multiplier <x>', 'multiply every agent and verifier timeout', positiveNumber)
+  .option('--infra-retries <n>', 'retries of a trial after an infrastructure failure', (v) => Number(v))
+  .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
+  .option('--jsonl', 'print every event as a JSON line on stdout')
+  .option('-q, --quiet', 'no progress output')
+  .addHelpText('after', '\nExit codes: 0 every slot recorded; 1 some slots not run (budget); 5 the store cannot be written (disk full, read-only).')
+  .action(async (file: string | undefined, opts) => {
+    const { runCommand } = await import('./job-commands.js');
+    process.exitCode = await runCommand(file, opts);
+  });
+
+program
+  .command('trials')
+  .description("List a job's trials.")
+  .requiredOption('-j, --job <name>', 'the job')
+  .option('--status <status>', 'only completed, error or not_run trials')
+  .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
+  .option('--json', 'JSON lines: trial_id, config, task, agent, model, attempt, status, reward, ...')
+  .action(async (opts) => {
+    const { trialsCommand } = await import('./job-commands.js');
+    process.exitCode = await trialsCommand(opts);
+  });
+
+program
+  .command('import')
+  .description('Import Harbor job folders (per-trial result.json, verifier/ctrf.json) into a job.')
+  .argument('<harbor-jobs-dir>', 'a Harbor jobs folder, job folder or trial folder')
+  .requiredOption('-j, --job <name>', 'the job to import into')
+  .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
+  .action(async (dir: string, opts) => {
+    const { importCommand } = await import('./job-commands.js');
+    process.exitCode = await importCommand(dir, opts);
+  });
+
 const SOURCES = 'trial records: JSONL files (trial results or job listings) or folders holding trial folders';
 
 program
@@ -163,7 +216,7 @@ try {
 } catch (err) {
   if (err instanceof TermgradeError) {
     process.stderr.write(`termgrade: ${err.message}\n`);
-    process.exit(err.code === 'engine_unavailable' ? EXIT.engine : EXIT.usage);
+    process.exit(err.code === 'engine_unavailable' ? EXIT.engine : err.code.startsWith('store_') ? EXIT.store : EXIT.usage);
   }
   process.stderr.write(`termgrade: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(EXIT.internal);

@@ -1,6 +1,6 @@
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 
-export const EXIT = { ok: 0, rejected: 1, usage: 2, engine: 3, internal: 4, sigint: 130, sigterm: 143 } as const;
+export const EXIT = { ok: 0, rejected: 1, usage: 2, engine: 3, internal: 4, store: 5, sigint: 130, sigterm: 143 } as const;
 
 /**
  * Turns Ctrl-C / SIGTERM into an aborted signal so running trials stop and tear down, and removes

@@ -2,7 +2,8 @@ import { createReadStream } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
-import { toStatsRecord, type StatsRecord } from './records.js';
+import { JobStore } from '../store/store.js';
+import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
 
 function badRecord(where: string, err: unknown): TermgradeError {
   const detail = err instanceof Error && 'issues' in err ? JSON.stringify((err as { issues: unknown[] }).issues[0]) : (err as Error).message;
@@ -40,6 +41,7 @@ async function readJsonl(file: string, out: StatsRecord[]): Promise<void> {
     } catch (err) {
       throw new TermgradeError('bad_input', `${file}:${n}: not JSON: ${(err as Error).message}`);
     }
+    if (isNotRun(raw)) continue;
     try {
       out.push(toStatsRecord(raw));
     } catch (err) {
@@ -48,9 +50,19 @@ async function readJsonl(file: string, out: StatsRecord[]): Promise<void> {
   }
 }
 
+/** A job folder: its store's graded and errored trials. */
+function readJob(dir: string, out: StatsRecord[]): void {
+  const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
+  try {
+    for (const row of store.listTrials()) if (row.status !== 'not_run') out.push(toStatsRecord(row));
+  } finally {
+    store.close();
+  }
+}
+
 /**
- * Trial records from JSONL files (one trial result or job-listing line per line) and from folders
- * holding trial folders (every result.json below them, e.g. a check's --out). A bad line is an
+ * Trial records from job folders (their job.db), JSONL files (one trial result or job-listing line
+ * per line) and folders holding trial folders (every result.json below them, e.g. a check's --out). A bad line is an
  * error naming the file and line; a trial id seen twice is counted once.
  */
 export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
@@ -62,7 +74,9 @@ export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
     } catch {
       throw new TermgradeError('bad_input', `${source}: no such file or folder`);
     }
-    if (st.isDirectory()) {
+    if (st.isDirectory() && (await stat(path.join(source, 'job.db')).catch(() => null))) {
+      readJob(source, out);
+    } else if (st.isDirectory()) {
       for await (const file of resultFiles(source)) {
         let raw: unknown;
         try {

@@ -41,6 +41,8 @@ const TrialResultLine = z.object({
 
 const JobListingLine = z.object({
   trial_id: z.string(),
+  config: z.string().optional(),
+  status: z.string().optional(),
   task: z.string(),
   agent: z.string(),
   model: z.string().nullable().optional(),
@@ -53,6 +55,11 @@ const JobListingLine = z.object({
   tests_failed: z.number().optional(),
 });
 
+/** A job-listing row for a slot the job never ran (budget, interrupt): not a trial at all. */
+export function isNotRun(raw: unknown): boolean {
+  return raw !== null && typeof raw === 'object' && (raw as { status?: unknown }).status === 'not_run';
+}
+
 /** Parses one record; throws with the first problem (the caller adds file and line). */
 export function toStatsRecord(raw: unknown): StatsRecord {
   if (raw !== null && typeof raw === 'object' && 'trial_id' in raw) {
@@ -60,7 +67,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
     return {
       trialId: r.trial_id,
       task: r.task,
-      config: configLabel(r.agent, r.model),
+      config: r.config ?? configLabel(r.agent, r.model),
       reward: r.reward,
       passed: r.reward !== null && r.reward >= 1,
       errorClass: r.error_class ?? null,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Agent, AgentOutcome, AgentUsage } from '../agent/agent.js';
 import { makeScrub, type Scrub } from '../util/scrub.js';
@@ -32,6 +32,10 @@ export interface TrialOptions {
   timeouts?: TrialTimeouts;
   /** Values (API keys) scrubbed from everything the trial writes. */
   secrets?: string[];
+  /** Gets the image; default: the provider builds or finds it (with the agent's layer). */
+  prepare?: () => Promise<PreparedEnvironment>;
+  /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
+  onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
 }
 
@@ -58,6 +62,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   const trialDir = path.join(options.outDir, trialId);
   const agentLogs = path.join(trialDir, 'agent');
   const verifierLogs = path.join(trialDir, 'verifier');
+  // A folder already there is the remains of a run that died before recording it: start clean.
+  await rm(trialDir, { recursive: true, force: true });
   await mkdir(agentLogs, { recursive: true });
   await mkdir(verifierLogs, { recursive: true });
   const t = options.timeouts ?? {};
@@ -70,6 +76,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     errors.push({ class: cls, message, phase });
   };
   const timed = async <T>(phase: Phase, work: () => Promise<T>): Promise<T> => {
+    options.onPhase?.(phase);
     const s = nowIso();
     const p0 = performance.now();
     try {
@@ -91,7 +98,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   try {
     await timed('environment_setup', async () => {
       try {
-        prepared = await provider.prepare(task, { signal, agentLayer: agent.imageLayer });
+        prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
         const ms = (t.environmentSec ?? 120) * 1000;
         sandbox = await withTimeout(provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } }), ms, 'environment_error', `container did not start within ${ms / 1000} s`);
         await sandbox.putFiles([{ path: '/logs/agent' }, { path: '/logs/verifier' }]);

@@ -1,0 +1,154 @@
+import path from 'node:path';
+import { importHarbor } from '../job/import-harbor.js';
+import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
+import { readJobFile, parseSpec } from '../job/load-spec.js';
+import { runJob } from '../job/run-job.js';
+import type { JobSpec, JobSpecInput } from '../job/spec.js';
+import { removeLeftovers } from '../sandbox/docker/cleanup.js';
+import { DockerProvider } from '../sandbox/docker/provider.js';
+import { JobStore, type TrialStatus } from '../store/store.js';
+import { TermgradeError } from '../util/errors.js';
+import { jobProgress } from './job-progress.js';
+import { EXIT, handleSignals } from './signals.js';
+import { table } from './table.js';
+
+export interface RunFlags {
+  job?: string;
+  name?: string;
+  tasks?: string[];
+  agent?: string[];
+  model?: string;
+  baseUrl?: string;
+  apiKeyEnv: string;
+  temperature?: number;
+  maxTurns?: number;
+  k?: number;
+  concurrency?: number;
+  endpointConcurrency?: number;
+  budget?: number;
+  timeoutMultiplier?: number;
+  infraRetries?: number;
+  jobsDir: string;
+  jsonl?: boolean;
+  quiet?: boolean;
+}
+
+/** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
+async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSpec> {
+  let spec: JobSpec;
+  if (file) spec = await readJobFile(file);
+  else if (f.job && !f.tasks?.length) spec = storedSpec(f.jobsDir, f.job);
+  else {
+    if (!f.tasks?.length || !f.agent?.length) throw new TermgradeError('usage', 'give a job file, or --tasks and at least one --agent (or --job NAME to resume)');
+    const input: JobSpecInput = {
+      name: f.name ?? f.job ?? `job-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+      tasks: { paths: f.tasks.map((p) => path.resolve(p)) },
+      agents: f.agent.map((a) =>
+        a === 'terminus' || a === 'bash-tool'
+          ? { agent: a, model: f.model && f.baseUrl ? { baseUrl: f.baseUrl, model: f.model, apiKeyEnv: f.apiKeyEnv, temperature: f.temperature } : undefined, maxTurns: f.maxTurns, concurrency: f.endpointConcurrency }
+          : { agent: a as 'oracle' | 'nop' },
+      ),
+    };
+    spec = parseSpec(input, 'command line');
+  }
+  if (f.name && file) spec.name = f.name;
+  if (f.k !== undefined) spec.k = f.k;
+  if (f.concurrency !== undefined) spec.concurrency = f.concurrency;
+  if (f.budget !== undefined) spec.budgetSec = f.budget;
+  if (f.infraRetries !== undefined) spec.infraRetries = f.infraRetries;
+  if (f.timeoutMultiplier !== undefined) {
+    spec.timeouts.agentMultiplier = f.timeoutMultiplier;
+    spec.timeouts.verifierMultiplier = f.timeoutMultiplier;
+  }
+  return spec;
+}
+
+export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
+  const spec = await resolveSpec(file, flags);
+  const provider = new DockerProvider();
+  await provider.ping();
+  const log = (m: string): void => {
+    if (!flags.quiet && !flags.jsonl) process.stderr.write(`${m}\n`);
+  };
+  const removed = await removeLeftovers(provider.docker);
+  if (removed) log(`removed ${removed} container(s) left by runs that were killed`);
+  const job = await openJob(spec, flags.jobsDir);
+  for (const bad of job.invalid) log(`skipped invalid task: ${bad.message}`);
+  const signals = handleSignals(provider, log);
+  const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
+  try {
+    const summary = await runJob({ spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
+    progress.stop();
+    if (!flags.jsonl && !flags.quiet) {
+      process.stdout.write(
+        `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward), ` +
+          `${summary.notRun} not run, ${summary.skipped} recorded before; ${summary.total} slots in all` +
+          `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}\n` +
+          `store: ${jobDbOf(job.jobDir)}\n`,
+      );
+    }
+    const interrupted = signals.exitCode();
+    if (interrupted !== null) return interrupted;
+    return summary.notRun > 0 ? EXIT.rejected : EXIT.ok;
+  } catch (err) {
+    progress.stop();
+    if (err instanceof TermgradeError && err.code.startsWith('store_')) {
+      process.stderr.write(`termgrade: ${err.message}\n`);
+      return EXIT.store;
+    }
+    throw err;
+  } finally {
+    job.store.close();
+    await provider.closeAll();
+    signals.dispose();
+  }
+}
+
+function openStore(jobsDir: string, name: string): JobStore {
+  try {
+    return JobStore.open(jobDbOf(jobDirOf(jobsDir, name)), { readonly: true });
+  } catch {
+    throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
+  }
+}
+
+export async function trialsCommand(flags: { job: string; jobsDir: string; json?: boolean; status?: TrialStatus }): Promise<number> {
+  const store = openStore(flags.jobsDir, flags.job);
+  try {
+    if (flags.json) {
+      // One write per chunk of lines: 100,000 rows should not be 100,000 syscalls.
+      let buf = '';
+      for (const row of store.listTrials({ status: flags.status })) {
+        buf += `${JSON.stringify(row)}\n`;
+        if (buf.length > 1 << 16) {
+          process.stdout.write(buf);
+          buf = '';
+        }
+      }
+      process.stdout.write(buf);
+      return EXIT.ok;
+    }
+    const rows = [...store.listTrials({ status: flags.status })];
+    process.stdout.write(
+      `${table(
+        ['trial', 'config', 'task', 'k', 'status', 'reward', 'error', 'tests', 'infra attempts'],
+        rows.map((r) => [r.trial_id, r.config, r.task, r.attempt, r.status, r.reward ?? '-', r.error_class ?? '', `${r.tests_passed}/${r.tests_total}`, r.infra_attempts]),
+      )}\n${rows.length} trials\n`,
+    );
+    return EXIT.ok;
+  } finally {
+    store.close();
+  }
+}
+
+export async function importCommand(dir: string, flags: { job: string; jobsDir: string }): Promise<number> {
+  const store = JobStore.open(jobDbOf(jobDirOf(flags.jobsDir, flags.job)));
+  try {
+    const { imported, skipped } = await importHarbor(path.resolve(dir), store);
+    for (const s of skipped) process.stderr.write(`skipped ${s}\n`);
+    process.stdout.write(`imported ${imported} Harbor trials into job ${flags.job} (${jobDbOf(jobDirOf(flags.jobsDir, flags.job))})\n`);
+    return imported > 0 ? EXIT.ok : EXIT.rejected;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,113 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { JobStore } from '../store/store.js';
+import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
+import { primaryReward } from '../verifier/reward.js';
+import { summarizeTests } from '../verifier/schema.js';
+import { parseCtrf } from '../verifier/test-report.js';
+
+/** Harbor exception types, by what they mean for the record. */
+function errorClassOf(exceptionType: string): TrialErrorClass {
+  if (/AgentTimeout|AgentExecutionTimeout/i.test(exceptionType)) return 'agent_timeout';
+  if (/VerifierTimeout/i.test(exceptionType)) return 'verifier_timeout';
+  if (/RewardFile(NotFound|Empty)/i.test(exceptionType)) return 'verifier_no_reward';
+  if (/VerifierOutputParse/i.test(exceptionType)) return 'verifier_bad_reward';
+  if (/NonZeroAgentExitCode|Agent/i.test(exceptionType)) return 'agent_error';
+  if (/Build/i.test(exceptionType)) return 'build_failed';
+  return 'environment_error';
+}
+
+interface HarborTrial {
+  task_name?: string;
+  trial_name?: string;
+  task_checksum?: string;
+  task_id?: { path?: string };
+  config?: { agent?: { name?: string; model_name?: string | null }; task?: { path?: string } };
+  agent_info?: { name?: string; model_info?: { name?: string } | null };
+  agent_result?: { n_input_tokens?: number | null; n_cache_tokens?: number | null; n_output_tokens?: number | null; cost_usd?: number | null } | null;
+  verifier_result?: { rewards?: Record<string, number | null> | null } | null;
+  exception_info?: { exception_type?: string; exception_message?: string } | null;
+  started_at?: string | null;
+  finished_at?: string | null;
+}
+
+async function* trialFiles(dir: string): AsyncGenerator<string> {
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) yield* trialFiles(p);
+    else if (e.name === 'result.json') yield p;
+  }
+}
+
+/**
+ * Reads Harbor job folders (a trial folder per trial with result.json, verifier/ctrf.json) into a
+ * termgrade job, so published or earlier runs can be measured and selected from. Job-level
+ * result.json files (no task) are skipped. Returns how many trials were imported.
+ */
+export async function importHarbor(root: string, store: JobStore): Promise<{ imported: number; skipped: string[] }> {
+  const items: Parameters<JobStore['recordMany']>[0] = [];
+  const skipped: string[] = [];
+  const attempts = new Map<string, number>();
+  const files: string[] = [];
+  for await (const f of trialFiles(root)) files.push(f);
+  files.sort();
+  for (const file of files) {
+    let h: HarborTrial;
+    try {
+      h = JSON.parse(await readFile(file, 'utf8')) as HarborTrial;
+    } catch (err) {
+      skipped.push(`${file}: not JSON (${(err as Error).message})`);
+      continue;
+    }
+    const taskPath = h.task_id?.path ?? h.config?.task?.path;
+    const task = h.task_name ?? (taskPath ? path.basename(taskPath) : undefined);
+    if (!task || (!h.verifier_result && !h.exception_info && !h.trial_name)) continue; // a job-level summary
+    const agent = h.agent_info?.name ?? h.config?.agent?.name ?? 'unknown';
+    const model = h.agent_info?.model_info?.name ?? h.config?.agent?.model_name ?? null;
+    const config = model ? `${agent}/${model}` : agent;
+    const key = `${config}\u0000${task}`;
+    const attempt = attempts.get(key) ?? 0;
+    attempts.set(key, attempt + 1);
+    const trialDir = path.dirname(file);
+    const rewards = Object.fromEntries(Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'));
+    const reward = Object.keys(rewards).length ? primaryReward(rewards) : null;
+    const ctrf = await readFile(path.join(trialDir, 'verifier', 'ctrf.json'), 'utf8').catch(() => null);
+    const tests = (ctrf && parseCtrf(ctrf)) || [];
+    const exc = h.exception_info?.exception_type;
+    const errClass = exc ? errorClassOf(exc) : reward === null ? 'verifier_no_reward' : null;
+    const started = h.started_at ?? '';
+    const finished = h.finished_at ?? '';
+    const durationMs = started && finished ? Math.max(0, Date.parse(finished) - Date.parse(started)) : 0;
+    const a = h.agent_result;
+    const result: TrialResult = {
+      schemaVersion: 1,
+      trialId: `harbor:${path.relative(root, trialDir) || path.basename(trialDir)}`,
+      task: { name: task, path: taskPath ?? '', checksum: h.task_checksum ?? '' },
+      agent: { name: agent, model },
+      attempt,
+      reward,
+      rewards,
+      passed: reward !== null && reward >= 1,
+      tests,
+      testsSource: tests.length ? 'ctrf' : 'none',
+      testsSummary: summarizeTests(tests),
+      error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
+      errors: [],
+      exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
+      turns: 0,
+      tokens: a && (a.n_input_tokens != null || a.n_output_tokens != null) ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 } : null,
+      costUsd: a?.cost_usd ?? null,
+      image: null,
+      imageCached: null,
+      phases: {},
+      startedAt: started,
+      finishedAt: finished,
+      durationMs,
+    };
+    // A task checksum from another harness is not ours to compare; keep it out of the change check.
+    result.task.checksum = '';
+    items.push({ result, extra: { slot: { config, task, attempt }, trialDir, infraAttempts: 1, retryReasons: [], source: 'harbor' } });
+  }
+  store.recordMany(items);
+  return { imported: items.length, skipped };
+}

@@ -1,0 +1,72 @@
+import path from 'node:path';
+import { JobStore } from '../store/store.js';
+import type { Task } from '../task/task.js';
+import { TermgradeError } from '../util/errors.js';
+import { parseSpec } from './load-spec.js';
+import { configFingerprint, configLabelOf, type JobSpec } from './spec.js';
+import { resolveTasks } from './tasks.js';
+
+export interface OpenedJob {
+  spec: JobSpec;
+  store: JobStore;
+  jobDir: string;
+  tasks: Task[];
+  invalid: Array<{ path: string; message: string }>;
+}
+
+export const jobDirOf = (jobsDir: string, name: string): string => path.resolve(jobsDir, name);
+export const jobDbOf = (jobDir: string): string => path.join(jobDir, 'job.db');
+
+/** The spec a job was last run with (to resume by name alone). */
+export function storedSpec(jobsDir: string, name: string): JobSpec {
+  const dir = jobDirOf(jobsDir, name);
+  let store: JobStore;
+  try {
+    store = JobStore.open(jobDbOf(dir), { readonly: true });
+  } catch {
+    throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
+  }
+  try {
+    const raw = store.getMeta('spec');
+    if (!raw) throw new TermgradeError('usage', `job "${name}" has no stored spec (an import?); give a job file or flags`);
+    return parseSpec(JSON.parse(raw), `${dir}/job.db`);
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Opens (or creates) a job's folder and store, and refuses a spec that would mix incomparable
+ * trials: a configuration whose behaviour-changing settings differ from when its trials were
+ * recorded, or a task whose content changed since. More tasks, more configurations, a larger k,
+ * other caps or budget are fine: they only add trials.
+ */
+export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob> {
+  const jobDir = jobDirOf(jobsDir, spec.name);
+  const { tasks, invalid } = await resolveTasks(spec);
+  const store = JobStore.open(jobDbOf(jobDir));
+  try {
+    const known: Record<string, string> = JSON.parse(store.getMeta('configs') ?? '{}');
+    const problems: string[] = [];
+    for (const a of spec.agents) {
+      const label = configLabelOf(a);
+      const fp = configFingerprint(a);
+      if (known[label] && known[label] !== fp) problems.push(`configuration "${label}" changed since its trials were recorded (was ${known[label]}, now ${fp})`);
+      known[label] = fp;
+    }
+    const checksums = store.taskChecksums();
+    for (const t of tasks) {
+      const was = checksums.get(t.name);
+      if (was && was !== t.checksum) problems.push(`task "${t.name}" changed since its trials were recorded (content checksum ${was.slice(0, 12)} -> ${t.checksum.slice(0, 12)})`);
+    }
+    if (problems.length) {
+      throw new TermgradeError('usage', `job "${spec.name}" cannot go on with this spec, it would mix incomparable trials:\n  ${problems.join('\n  ')}\nStart a new job (another --name), or restore the old settings.`);
+    }
+    store.setMeta('configs', JSON.stringify(known));
+    store.setMeta('spec', JSON.stringify(spec));
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  return { spec, store, jobDir, tasks, invalid };
+}

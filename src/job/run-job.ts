@@ -1,0 +1,235 @@
+import path from 'node:path';
+import type { Agent } from '../agent/agent.js';
+import { createAgent } from '../agent/registry.js';
+import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
+import { slotKey, type JobStore, type Slot } from '../store/store.js';
+import type { Task } from '../task/task.js';
+import { runTrial } from '../trial/run.js';
+import type { Phase, TrialErrorClass, TrialResult } from '../trial/schema.js';
+import { errorMessage } from '../util/errors.js';
+import { configLabelOf, type JobSpec } from './spec.js';
+
+export type JobEvent =
+  | { type: 'job-start'; job: string; configs: string[]; tasks: number; total: number; pending: number }
+  | { type: 'build-start'; task: string }
+  | { type: 'build-done'; task: string; cached: boolean; ms: number }
+  | { type: 'build-failed'; task: string; message: string }
+  | { type: 'trial-start'; trialId: string; slot: Slot }
+  | { type: 'phase'; trialId: string; slot: Slot; phase: Phase }
+  | { type: 'trial-recording'; trialId: string; slot: Slot }
+  | { type: 'trial-done'; trialId: string; slot: Slot; status: 'completed' | 'error' | 'not_run'; reward: number | null; errorClass: string | null; infraAttempts: number; durationMs: number; outputTokens: number; costUsd: number | null }
+  | { type: 'job-done'; summary: JobSummary };
+
+export interface JobSummary {
+  job: string;
+  total: number;
+  /** Recorded in this run: graded, errors; and slots not run (budget or interrupt). */
+  completed: number;
+  errors: number;
+  notRun: number;
+  /** Already recorded before this run (resumed). */
+  skipped: number;
+  stoppedBy: 'done' | 'budget' | 'cancelled';
+  durationMs: number;
+}
+
+/** Error classes that mean "the infrastructure failed", retried per trial; everything else is a result. */
+const INFRA: ReadonlySet<TrialErrorClass> = new Set(['environment_error', 'internal_error', 'verifier_crash']);
+
+interface ConfigRuntime {
+  label: string;
+  agent: Agent;
+  secrets: string[];
+  endpoint: string;
+  cap: number;
+  queue: Slot[];
+  running: number;
+}
+
+export interface RunJobOptions {
+  spec: JobSpec;
+  tasks: Task[];
+  store: JobStore;
+  provider: SandboxProvider;
+  jobDir: string;
+  signal?: AbortSignal;
+  onEvent?: (e: JobEvent) => void;
+}
+
+const safe = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80);
+
+/**
+ * Runs every trial slot of a job that has no record yet: configurations interleaved round-robin,
+ * at most `concurrency` at once and each endpoint under its own cap; every image built once before
+ * its first trial; infrastructure failures retried per trial, outcomes never. Each finished trial
+ * is written to the store in its own transaction before the next is counted done. At the budget or
+ * on cancellation, running trials are stopped and, with unstarted ones, recorded as not run.
+ * A store that cannot be written (disk full, read-only) stops the job and is thrown.
+ */
+export async function runJob(options: RunJobOptions): Promise<JobSummary> {
+  const { spec, store, provider } = options;
+  const emit = options.onEvent ?? (() => {});
+  const started = performance.now();
+  const stop = new AbortController();
+  const parentAbort = (): void => stop.abort();
+  options.signal?.addEventListener('abort', parentAbort, { once: true });
+  let stoppedBy: JobSummary['stoppedBy'] = 'done';
+  const budgetTimer = spec.budgetSec
+    ? setTimeout(() => {
+        stoppedBy = 'budget';
+        stop.abort();
+      }, spec.budgetSec * 1000)
+    : undefined;
+
+  const configs: ConfigRuntime[] = spec.agents.map((a) => {
+    const { agent, secrets } = createAgent({ name: a.agent, model: a.model, maxTurns: a.maxTurns, commandTimeoutSec: a.commandTimeoutSec });
+    return { label: configLabelOf(a), agent, secrets, endpoint: a.model?.baseUrl ?? `local:${a.agent}`, cap: a.concurrency ?? Number.POSITIVE_INFINITY, queue: [], running: 0 };
+  });
+  const endpointCap = new Map<string, number>();
+  for (const c of configs) endpointCap.set(c.endpoint, Math.min(endpointCap.get(c.endpoint) ?? Number.POSITIVE_INFINITY, c.cap));
+  const endpointRunning = new Map<string, number>();
+
+  const finished = store.finishedSlots();
+  const byName = new Map(options.tasks.map((t) => [t.name, t]));
+  let total = 0;
+  for (let attempt = 0; attempt < spec.k; attempt++) {
+    for (const task of options.tasks) {
+      for (const c of configs) {
+        total += 1;
+        const slot = { config: c.label, task: task.name, attempt };
+        if (!finished.has(slotKey(slot))) c.queue.push(slot);
+      }
+    }
+  }
+  const pending = configs.reduce((n, c) => n + c.queue.length, 0);
+  emit({ type: 'job-start', job: spec.name, configs: configs.map((c) => c.label), tasks: options.tasks.length, total, pending });
+
+  // One build per (task image, agent layer), shared by every trial that needs it.
+  const builds = new Map<string, Promise<PreparedEnvironment>>();
+  const ensureImage = (task: Task, agent: Agent): Promise<PreparedEnvironment> => {
+    const key = `${task.name}\u0000${agent.imageLayer ?? ''}`;
+    let p = builds.get(key);
+    if (!p) {
+      p = (async () => {
+        emit({ type: 'build-start', task: task.name });
+        let last: unknown;
+        for (let i = 0; i <= spec.infraRetries; i++) {
+          try {
+            const prepared = await provider.prepare(task, { signal: stop.signal, agentLayer: agent.imageLayer });
+            emit({ type: 'build-done', task: task.name, cached: prepared.cached, ms: prepared.durationMs });
+            return prepared;
+          } catch (err) {
+            last = err;
+            if (stop.signal.aborted) break;
+          }
+        }
+        emit({ type: 'build-failed', task: task.name, message: errorMessage(last) });
+        throw last;
+      })();
+      builds.set(key, p);
+    }
+    return p;
+  };
+
+  const counts = { completed: 0, errors: 0, notRun: 0 };
+  let storeFailure: unknown = null;
+  const record = (fn: () => void): void => {
+    try {
+      fn();
+    } catch (err) {
+      storeFailure ??= err;
+      stop.abort();
+    }
+  };
+
+  const runSlot = async (c: ConfigRuntime, slot: Slot): Promise<void> => {
+    const task = byName.get(slot.task)!;
+    const baseId = `${safe(slot.task)}__${safe(c.label)}__${slot.attempt}`;
+    const reasons: string[] = [];
+    let result: TrialResult | null = null;
+    let trialId = baseId;
+    for (let attempt = 0; attempt <= spec.infraRetries; attempt++) {
+      trialId = attempt === 0 ? baseId : `${baseId}__retry${attempt}`;
+      emit({ type: 'trial-start', trialId, slot });
+      result = await runTrial({
+        task,
+        agent: c.agent,
+        provider,
+        outDir: path.join(options.jobDir, 'trials'),
+        trialId,
+        attempt: slot.attempt,
+        timeouts: spec.timeouts,
+        signal: stop.signal,
+        secrets: c.secrets,
+        prepare: () => ensureImage(task, c.agent),
+        onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
+      });
+      const cls = result.error?.class;
+      if (!cls || !INFRA.has(cls) || stop.signal.aborted) break;
+      reasons.push(`${cls}: ${result.error!.message}`);
+    }
+    const r = result!;
+    emit({ type: 'trial-recording', trialId, slot });
+    record(() => store.recordTrial(r, { slot, trialDir: path.join(options.jobDir, 'trials', trialId), infraAttempts: reasons.length + 1, retryReasons: reasons }));
+    const status = r.error?.class === 'cancelled' ? 'not_run' : r.reward === null ? 'error' : 'completed';
+    if (status === 'not_run') counts.notRun += 1;
+    else if (status === 'error') counts.errors += 1;
+    else counts.completed += 1;
+    emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: reasons.length + 1, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
+  };
+
+  // Dispatch: round-robin over configurations with work and room under their endpoint's cap.
+  let running = 0;
+  let cursor = 0;
+  await new Promise<void>((resolveAll) => {
+    const pump = (): void => {
+      while (!stop.signal.aborted && running < spec.concurrency) {
+        let picked: ConfigRuntime | null = null;
+        for (let i = 0; i < configs.length; i++) {
+          const c = configs[(cursor + i) % configs.length]!;
+          if (c.queue.length && (endpointRunning.get(c.endpoint) ?? 0) < endpointCap.get(c.endpoint)!) {
+            picked = c;
+            cursor = (cursor + i + 1) % configs.length;
+            break;
+          }
+        }
+        if (!picked) break;
+        const c = picked;
+        const slot = c.queue.shift()!;
+        running += 1;
+        c.running += 1;
+        endpointRunning.set(c.endpoint, (endpointRunning.get(c.endpoint) ?? 0) + 1);
+        void runSlot(c, slot)
+          .catch((err) => {
+            storeFailure ??= err;
+            stop.abort();
+          })
+          .finally(() => {
+            running -= 1;
+            c.running -= 1;
+            endpointRunning.set(c.endpoint, endpointRunning.get(c.endpoint)! - 1);
+            pump();
+          });
+      }
+      if (running === 0 && (stop.signal.aborted || configs.every((c) => c.queue.length === 0))) resolveAll();
+    };
+    stop.signal.addEventListener('abort', () => pump(), { once: true });
+    pump();
+  });
+  clearTimeout(budgetTimer);
+  options.signal?.removeEventListener('abort', parentAbort);
+  if (stoppedBy === 'done' && stop.signal.aborted) stoppedBy = 'cancelled';
+
+  if (storeFailure) throw storeFailure;
+  // Slots never started are listed as not run, so the job's record shows what is missing.
+  for (const c of configs) {
+    for (const slot of c.queue.splice(0)) {
+      record(() => store.recordNotRun(slot, `${safe(slot.task)}__${safe(c.label)}__${slot.attempt}`, c.agent.name, c.agent.model, `not started: ${stoppedBy === 'budget' ? 'the budget ran out' : 'the run was stopped'}`));
+      counts.notRun += 1;
+    }
+  }
+  if (storeFailure) throw storeFailure;
+  const summary: JobSummary = { job: spec.name, total, ...counts, skipped: total - pending, stoppedBy, durationMs: performance.now() - started };
+  emit({ type: 'job-done', summary });
+  return summary;
+}

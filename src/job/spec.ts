@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { ModelConfigSchema } from '../model/config.js';
+
+/** One agent configuration of a job: what runs, against which model, under which cap. */
+export const AgentConfigSchema = z.object({
+  /** The name trials are grouped, compared and selected by; default agent or agent/model. */
+  label: z.string().min(1).optional(),
+  agent: z.enum(['oracle', 'nop', 'terminus', 'bash-tool']),
+  model: ModelConfigSchema.optional(),
+  /** At most this many trials at once against this configuration's endpoint. */
+  concurrency: z.number().int().positive().optional(),
+  maxTurns: z.number().int().positive().optional(),
+  commandTimeoutSec: z.number().positive().optional(),
+});
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+
+export const JobSpecSchema = z.object({
+  name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
+  tasks: z.object({
+    /** Task folders, folders of task folders, or globs of either. */
+    paths: z.array(z.string()).min(1),
+    /** Keep only these task names (globs allowed). */
+    include: z.array(z.string()).default([]),
+    exclude: z.array(z.string()).default([]),
+    /** A file of task names, one per line (a split): only these run. */
+    split: z.string().optional(),
+  }),
+  agents: z.array(AgentConfigSchema).min(1),
+  k: z.number().int().positive().default(1),
+  concurrency: z.number().int().positive().default(4),
+  /** Wall-clock budget in seconds; at the end running trials stop and are recorded as not run. */
+  budgetSec: z.number().positive().optional(),
+  timeouts: z
+    .object({
+      agentMultiplier: z.number().positive().default(1),
+      verifierMultiplier: z.number().positive().default(1),
+      environmentSec: z.number().positive().default(120),
+      agentSetupSec: z.number().positive().default(600),
+    })
+    .prefault({}),
+  /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
+  infraRetries: z.number().int().nonnegative().default(2),
+});
+export type JobSpec = z.infer<typeof JobSpecSchema>;
+export type JobSpecInput = z.input<typeof JobSpecSchema>;
+
+export function configLabelOf(a: AgentConfig): string {
+  return a.label ?? (a.model ? `${a.agent}/${a.model.model}` : a.agent);
+}
+
+/**
+ * What makes two trials of one configuration comparable: everything that changes the agent's
+ * behaviour. Caps, keys and timeouts of the request are not part of it.
+ */
+export function configFingerprint(a: AgentConfig): string {
+  const m = a.model;
+  return JSON.stringify({
+    agent: a.agent,
+    maxTurns: a.maxTurns ?? null,
+    commandTimeoutSec: a.commandTimeoutSec ?? null,
+    model: m ? { baseUrl: m.baseUrl, model: m.model, temperature: m.temperature ?? null, topP: m.topP ?? null, maxTokens: m.maxTokens ?? null, extraBody: m.extraBody, contextWindow: m.contextWindow ?? null } : null,
+  });
+}

@@ -1,0 +1,60 @@
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { glob } from 'tinyglobby';
+import { findTaskDirs, loadTask } from '../task/load.js';
+import type { Task } from '../task/task.js';
+import { errorMessage, TermgradeError } from '../util/errors.js';
+import type { JobSpec } from './spec.js';
+
+const toRegex = (pattern: string): RegExp => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+
+/**
+ * The job's task set: every path (folders or globs) expanded, loaded, and filtered by include,
+ * exclude and split. A task that does not load is reported and left out; it never stops the job.
+ */
+export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; invalid: Array<{ path: string; message: string }> }> {
+  const roots: string[] = [];
+  for (const p of spec.tasks.paths) {
+    if (/[*?[\]{}]/.test(p)) {
+      const found = await glob(p, { onlyDirectories: true, absolute: true, expandDirectories: false });
+      if (found.length === 0) throw new TermgradeError('bad_input', `no task folder matches ${p}`);
+      roots.push(...found.map((f) => f.replace(/\/$/, '')));
+    } else {
+      await stat(p).catch(() => {
+        throw new TermgradeError('bad_input', `task path ${p}: no such folder`);
+      });
+      roots.push(p);
+    }
+  }
+  let split: Set<string> | null = null;
+  if (spec.tasks.split) {
+    const text = await readFile(spec.tasks.split, 'utf8').catch(() => {
+      throw new TermgradeError('bad_input', `${spec.tasks.split}: cannot read the split file`);
+    });
+    split = new Set(text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean));
+  }
+  const include = spec.tasks.include.map(toRegex);
+  const exclude = spec.tasks.exclude.map(toRegex);
+  const tasks: Task[] = [];
+  const invalid: Array<{ path: string; message: string }> = [];
+  const seen = new Set<string>();
+  for (const dir of await findTaskDirs(roots)) {
+    let task: Task;
+    try {
+      task = await loadTask(dir);
+    } catch (err) {
+      invalid.push({ path: dir, message: errorMessage(err) });
+      continue;
+    }
+    if (include.length && !include.some((r) => r.test(task.name))) continue;
+    if (exclude.some((r) => r.test(task.name))) continue;
+    if (split && !split.has(task.name)) continue;
+    if (seen.has(task.name)) {
+      invalid.push({ path: dir, message: `task name "${task.name}" is used by another task folder too (${path.basename(dir)})` });
+      continue;
+    }
+    seen.add(task.name);
+    tasks.push(task);
+  }
+  return { tasks, invalid };
+}

@@ -1,0 +1,60 @@
+/**
+ * The job store's schema, as an ordered list of migrations. `PRAGMA user_version` holds how many
+ * have run; a store from a newer termgrade (more than we know) is refused rather than guessed at.
+ */
+export const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+  -- One row per trial slot (configuration, task, attempt index): the unique key is what makes a
+  -- resumed job unable to record a trial twice. status: completed (graded), error (no reward),
+  -- not_run (budget or interrupt; run again on resume).
+  CREATE TABLE trials (
+    trial_id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    task TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    model TEXT,
+    status TEXT NOT NULL CHECK (status IN ('completed', 'error', 'not_run')),
+    reward REAL,
+    rewards_json TEXT NOT NULL DEFAULT '{}',
+    passed INTEGER NOT NULL DEFAULT 0,
+    error_class TEXT,
+    error_message TEXT,
+    error_phase TEXT,
+    exit_reason TEXT,
+    turns INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER,
+    cached_tokens INTEGER,
+    output_tokens INTEGER,
+    cost_usd REAL,
+    task_path TEXT,
+    task_checksum TEXT,
+    image TEXT,
+    tests_source TEXT,
+    tests_total INTEGER NOT NULL DEFAULT 0,
+    tests_passed INTEGER NOT NULL DEFAULT 0,
+    tests_failed INTEGER NOT NULL DEFAULT 0,
+    phases_json TEXT NOT NULL DEFAULT '{}',
+    started_at TEXT,
+    finished_at TEXT,
+    duration_ms REAL,
+    infra_attempts INTEGER NOT NULL DEFAULT 1,
+    retry_reasons_json TEXT NOT NULL DEFAULT '[]',
+    trial_dir TEXT,
+    source TEXT NOT NULL DEFAULT 'termgrade',
+    UNIQUE (config, task, attempt)
+  );
+  CREATE INDEX trials_task ON trials (task);
+
+  CREATE TABLE tests (
+    trial_id TEXT NOT NULL REFERENCES trials (trial_id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    duration_ms REAL,
+    message TEXT,
+    PRIMARY KEY (trial_id, name)
+  );
+  `,
+];

@@ -1,0 +1,270 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { TrialResult } from '../trial/schema.js';
+import { TermgradeError } from '../util/errors.js';
+import { MIGRATIONS } from './migrations.js';
+
+/** Which trial of a job a row is: configuration, task, attempt index (0..k-1). */
+export interface Slot {
+  config: string;
+  task: string;
+  attempt: number;
+}
+
+export const slotKey = (s: Slot): string => `${s.config}\u0000${s.task}\u0000${s.attempt}`;
+
+export type TrialStatus = 'completed' | 'error' | 'not_run';
+
+/** A stored trial, as `termgrade trials --json` prints it (snake_case, one per line). */
+export interface TrialRow {
+  trial_id: string;
+  config: string;
+  task: string;
+  attempt: number;
+  agent: string;
+  model: string | null;
+  status: TrialStatus;
+  reward: number | null;
+  passed: number;
+  error_class: string | null;
+  error_message: string | null;
+  exit_reason: string | null;
+  turns: number;
+  input_tokens: number | null;
+  cached_tokens: number | null;
+  output_tokens: number | null;
+  cost_usd: number | null;
+  task_checksum: string | null;
+  tests_total: number;
+  tests_passed: number;
+  tests_failed: number;
+  duration_ms: number | null;
+  infra_attempts: number;
+  retry_reasons_json: string;
+  trial_dir: string | null;
+  source: string;
+}
+
+export interface RecordExtra {
+  slot: Slot;
+  trialDir: string;
+  infraAttempts: number;
+  retryReasons: string[];
+  source?: string;
+}
+
+/** Turns SQLite's failures into messages that say what to do; nothing already committed is lost. */
+export function storeError(file: string, err: unknown): TermgradeError {
+  const code = (err as { code?: string }).code ?? '';
+  const msg = (err as Error).message ?? String(err);
+  if (code === 'SQLITE_FULL' || /ENOSPC|disk is full|database or disk is full/i.test(msg)) {
+    return new TermgradeError('store_full', `cannot write to the job store ${file}: the disk is full. Every trial finished before this is kept; free space and run the job again to resume.`);
+  }
+  if (code.startsWith('SQLITE_READONLY') || /readonly|read-only|EROFS/i.test(msg)) {
+    return new TermgradeError('store_readonly', `cannot write to the job store ${file}: it is read-only. Every trial finished before this is kept; make it writable and run the job again to resume.`);
+  }
+  if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
+    return new TermgradeError('store_corrupt', `the job store ${file} is damaged or not a termgrade store (${msg})`);
+  }
+  return new TermgradeError('store_error', `job store ${file}: ${msg}`);
+}
+
+/**
+ * A job's embedded store (SQLite, WAL): one row per trial slot plus its per-test results, written
+ * in one transaction per trial, so a trial is recorded whole or not at all, and a crash or
+ * kill loses only trials that were still running.
+ */
+export class JobStore {
+  private readonly db: Database.Database;
+
+  private constructor(readonly file: string, db: Database.Database) {
+    this.db = db;
+  }
+
+  static open(file: string, options: { readonly?: boolean } = {}): JobStore {
+    let db: Database.Database;
+    try {
+      if (!options.readonly) mkdirSync(path.dirname(file), { recursive: true });
+      db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+      if (!options.readonly) {
+        db.pragma('journal_mode = WAL');
+        db.pragma('synchronous = NORMAL');
+      }
+      db.pragma('foreign_keys = ON');
+      db.pragma('busy_timeout = 5000');
+    } catch (err) {
+      throw storeError(file, err);
+    }
+    const store = new JobStore(file, db);
+    if (!options.readonly) store.migrate();
+    else if ((db.pragma('user_version', { simple: true }) as number) > MIGRATIONS.length) throw store.tooNew();
+    return store;
+  }
+
+  private tooNew(): TermgradeError {
+    return new TermgradeError('store_error', `${this.file} was written by a newer termgrade (schema ${this.db.pragma('user_version', { simple: true })}, this one knows ${MIGRATIONS.length})`);
+  }
+
+  private migrate(): void {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) throw this.tooNew();
+    try {
+      for (let v = version; v < MIGRATIONS.length; v++) {
+        this.db.transaction(() => {
+          this.db.exec(MIGRATIONS[v]!);
+          this.db.pragma(`user_version = ${v + 1}`);
+        })();
+      }
+    } catch (err) {
+      throw storeError(this.file, err);
+    }
+  }
+
+  schemaVersion(): number {
+    return this.db.pragma('user_version', { simple: true }) as number;
+  }
+
+  getMeta(key: string): string | null {
+    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+    return row?.value ?? null;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.write(() => this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value));
+  }
+
+  private write<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      throw storeError(this.file, err);
+    }
+  }
+
+  /** Slots with a completed or error record: these are never run again. */
+  finishedSlots(): Set<string> {
+    const rows = this.db.prepare("SELECT config, task, attempt FROM trials WHERE status != 'not_run'").all() as Slot[];
+    return new Set(rows.map(slotKey));
+  }
+
+  /** The checksum each task had when its trials were recorded (for refusing changed tasks). */
+  taskChecksums(): Map<string, string> {
+    const rows = this.db.prepare("SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run'").all() as Array<{ task: string; task_checksum: string }>;
+    return new Map(rows.map((r) => [r.task, r.task_checksum]));
+  }
+
+  /** Records one trial, with its tests, atomically; replaces a not_run row of the same slot. */
+  recordTrial(result: TrialResult, extra: RecordExtra): void {
+    const status: TrialStatus = result.error?.class === 'cancelled' ? 'not_run' : result.reward === null ? 'error' : 'completed';
+    const s = extra.slot;
+    const tx = this.db.transaction(() => {
+      this.db.prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?').run(s.config, s.task, s.attempt);
+      this.db
+        .prepare(
+          `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
+            error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
+            task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
+            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source)
+           VALUES (@trial_id, @config, @task, @attempt, @agent, @model, @status, @reward, @rewards_json, @passed, @error_class,
+            @error_message, @error_phase, @exit_reason, @turns, @input_tokens, @cached_tokens, @output_tokens, @cost_usd, @task_path,
+            @task_checksum, @image, @tests_source, @tests_total, @tests_passed, @tests_failed, @phases_json, @started_at, @finished_at,
+            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source)`,
+        )
+        .run({
+          trial_id: result.trialId,
+          config: s.config,
+          task: s.task,
+          attempt: s.attempt,
+          agent: result.agent.name,
+          model: result.agent.model,
+          status,
+          reward: result.reward,
+          rewards_json: JSON.stringify(result.rewards),
+          passed: result.passed ? 1 : 0,
+          error_class: result.error?.class ?? null,
+          error_message: result.error?.message ?? null,
+          error_phase: result.error?.phase ?? null,
+          exit_reason: result.exitReason,
+          turns: result.turns,
+          input_tokens: result.tokens?.input ?? null,
+          cached_tokens: result.tokens?.cached ?? null,
+          output_tokens: result.tokens?.output ?? null,
+          cost_usd: result.costUsd,
+          task_path: result.task.path,
+          task_checksum: result.task.checksum,
+          image: result.image,
+          tests_source: result.testsSource,
+          tests_total: result.testsSummary.total,
+          tests_passed: result.testsSummary.passed,
+          tests_failed: result.testsSummary.failed,
+          phases_json: JSON.stringify(result.phases),
+          started_at: result.startedAt,
+          finished_at: result.finishedAt,
+          duration_ms: result.durationMs,
+          infra_attempts: extra.infraAttempts,
+          retry_reasons_json: JSON.stringify(extra.retryReasons),
+          trial_dir: extra.trialDir,
+          source: extra.source ?? 'termgrade',
+        });
+      const insertTest = this.db.prepare('INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)');
+      for (const t of result.tests) insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
+      faultDelay();
+    });
+    this.write(() => tx());
+  }
+
+  /** A slot the job did not get to (budget, interrupt): listed as not_run, run again on resume. */
+  recordNotRun(slot: Slot, trialId: string, agent: string, model: string | null, reason: string): void {
+    this.write(() =>
+      this.db.transaction(() => {
+        this.db.prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?').run(slot.config, slot.task, slot.attempt);
+        this.db
+          .prepare("INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, error_class, error_message, exit_reason) VALUES (?, ?, ?, ?, ?, ?, 'not_run', 'cancelled', ?, 'not_run')")
+          .run(trialId, slot.config, slot.task, slot.attempt, agent, model, reason);
+      })(),
+    );
+  }
+
+  /** Many trials in one transaction (imports, benchmarks); all or nothing. */
+  recordMany(items: Array<{ result: TrialResult; extra: RecordExtra }>): void {
+    this.write(() => this.db.transaction(() => items.forEach((i) => this.recordTrial(i.result, i.extra)))());
+  }
+
+  *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
+    const sql = `SELECT trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
+      turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
+      infra_attempts, retry_reasons_json, trial_dir, source FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
+    const stmt = this.db.prepare(sql);
+    yield* (filter.status ? stmt.iterate(filter.status) : stmt.iterate()) as IterableIterator<TrialRow>;
+  }
+
+  count(status?: TrialStatus): number {
+    const row = (status ? this.db.prepare('SELECT COUNT(*) n FROM trials WHERE status = ?').get(status) : this.db.prepare('SELECT COUNT(*) n FROM trials').get()) as { n: number };
+    return row.n;
+  }
+
+  testsOf(trialId: string): Array<{ name: string; status: string }> {
+    return this.db.prepare('SELECT name, status FROM tests WHERE trial_id = ? ORDER BY name').all(trialId) as Array<{ name: string; status: string }>;
+  }
+
+  integrityOk(): boolean {
+    return (this.db.pragma('integrity_check', { simple: true }) as string) === 'ok';
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+/**
+ * TEST HOOK: with TERMGRADE_FAULT_STORE_WRITE_DELAY_MS set, a trial's write transaction stalls
+ * that long before committing, so tests can kill the process in the middle of a write.
+ */
+function faultDelay(): void {
+  const ms = Number(process.env.TERMGRADE_FAULT_STORE_WRITE_DELAY_MS ?? 0);
+  if (ms > 0) {
+    process.stdout.write(`${JSON.stringify({ type: 'store-write-stalled', ms })}\n`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  }
+}
