@@ -6,7 +6,7 @@ import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
 import type { Phase, TrialErrorClass, TrialResult } from '../trial/schema.js';
-import { errorMessage } from '../util/errors.js';
+import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type JobSpec } from './spec.js';
 
 export type JobEvent =
@@ -31,6 +31,14 @@ export interface JobSummary {
   skipped: number;
   stoppedBy: 'done' | 'budget' | 'cancelled';
   durationMs: number;
+}
+
+/** Trial files that cannot be written (full or read-only disk) stop the job with a clear word. */
+function diskError(jobDir: string, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOSPC') return new TermgradeError('store_full', `cannot write trial files under ${jobDir}: the disk is full. Every trial finished before this is kept; free space and run the job again to resume.`);
+  if (code === 'EROFS' || code === 'EACCES') return new TermgradeError('store_readonly', `cannot write trial files under ${jobDir}: ${code === 'EROFS' ? 'the file system is read-only' : 'permission denied'}. Every trial finished before this is kept; fix it and run the job again to resume.`);
+  return err;
 }
 
 /** Error classes that mean "the infrastructure failed", retried per trial; everything else is a result. */
@@ -148,8 +156,10 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     const reasons: string[] = [];
     let result: TrialResult | null = null;
     let trialId = baseId;
-    for (let attempt = 0; attempt <= spec.infraRetries; attempt++) {
-      trialId = attempt === 0 ? baseId : `${baseId}__retry${attempt}`;
+    let runs = 0;
+    for (;;) {
+      trialId = runs === 0 ? baseId : `${baseId}__retry${runs}`;
+      runs += 1;
       emit({ type: 'trial-start', trialId, slot });
       result = await runTrial({
         task,
@@ -165,17 +175,17 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
       });
       const cls = result.error?.class;
-      if (!cls || !INFRA.has(cls) || stop.signal.aborted) break;
+      if (!cls || !INFRA.has(cls) || stop.signal.aborted || runs > spec.infraRetries) break;
       reasons.push(`${cls}: ${result.error!.message}`);
     }
     const r = result!;
     emit({ type: 'trial-recording', trialId, slot });
-    record(() => store.recordTrial(r, { slot, trialDir: path.join(options.jobDir, 'trials', trialId), infraAttempts: reasons.length + 1, retryReasons: reasons }));
+    record(() => store.recordTrial(r, { slot, trialDir: path.join(options.jobDir, 'trials', trialId), infraAttempts: runs, retryReasons: reasons }));
     const status = r.error?.class === 'cancelled' ? 'not_run' : r.reward === null ? 'error' : 'completed';
     if (status === 'not_run') counts.notRun += 1;
     else if (status === 'error') counts.errors += 1;
     else counts.completed += 1;
-    emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: reasons.length + 1, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
+    emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: runs, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
   };
 
   // Dispatch: round-robin over configurations with work and room under their endpoint's cap.
@@ -201,7 +211,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         endpointRunning.set(c.endpoint, (endpointRunning.get(c.endpoint) ?? 0) + 1);
         void runSlot(c, slot)
           .catch((err) => {
-            storeFailure ??= err;
+            storeFailure ??= diskError(options.jobDir, err);
             stop.abort();
           })
           .finally(() => {

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { TrialResult } from '../trial/schema.js';
@@ -54,14 +54,33 @@ export interface RecordExtra {
   source?: string;
 }
 
+/** A write error on a disk with (almost) no room left: SQLite reports some of those as I/O errors. */
+function diskNearlyFull(file: string): boolean {
+  try {
+    const st = statfsSync(path.dirname(file));
+    return st.bavail * st.bsize < 1024 * 1024;
+  } catch {
+    return false;
+  }
+}
+
+function dirWritable(file: string): boolean {
+  try {
+    accessSync(path.dirname(file), constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Turns SQLite's failures into messages that say what to do; nothing already committed is lost. */
 export function storeError(file: string, err: unknown): TermgradeError {
   const code = (err as { code?: string }).code ?? '';
   const msg = (err as Error).message ?? String(err);
-  if (code === 'SQLITE_FULL' || /ENOSPC|disk is full|database or disk is full/i.test(msg)) {
+  if (code === 'SQLITE_FULL' || /ENOSPC|disk is full|database or disk is full/i.test(msg) || (code.startsWith('SQLITE_IOERR') && diskNearlyFull(file))) {
     return new TermgradeError('store_full', `cannot write to the job store ${file}: the disk is full. Every trial finished before this is kept; free space and run the job again to resume.`);
   }
-  if (code.startsWith('SQLITE_READONLY') || /readonly|read-only|EROFS/i.test(msg)) {
+  if (code.startsWith('SQLITE_READONLY') || /readonly|read-only|EROFS/i.test(msg) || ((code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_IOERR')) && !dirWritable(file))) {
     return new TermgradeError('store_readonly', `cannot write to the job store ${file}: it is read-only. Every trial finished before this is kept; make it writable and run the job again to resume.`);
   }
   if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {

@@ -1,0 +1,327 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Docker from 'dockerode';
+import { LABEL_MANAGED } from '../src/sandbox/docker/labels.js';
+import { JobStore } from '../src/store/store.js';
+import { CLI, EXAMPLES, makeTask, tempDir } from './helpers.js';
+import { ScriptedModelServer } from './support/scripted-model-server.js';
+import { bash } from './support/scripts.js';
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI; `killOn` SIGKILLs it at the first JSON event on stdout that matches. */
+function runCli(args: string[], options: { env?: Record<string, string>; killOn?: (e: Record<string, unknown>) => boolean } = {}): Promise<Run & { killed: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let pending = '';
+    let killed = false;
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d;
+      pending += d;
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        if (!options.killOn || killed || !line.startsWith('{')) continue;
+        try {
+          if (options.killOn(JSON.parse(line))) {
+            killed = true;
+            child.kill('SIGKILL');
+          }
+        } catch {
+          // not an event line
+        }
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('exit', (status) => resolve({ status, stdout, stderr, killed }));
+  });
+}
+
+function rows(jobsDir: string, name: string) {
+  const store = JobStore.open(path.join(jobsDir, name, 'job.db'), { readonly: true });
+  try {
+    assert.ok(store.integrityOk(), 'the store is intact');
+    return [...store.listTrials()];
+  } finally {
+    store.close();
+  }
+}
+
+function assertExactSlots(list: ReturnType<typeof rows>, expected: number): void {
+  assert.equal(list.length, expected, `expected ${expected} trials, found ${list.length}`);
+  const keys = new Set(list.map((r) => `${r.config}|${r.task}|${r.attempt}`));
+  assert.equal(keys.size, list.length, 'no slot recorded twice');
+  assert.equal(new Set(list.map((r) => r.trial_id)).size, list.length);
+}
+
+const docker = new Docker();
+const termgradeContainers = async () => docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } });
+
+describe('evaluation jobs', () => {
+  const servers: ScriptedModelServer[] = [];
+  after(() => Promise.all(servers.map((s) => s.close())));
+
+  it('records exactly tasks x configurations x k trials (oracle, nop and a scripted model, k = 4)', async () => {
+    const server = new ScriptedModelServer({ '*': () => bash('echo TERMGRADE_TASK_COMPLETE') });
+    servers.push(server);
+    const baseUrl = await server.start();
+    const dir = await tempDir();
+    const jobFile = path.join(dir, 'job.yaml');
+    await writeFile(
+      jobFile,
+      [
+        'name: examples-k4',
+        'tasks:',
+        `  paths: [${JSON.stringify(EXAMPLES)}]`,
+        'agents:',
+        '  - agent: oracle',
+        '  - agent: nop',
+        '  - agent: bash-tool',
+        '    label: scripted',
+        `    model: { baseUrl: ${JSON.stringify(baseUrl)}, model: scripted-m }`,
+        '    concurrency: 3',
+        'k: 4',
+        'concurrency: 6',
+      ].join('\n'),
+    );
+    const jobsDir = path.join(dir, 'jobs');
+    const r = await runCli(['run', jobFile, '--jobs-dir', jobsDir, '--quiet']);
+    assert.equal(r.status, 0, r.stderr);
+    const list = rows(jobsDir, 'examples-k4');
+    assertExactSlots(list, 8 * 3 * 4);
+    assert.ok(list.every((t) => t.status === 'completed'), list.filter((t) => t.status !== 'completed').map((t) => `${t.trial_id}: ${t.error_message}`).join('\n'));
+    assert.equal(list.filter((t) => t.config === 'oracle' && t.reward === 1).length, 32);
+    assert.equal(list.filter((t) => t.config === 'scripted').length, 32);
+    assert.ok(list.filter((t) => t.config === 'scripted').every((t) => t.model === 'scripted-m' && t.exit_reason === 'completed'));
+
+    const listing = spawnSync(process.execPath, [CLI, 'trials', '--job', 'examples-k4', '--jobs-dir', jobsDir, '--json'], { encoding: 'utf8' });
+    const lines = listing.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(lines.length, 96);
+    for (const key of ['trial_id', 'task', 'agent', 'model', 'attempt', 'status', 'reward']) assert.ok(key in lines[0], `listing has ${key}`);
+    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'examples-k4'), '--json'], { encoding: 'utf8' }).stdout);
+    assert.deepEqual(stats.configs.map((c: { config: string; trials: number }) => [c.config, c.trials]), [['nop', 32], ['oracle', 32], ['scripted', 32]]);
+
+    const again = await runCli(['run', '--job', 'examples-k4', '--jobs-dir', jobsDir]);
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(again.stdout, /0 trials recorded this run .* 96 recorded before/);
+    assertExactSlots(rows(jobsDir, 'examples-k4'), 96);
+  });
+
+  it('survives SIGKILL during a build, mid-agent, mid-verify and mid-write: exactly the expected trials, none twice, no container left', async () => {
+    const stamp = `${process.pid}-${Date.now()}`;
+    const base = {
+      'instruction.md': 'Write hello into /app/out.txt.\n',
+      'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
+      'tests/test.sh': '#!/bin/bash\nif [ "$(cat /app/out.txt)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+    };
+    const root = await tempDir();
+    const make = async (name: string, files: Record<string, string>) => {
+      const dir = await makeTask({ ...base, 'task.toml': `[task]\nname = "${name}"\n[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 60\n`, ...files });
+      await mkdir(path.join(root, 'tasks'), { recursive: true });
+      execFileSync('cp', ['-r', dir, path.join(root, 'tasks', name)]);
+    };
+    await make('slow-build', { 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp && sleep 4\nWORKDIR /app\n` });
+    await make('slow-agent', { 'solution/solve.sh': '#!/bin/bash\nsleep 3\necho hello > /app/out.txt\n' });
+    await make('slow-verify', { 'tests/test.sh': '#!/bin/bash\nsleep 3\necho 1 > /logs/verifier/reward.txt\n' });
+    const jobsDir = path.join(root, 'jobs');
+    const args = ['run', '--name', 'crashy', '--tasks', path.join(root, 'tasks'), '--agent', 'oracle', '-k', '2', '-c', '2', '--jobs-dir', jobsDir, '--jsonl'];
+
+    const points: Array<[string, (e: Record<string, unknown>) => boolean, Record<string, string>?]> = [
+      ['during a build', (e) => e.type === 'build-start' && e.task === 'slow-build'],
+      ['mid-agent', (e) => e.type === 'phase' && e.phase === 'agent_run' && (e.slot as { task: string }).task === 'slow-agent'],
+      ['mid-verify', (e) => e.type === 'phase' && e.phase === 'verification' && (e.slot as { task: string }).task === 'slow-verify'],
+      ['mid-write', (e) => e.type === 'store-write-stalled', { TERMGRADE_FAULT_STORE_WRITE_DELAY_MS: '5000' }],
+    ];
+    let before = 0;
+    for (const [where, killOn, env] of points) {
+      const r = await runCli(args, { killOn, env });
+      assert.ok(r.killed, `the run reached the point ${where} (stderr: ${r.stderr})`);
+      const list = rows(jobsDir, 'crashy');
+      assert.ok(list.length >= before, `${where}: nothing recorded was lost`);
+      before = list.filter((t) => t.status !== 'not_run').length;
+      const keys = list.map((t) => `${t.task}|${t.attempt}`);
+      assert.equal(new Set(keys).size, keys.length, `${where}: no slot twice`);
+    }
+    const final = await runCli(args);
+    assert.equal(final.status, 0, final.stderr);
+    const list = rows(jobsDir, 'crashy');
+    assertExactSlots(list, 3 * 2);
+    assert.ok(list.every((t) => t.status === 'completed' && t.reward === 1), JSON.stringify(list.map((t) => [t.trial_id, t.status, t.error_message])));
+    const mine = (await termgradeContainers()).filter((c) => c.Labels['io.termgrade.owner']?.startsWith(`${hostname()}:`) && !c.Labels['io.termgrade.owner']?.endsWith(`:${process.pid}`));
+    assert.deepEqual(mine.map((c) => c.Id), [], 'containers of the killed runs were removed');
+  });
+
+  it('refuses to go on with a spec that would mix incomparable trials', async () => {
+    const server = new ScriptedModelServer({ '*': () => bash('echo TERMGRADE_TASK_COMPLETE') });
+    servers.push(server);
+    const baseUrl = await server.start();
+    const root = await tempDir();
+    const task = await makeTask({
+      'task.toml': '[task]\nname = "tiny"\n',
+      'instruction.md': 'Do nothing.\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\n',
+      'solution/solve.sh': '#!/bin/bash\ntrue\n',
+      'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n',
+    });
+    const jobsDir = path.join(root, 'jobs');
+    const args = (temp: string) => ['run', '--name', 'strict', '--tasks', task, '--agent', 'bash-tool', '--model', 'm', '--base-url', baseUrl, '--temperature', temp, '--jobs-dir', jobsDir, '-q'];
+    assert.equal((await runCli(args('0.5'))).status, 0);
+    const changed = await runCli(args('1.0'));
+    assert.equal(changed.status, 2);
+    assert.match(changed.stderr, /configuration "bash-tool\/m" changed since its trials were recorded/);
+    await writeFile(path.join(task, 'tests', 'test.sh'), '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n');
+    const edited = await runCli(args('0.5'));
+    assert.equal(edited.status, 2);
+    assert.match(edited.stderr, /task "tiny" changed since its trials were recorded/);
+    assertExactSlots(rows(jobsDir, 'strict'), 1);
+  });
+
+  it('retries infrastructure failures a bounded number of times, and never retries outcomes', async () => {
+    const root = await tempDir();
+    const common = { 'instruction.md': 'x\n', 'environment/Dockerfile': 'FROM debian:bookworm-slim\n', 'solution/solve.sh': '#!/bin/bash\nsleep 30\n', 'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n' };
+    for (const [name, toml] of [
+      ['no-room', '[task]\nname = "no-room"\n[environment]\nmemory_mb = 1\n'],
+      ['too-slow', '[task]\nname = "too-slow"\n[agent]\ntimeout_sec = 1\n'],
+    ]) {
+      const dir = await makeTask({ ...common, 'task.toml': toml! });
+      await mkdir(path.join(root, 'tasks'), { recursive: true });
+      execFileSync('cp', ['-r', dir, path.join(root, 'tasks', name!)]);
+    }
+    const jobsDir = path.join(root, 'jobs');
+    const r = await runCli(['run', '--name', 'retries', '--tasks', path.join(root, 'tasks'), '--agent', 'oracle', '--jobs-dir', jobsDir, '-q']);
+    assert.equal(r.status, 0, r.stderr);
+    const byTask = Object.fromEntries(rows(jobsDir, 'retries').map((t) => [t.task, t]));
+    assert.equal(byTask['no-room']!.status, 'error');
+    assert.equal(byTask['no-room']!.error_class, 'environment_error');
+    assert.equal(byTask['no-room']!.infra_attempts, 3);
+    assert.equal(JSON.parse(byTask['no-room']!.retry_reasons_json).length, 2);
+    assert.equal(byTask['too-slow']!.exit_reason, 'agent_timeout');
+    assert.equal(byTask['too-slow']!.infra_attempts, 1, 'a timeout is a result, not retried');
+  });
+
+  it('stops at the budget: finished trials kept, the rest recorded as not run, and a resume finishes them', async () => {
+    const task = await makeTask({
+      'task.toml': '[task]\nname = "slowish"\n',
+      'instruction.md': 'x\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\n',
+      'solution/solve.sh': '#!/bin/bash\nsleep 2\n',
+      'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+    });
+    const jobsDir = path.join(await tempDir(), 'jobs');
+    const args = ['run', '--name', 'budget', '--tasks', task, '--agent', 'oracle', '-k', '4', '-c', '1', '--jobs-dir', jobsDir, '-q'];
+    const r = await runCli([...args, '--budget', '5']);
+    assert.equal(r.status, 1, 'exit 1: slots left');
+    const first = rows(jobsDir, 'budget');
+    assertExactSlots(first, 4);
+    const done = first.filter((t) => t.status === 'completed').length;
+    assert.ok(done >= 1 && done < 4, `finished ${done}`);
+    assert.ok(first.filter((t) => t.status === 'not_run').every((t) => t.reward === null));
+    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'budget'), '--json'], { encoding: 'utf8' }).stdout);
+    assert.equal(stats.configs[0].trials, done, 'not-run slots are not trials');
+    assert.equal((await runCli(args)).status, 0);
+    const final = rows(jobsDir, 'budget');
+    assertExactSlots(final, 4);
+    assert.ok(final.every((t) => t.status === 'completed'));
+  });
+
+  describe('a store that cannot be written', () => {
+    let mnt = '';
+    before(async () => {
+      mnt = await tempDir('termgrade-tmpfs-');
+      try {
+        execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
+      } catch {
+        mnt = '';
+      }
+    });
+    after(() => {
+      if (mnt) spawnSync('umount', ['-l', mnt]);
+    });
+
+    const tinyTask = () =>
+      makeTask({
+        'task.toml': '[task]\nname = "tiny"\n',
+        'instruction.md': 'x\n',
+        'environment/Dockerfile': 'FROM debian:bookworm-slim\n',
+        'solution/solve.sh': '#!/bin/bash\ntrue\n',
+        'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+      });
+
+    it('fails loudly when the disk is full, and keeps every finished trial', async (t) => {
+      if (!mnt) return t.skip('cannot mount a tmpfs here');
+      const task = await tinyTask();
+      const jobsDir = path.join(mnt, 'full');
+      const args = (k: string) => ['run', '--name', 'full', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
+      assert.equal((await runCli(args('2'))).status, 0);
+      spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, 'filler')}`, 'bs=64k']);
+      try {
+        const r = await runCli(args('4'));
+        assert.equal(r.status, 5, r.stderr);
+        assert.match(r.stderr, /disk is full\. Every trial finished before this is kept/);
+      } finally {
+        spawnSync('rm', ['-f', path.join(mnt, 'filler')]);
+      }
+      const list = rows(jobsDir, 'full').filter((x) => x.status === 'completed');
+      assert.equal(list.length, 2);
+    });
+
+    it('fails loudly when the store is read-only, and keeps every finished trial', async (t) => {
+      if (!mnt) return t.skip('cannot mount a tmpfs here');
+      const task = await tinyTask();
+      const jobsDir = path.join(mnt, 'ro');
+      const args = (k: string) => ['run', '--name', 'ro', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
+      assert.equal((await runCli(args('2'))).status, 0);
+      execFileSync('mount', ['-o', 'remount,ro', mnt]);
+      try {
+        const r = await runCli(args('4'));
+        assert.equal(r.status, 5, r.stderr);
+        assert.match(r.stderr, /it is read-only\. Every trial finished before this is kept/);
+      } finally {
+        execFileSync('mount', ['-o', 'remount,rw', mnt]);
+      }
+      assert.equal(rows(jobsDir, 'ro').filter((x) => x.status === 'completed').length, 2);
+    });
+  });
+
+  it('imports Harbor job folders, tests from CTRF, exceptions as error classes', async () => {
+    const root = await tempDir();
+    const trial = async (name: string, result: Record<string, unknown>, ctrf?: unknown) => {
+      await mkdir(path.join(root, 'job-1', name, 'verifier'), { recursive: true });
+      await writeFile(path.join(root, 'job-1', name, 'result.json'), JSON.stringify(result));
+      if (ctrf) await writeFile(path.join(root, 'job-1', name, 'verifier', 'ctrf.json'), JSON.stringify(ctrf));
+    };
+    // The job-level summary Harbor writes beside the trial folders: not a trial, skipped.
+    await mkdir(path.join(root, 'job-1'), { recursive: true });
+    await writeFile(path.join(root, 'job-1', 'result.json'), JSON.stringify({ started_at: '2026-01-01T00:00:00Z', n_total_trials: 3 }));
+    const agent = { agent_info: { name: 'terminus-2', model_info: { name: 'm1' } } };
+    await trial('hello__a1', { ...agent, task_name: 'hello', trial_name: 'hello__a1', verifier_result: { rewards: { reward: 1 } }, agent_result: { n_input_tokens: 100, n_output_tokens: 20, cost_usd: 0.01 }, started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:01:00Z' }, { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed', duration: 3 }] } });
+    await trial('hello__a2', { ...agent, task_name: 'hello', trial_name: 'hello__a2', verifier_result: { rewards: { reward: 0 } }, exception_info: { exception_type: 'AgentTimeoutError', exception_message: 'timed out' } });
+    await trial('hello__a3', { ...agent, task_name: 'hello', trial_name: 'hello__a3', verifier_result: null, exception_info: { exception_type: 'RewardFileNotFoundError', exception_message: 'no reward' } });
+    const jobsDir = path.join(root, 'jobs');
+    const r = spawnSync(process.execPath, [CLI, 'import', root, '--job', 'harbor', '--jobs-dir', jobsDir], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /imported 3 Harbor trials/);
+    const list = rows(jobsDir, 'harbor');
+    assert.deepEqual(list.map((t) => [t.config, t.task, t.attempt, t.status, t.reward, t.error_class]), [
+      ['terminus-2/m1', 'hello', 0, 'completed', 1, null],
+      ['terminus-2/m1', 'hello', 1, 'completed', 0, 'agent_timeout'],
+      ['terminus-2/m1', 'hello', 2, 'error', null, 'verifier_no_reward'],
+    ]);
+    assert.equal(list[0]!.tests_passed, 1);
+    assert.equal(list[0]!.duration_ms, 60_000);
+    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'harbor'), '--json'], { encoding: 'utf8' }).stdout);
+    assert.equal(stats.configs[0].trials, 2);
+    assert.deepEqual(stats.configs[0].errorsByClass, { verifier_no_reward: 1 });
+  });
+});
