@@ -1,7 +1,7 @@
 /**
  * Harness cost per oracle trial on a cached trivial task, against the bare Engine API operations
- * the trial performs (create, start, put logs dirs, put solution, exec solve.sh, put tests,
- * exec test.sh, get /logs/verifier, remove), measured interleaved in the same run.
+ * the trial performs (create, start, one attached shell carrying the commands and small copies,
+ * get /logs/verifier, remove), measured interleaved in the same run.
  *
  *   npm run bench            (or: node dist/bench/trial-overhead.js [iterations])
  *
@@ -10,11 +10,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Writable, type Duplex, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { oracleAgent } from '../src/agent/oracle.js';
 import { containerSpec, DockerProvider } from '../src/sandbox/docker/provider.js';
-import { packDir, packEntries } from '../src/sandbox/docker/tar.js';
+import { packDir } from '../src/sandbox/docker/tar.js';
 import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
 import { runTrial } from '../src/trial/run.js';
@@ -35,27 +35,48 @@ async function makeTrivialTask(dir: string): Promise<void> {
   }
 }
 
-async function bareExec(docker: Docker, c: Docker.Container, cmd: string[]): Promise<number | null> {
-  const ex = await c.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
-  const stream = (await ex.start({ hijack: true, stdin: false })) as unknown as Readable;
-  await new Promise<void>((resolve) => {
-    docker.modem.demuxStream(stream, process.stdout, process.stderr);
-    stream.on('end', resolve);
-  });
-  return (await ex.inspect()).ExitCode;
+/** A bare attached shell: write a command, read until its end marker. No wrapper, no bounds. */
+async function bareShell(docker: Docker, c: Docker.Container): Promise<{ run: (cmd: string) => Promise<void>; close: () => void }> {
+  const ex = await c.exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true });
+  const stream = (await ex.start({ hijack: true, stdin: true })) as unknown as Duplex;
+  let buf = '';
+  let wake: (() => void) | null = null;
+  const sink = new Writable({ write: (chunk: Buffer, _e, done) => ((buf += chunk.toString()), wake?.(), done()) });
+  docker.modem.demuxStream(stream, sink, sink);
+  let n = 0;
+  return {
+    run: async (cmd) => {
+      const mark = `__done_${n++}__`;
+      stream.write(`${cmd}\necho ${mark}\n`);
+      while (!buf.includes(mark)) await new Promise<void>((r) => (wake = r));
+      buf = '';
+    },
+    close: () => stream.destroy(),
+  };
 }
 
-/** The same engine work a trial does, with none of the harness around it. */
+async function tarBase64(dir: string, dest: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of packDir(dir, dest)) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('base64');
+}
+
+/**
+ * The same engine work a trial does (create, start, one attached shell that carries the
+ * commands and the small copies, get /logs/verifier, remove), with none of the harness around it.
+ */
 async function bareTrial(docker: Docker, task: Task, image: string): Promise<void> {
   const c = await docker.createContainer(containerSpec(task, image));
   await c.start();
-  await c.putArchive(await packEntries([{ path: '/logs/agent' }, { path: '/logs/verifier' }]), { path: '/' });
-  await c.putArchive(packDir(task.solutionDir!, '/solution') as unknown as NodeJS.ReadableStream, { path: '/' });
-  await bareExec(docker, c, ['bash', '/solution/solve.sh']);
-  await c.putArchive(packDir(task.testsDir, '/tests') as unknown as NodeJS.ReadableStream, { path: '/' });
-  await bareExec(docker, c, ['/bin/sh', '-c', 'bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1']);
+  const sh = await bareShell(docker, c);
+  await sh.run('mkdir -p /logs/agent /logs/verifier');
+  await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.solutionDir!, '/solution')}\nEOF`);
+  await sh.run('bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1');
+  await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
+  await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
   const tar = (await c.getArchive({ path: '/logs/verifier' })) as unknown as Readable;
   for await (const _ of tar) void _;
+  sh.close();
   await c.remove({ force: true, v: true });
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { LABEL_MANAGED, LABEL_OWNER, ownerId } from '../src/sandbox/docker/labels.js';
 import type { Sandbox } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
@@ -12,8 +12,14 @@ import { docker, tempDir, trivialTask } from './helpers.js';
  * The Sandbox contract, run against the Docker backend with real containers. A new backend
  * runs this same suite.
  */
-describe('docker sandbox', () => {
+for (const via of ['helper shell', 'engine exec'] as const) describe(`docker sandbox (commands via ${via})`, () => {
   let task: Task;
+  before(() => {
+    if (via === 'engine exec') process.env.TERMGRADE_EXEC_VIA = 'engine';
+  });
+  after(() => {
+    delete process.env.TERMGRADE_EXEC_VIA;
+  });
   before(async () => {
     task = await loadTask(await trivialTask({ 'task.toml': '[environment]\npids_limit = 128\nmemory_mb = 256\n' }));
   });

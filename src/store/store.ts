@@ -173,14 +173,14 @@ export class JobStore {
     return new Map(rows.map((r) => [r.task, r.task_checksum]));
   }
 
-  /** Records one trial, with its tests, atomically; replaces a not_run row of the same slot. */
-  recordTrial(result: TrialResult, extra: RecordExtra): void {
-    const status: TrialStatus = result.error?.class === 'cancelled' ? 'not_run' : result.reward === null ? 'error' : 'completed';
-    const s = extra.slot;
-    const tx = this.db.transaction(() => {
-      this.db.prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?').run(s.config, s.task, s.attempt);
-      this.db
-        .prepare(
+  private statements: ReturnType<JobStore['prepareWrites']> | null = null;
+
+  /** Statements prepared once: preparing per trial costs more than the write itself. */
+  private prepareWrites() {
+    return {
+      deleteSlot: this.db.prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?'),
+      insertTest: this.db.prepare('INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)'),
+      insertTrial: this.db.prepare(
           `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
             error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
             task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
@@ -189,8 +189,18 @@ export class JobStore {
             @error_message, @error_phase, @exit_reason, @turns, @input_tokens, @cached_tokens, @output_tokens, @cost_usd, @task_path,
             @task_checksum, @image, @tests_source, @tests_total, @tests_passed, @tests_failed, @phases_json, @started_at, @finished_at,
             @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source)`,
-        )
-        .run({
+      ),
+    };
+  }
+
+  /** Records one trial, with its tests, atomically; replaces a not_run row of the same slot. */
+  recordTrial(result: TrialResult, extra: RecordExtra): void {
+    const status: TrialStatus = result.error?.class === 'cancelled' ? 'not_run' : result.reward === null ? 'error' : 'completed';
+    const s = extra.slot;
+    const st = (this.statements ??= this.prepareWrites());
+    const tx = this.db.transaction(() => {
+      st.deleteSlot.run(s.config, s.task, s.attempt);
+      st.insertTrial.run({
           trial_id: result.trialId,
           config: s.config,
           task: s.task,
@@ -226,8 +236,7 @@ export class JobStore {
           trial_dir: extra.trialDir,
           source: extra.source ?? 'termgrade',
         });
-      const insertTest = this.db.prepare('INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)');
-      for (const t of result.tests) insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
+      for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
     });
     this.write(() => tx());

@@ -101,7 +101,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
         prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
         const ms = (t.environmentSec ?? 120) * 1000;
         sandbox = await withTimeout(provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } }), ms, 'environment_error', `container did not start within ${ms / 1000} s`);
-        await sandbox.putFiles([{ path: '/logs/agent' }, { path: '/logs/verifier' }]);
+        const made = await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
+        if (made.exitCode !== 0) throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
       } catch (err) {
         if (cancelled(err)) throw err;
         fail(err instanceof TermgradeError && err.code === 'build_failed' ? 'build_failed' : 'environment_error', 'environment_setup', errorMessage(err));

@@ -1,3 +1,5 @@
+import { shellQuote } from '../../util/shell-quote.js';
+
 /**
  * Terminal bookkeeping for the tmux agent, pure: turning keystrokes into tmux commands and
  * working out what is new on the screen since the last look.
@@ -6,9 +8,6 @@
 /** tmux key names that a keystrokes string may be on its own (sent as a key, not as text). */
 const KEY_NAME = /^(?:[CMS]-.{1,3}|Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|PPage|NPage|IC|DC|F\d{1,2})$/;
 
-export function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 /**
  * One tmux invocation that types `keystrokes` into `target`: text is sent literally (-l), each

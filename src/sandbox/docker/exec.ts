@@ -4,6 +4,8 @@ import type Docker from 'dockerode';
 import { CancelledError } from '../../util/errors.js';
 import { OutputCapture, type CapturedOutput } from '../capture.js';
 import type { ExecOptions, ExecResult } from '../sandbox.js';
+import { shellQuote } from '../../util/shell-quote.js';
+import type { DockerShell } from './shell.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
 const SPOOL_DIR = '/tmp/.termgrade-exec';
@@ -37,23 +39,26 @@ function spool(): Spool {
  * stderr, and removes the spool. Process spawns cost ~5 ms each in a container, so it spawns as
  * few as it can: one wc for both sizes, cat/head/tail only for non-empty files, one rm.
  */
-function emitScript(s: Spool, limit: number): string {
+function emitScript(s: Spool, limit: number, joined = false): string {
   const head = Math.floor(limit / 2);
   const tail = limit - head;
+  // Joined: stderr follows stdout on the same stream after a marker line (the helper shell has one).
+  const toErr = joined ? `; printf '\\n${STDERR_MARK} ${s.id}\\n'; tg_show "$3" ${s.err}` : `; tg_show "$3" ${s.err} >&2`;
   return [
     `tg_show() { if [ "$1" -le ${limit} ]; then [ "$1" -eq 0 ] || cat "$2"; else head -c ${head} "$2"; printf '\\n[... %s bytes omitted ...]\\n' $(($1 - ${limit})); tail -c ${tail} "$2"; fi; }`,
     `set -- $(wc -c ${s.out} ${s.err} 2>/dev/null) 0 x 0 x`,
     `printf '%s %s\\n' "$1" "$3"`,
-    `tg_show "$1" ${s.out}`,
-    `tg_show "$3" ${s.err} >&2`,
+    `tg_show "$1" ${s.out}${toErr}`,
     `rm -f ${s.out} ${s.err} ${s.pid}`,
   ].join('; ');
 }
 
-function wrap(command: string | string[], s: Spool, limit: number): string[] {
+const STDERR_MARK = '\\036TG-STDERR';
+
+function wrap(command: string | string[], s: Spool, limit: number, joined = false): string[] {
   const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
   const prepare = `[ -d ${SPOOL_DIR} ] || { mkdir -p ${SPOOL_DIR} && chmod 1777 ${SPOOL_DIR}; } 2>/dev/null`;
-  const script = `${prepare}; echo $$ > ${s.pid}; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; ${emitScript(s, limit)}; exit $rc`;
+  const script = `${prepare}; echo $$ > ${s.pid}; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; ${emitScript(s, limit, joined)}; exit $rc`;
   return ['setsid', '-w', '/bin/sh', '-c', script, 'termgrade-exec', ...argv];
 }
 
@@ -90,16 +95,72 @@ async function startExec(
 
 /** Splits the wrapper's size line off stdout and states what was cut. */
 function parseEmitted(stdout: OutputCapture, stderr: OutputCapture, limit: number): { out: CapturedOutput; err: CapturedOutput } {
-  const raw = stdout.result().text;
+  return parseText(stdout.result().text, stderr.result().text, stdout.total, stderr.total, limit);
+}
+
+function parseText(raw: string, errText: string, outTotal: number, errTotal: number, limit: number): { out: CapturedOutput; err: CapturedOutput } {
   const nl = raw.indexOf('\n');
   const sizes = /^(\d+) (\d+)$/.exec(nl >= 0 ? raw.slice(0, nl).trim() : '');
-  const outBytes = sizes ? Number(sizes[1]) : stdout.total;
-  const errBytes = sizes ? Number(sizes[2]) : stderr.total;
+  const outBytes = sizes ? Number(sizes[1]) : outTotal;
+  const errBytes = sizes ? Number(sizes[2]) : errTotal;
   const cut = (n: number): number => Math.max(0, n - limit);
   return {
     out: { text: sizes ? raw.slice(nl + 1) : raw, totalBytes: outBytes, truncatedBytes: cut(outBytes) },
-    err: { text: stderr.result().text, totalBytes: errBytes, truncatedBytes: cut(errBytes) },
+    err: { text: errText, totalBytes: errBytes, truncatedBytes: cut(errBytes) },
   };
+}
+
+/**
+ * The same command, wrapper and guarantees as `dockerExec`, sent through the sandbox's helper
+ * shell instead of a new engine exec: no exec round trip and far less work for the engine, which
+ * is the bottleneck when many trials share two cores. A timeout or cancellation still kills the
+ * process group through an engine exec.
+ */
+export async function shellExec(
+  docker: Docker,
+  container: Docker.Container,
+  shell: DockerShell,
+  command: string | string[],
+  options: ExecOptions = {},
+): Promise<ExecResult> {
+  if (options.signal?.aborted) throw new CancelledError('command');
+  const started = performance.now();
+  const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const s = spool();
+  const argv = wrap(command, s, limit, true);
+  const env = Object.entries(options.env ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`));
+  const line = `(${options.cwd ? `cd -- ${shellQuote(options.cwd)} || exit 126; ` : ''}exec ${env.length ? `env ${env.join(' ')} ` : ''}${argv.map(shellQuote).join(' ')})`;
+  const running = shell.run(line, { timeoutSec: Number.POSITIVE_INFINITY }); // the deadline is ours, below
+
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
+    if (options.timeoutSec !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutSec * 1000);
+    onAbort = () => resolve('aborted');
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  let outcome: { output: string; exitCode: number } | 'timeout' | 'aborted';
+  try {
+    outcome = await Promise.race([running, stopped]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+  }
+  if (outcome === 'timeout' || outcome === 'aborted') {
+    const collected = await killGroupAndCollect(docker, container, s, limit);
+    // The wrapper died with its group; let the shell report it so it is in step for the next command.
+    const settled = await Promise.race([running.then(() => true, () => true), sleep(5000).then(() => false)]);
+    if (!settled) shell.close();
+    if (outcome === 'aborted') throw new CancelledError('command');
+    const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
+    return { exitCode: null, stdout: collected?.out ?? empty, stderr: collected?.err ?? empty, timedOut: true, durationMs: performance.now() - started };
+  }
+  const mark = `\n\x1eTG-STDERR ${s.id}\n`;
+  const at = outcome.output.lastIndexOf(mark);
+  const outPart = at >= 0 ? outcome.output.slice(0, at) : outcome.output;
+  const errPart = at >= 0 ? outcome.output.slice(at + mark.length) : '';
+  const { out, err } = parseText(outPart, errPart, Buffer.byteLength(outPart), Buffer.byteLength(errPart), limit);
+  return { exitCode: outcome.exitCode, stdout: out, stderr: err, timedOut: false, durationMs: performance.now() - started };
 }
 
 async function killGroupAndCollect(

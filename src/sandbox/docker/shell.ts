@@ -58,7 +58,7 @@ export class DockerShell implements Shell {
     const marker = new RegExp(`\\x1eTG ${nonce} (\\d+)\\n`);
     this.buffer = '';
     this.stream.write(`{ ${command}\n} </dev/null 2>&1; printf '\\036TG %s %d\\n' ${nonce} $?\n`);
-    const deadline = Date.now() + timeoutSec * 1000;
+    const deadline = Number.isFinite(timeoutSec) ? Date.now() + timeoutSec * 1000 : Number.POSITIVE_INFINITY;
     for (;;) {
       const m = marker.exec(this.buffer);
       if (m) {
@@ -73,7 +73,8 @@ export class DockerShell implements Shell {
         throw new TermgradeError('environment_error', `helper command did not finish within ${timeoutSec} s`);
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
+        // Node timers hold at most 2^31-1 ms; a longer wait just wakes up and waits again.
+        const timer = setTimeout(resolve, Math.min(left, 2_147_483_647));
         this.waiter = () => {
           clearTimeout(timer);
           resolve();

@@ -1,0 +1,83 @@
+/**
+ * Job throughput against the ideal: with a scripted model answering each turn after a fixed
+ * latency, one trial alone takes T seconds; at concurrency C the ideal is C / T trials per second.
+ * The runner's throughput over a job of 4 C trials is printed as a ratio of that ideal.
+ *
+ *   node dist/bench/job-throughput.js [latencyMs] [turns] [concurrency]
+ *
+ * Target: at least 0.85 at concurrency 16 on this 2-core machine.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { openJob } from '../src/job/job.js';
+import { runJob } from '../src/job/run-job.js';
+import { parseSpec } from '../src/job/load-spec.js';
+import { DockerProvider } from '../src/sandbox/docker/provider.js';
+import { median } from '../src/stats/summary.js';
+import { ScriptedModelServer } from '../test/support/scripted-model-server.js';
+import { bash } from '../test/support/scripts.js';
+
+const latencyMs = Number(process.argv[2] ?? 2000);
+const turns = Number(process.argv[3] ?? 6);
+const concurrency = Number(process.argv[4] ?? 16);
+
+const work = await mkdtemp(path.join(tmpdir(), 'termgrade-throughput-'));
+const server = new ScriptedModelServer({
+  // Each trial: turns-1 commands, then the completion marker; every reply after `latencyMs`.
+  '*': (_i, body) => {
+    const done = body.messages.filter((m) => m.role === 'assistant').length;
+    const step = done + 1 < turns ? bash(`echo step ${done}`) : bash('echo TERMGRADE_TASK_COMPLETE');
+    return { ...step, delayMs: latencyMs } as typeof step;
+  },
+});
+try {
+  const baseUrl = await server.start();
+  const taskDir = path.join(work, 'tasks', 'throughput');
+  const files: Record<string, string> = {
+    'task.toml': '[task]\nname = "throughput"\n',
+    'instruction.md': 'Say hello.\n',
+    'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+    'solution/solve.sh': '#!/bin/bash\ntrue\n',
+    'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+  };
+  for (const [rel, text] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(taskDir, rel)), { recursive: true });
+    await writeFile(path.join(taskDir, rel), text, { mode: 0o755 });
+  }
+  const provider = new DockerProvider();
+  const run = async (name: string, k: number, c: number) => {
+    const spec = parseSpec({ name, tasks: { paths: [path.join(work, 'tasks')] }, agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' } }], k, concurrency: c }, 'bench');
+    const job = await openJob(spec, path.join(work, 'jobs'));
+    const t = performance.now();
+    const summary = await runJob({ spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir });
+    const wall = (performance.now() - t) / 1000;
+    const durations = [...job.store.listTrials()].map((r) => r.duration_ms! / 1000);
+    const phases: Record<string, number[]> = {};
+    for (const dir of [...job.store.listTrials()].map((r) => r.trial_dir!)) {
+      const result = JSON.parse(await readFile(path.join(dir, 'result.json'), 'utf8')) as { phases: Record<string, { durationMs: number }> };
+      for (const [k, v] of Object.entries(result.phases)) (phases[k] ??= []).push(v.durationMs / 1000);
+    }
+    job.store.close();
+    if (summary.completed !== k) throw new Error(`${name}: ${summary.completed} of ${k} trials completed`);
+    return { wall, durations, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)])) };
+  };
+  await run('warm-up', 1, 1); // builds the image
+  const alone = await run('alone', 3, 1);
+  const T = median(alone.durations);
+  const n = 4 * concurrency;
+  const loaded = await run('loaded', n, concurrency);
+  const actual = n / loaded.wall;
+  const ideal = concurrency / T;
+  console.log(`scripted model: ${latencyMs} ms per turn, ${turns} turns per trial (bash-tool, real containers)`);
+  console.log(`  one trial alone: median ${T.toFixed(2)} s`);
+  console.log(`  ${n} trials at concurrency ${concurrency}: ${loaded.wall.toFixed(1)} s wall, median trial ${median(loaded.durations).toFixed(2)} s`);
+  const show = (p: Record<string, number>) => Object.entries(p).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+  console.log(`  median phase seconds alone:  ${show(alone.phases)}`);
+  console.log(`  median phase seconds loaded: ${show(loaded.phases)}`);
+  console.log(`  throughput ${actual.toFixed(3)} trials/s vs ideal ${ideal.toFixed(3)} (concurrency / trial duration)`);
+  console.log(`  ratio ${(actual / ideal).toFixed(3)}  (target >= 0.85)`);
+} finally {
+  await server.close();
+  await rm(work, { recursive: true, force: true });
+}
