@@ -1,7 +1,7 @@
 /**
  * Job throughput against the ideal: with a scripted model answering each turn after a fixed
  * latency, one trial alone takes T seconds; at concurrency C the ideal is C / T trials per second.
- * The runner's throughput over a job of 4 C trials is printed as a ratio of that ideal.
+ * The runner's throughput over a job of 8 C trials is printed as a ratio of that ideal.
  *
  *   node dist/bench/job-throughput.js [latencyMs] [turns] [concurrency]
  *
@@ -65,7 +65,7 @@ try {
   await run('warm-up', 1, 1); // builds the image
   const alone = await run('alone', 3, 1);
   const T = median(alone.durations);
-  const n = 4 * concurrency;
+  const n = 8 * concurrency;
   const loaded = await run('loaded', n, concurrency);
   const actual = n / loaded.wall;
   const ideal = concurrency / T;

@@ -1,7 +1,7 @@
 /**
  * Harness cost per oracle trial on a cached trivial task, against the bare Engine API operations
- * the trial performs (create, start, one attached shell carrying the commands and small copies,
- * get /logs/verifier, remove), measured interleaved in the same run.
+ * the trial performs (create, start, one attached shell carrying the commands and the small
+ * copies in and out, remove), measured interleaved in the same run.
  *
  *   npm run bench            (or: node dist/bench/trial-overhead.js [iterations])
  *
@@ -61,10 +61,7 @@ async function tarBase64(dir: string, dest: string): Promise<string> {
   return Buffer.concat(chunks).toString('base64');
 }
 
-/**
- * The same engine work a trial does (create, start, one attached shell that carries the
- * commands and the small copies, get /logs/verifier, remove), with none of the harness around it.
- */
+/** The same engine work a trial does, with none of the harness around it. */
 async function bareTrial(docker: Docker, task: Task, image: string): Promise<void> {
   const c = await docker.createContainer(containerSpec(task, image));
   await c.start();
@@ -74,8 +71,7 @@ async function bareTrial(docker: Docker, task: Task, image: string): Promise<voi
   await sh.run('bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1');
   await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
   await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
-  const tar = (await c.getArchive({ path: '/logs/verifier' })) as unknown as Readable;
-  for await (const _ of tar) void _;
+  await sh.run('tar -c -C /logs -f - verifier | base64');
   sh.close();
   await c.remove({ force: true, v: true });
 }
