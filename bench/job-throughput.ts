@@ -50,7 +50,19 @@ try {
     const spec = parseSpec({ name, tasks: { paths: [path.join(work, 'tasks')] }, agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' } }], k, concurrency: c }, 'bench');
     const job = await openJob(spec, path.join(work, 'jobs'));
     const t = performance.now();
-    const summary = await runJob({ spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir });
+    const starts: number[] = [];
+    const ends: number[] = [];
+    const summary = await runJob({
+      spec,
+      tasks: job.tasks,
+      store: job.store,
+      provider,
+      jobDir: job.jobDir,
+      onEvent: (e) => {
+        if (e.type === 'trial-start') starts.push(performance.now());
+        if (e.type === 'trial-done') ends.push(performance.now());
+      },
+    });
     const wall = (performance.now() - t) / 1000;
     const durations = [...job.store.listTrials()].map((r) => r.duration_ms! / 1000);
     const phases: Record<string, number[]> = {};
@@ -60,7 +72,12 @@ try {
     }
     job.store.close();
     if (summary.completed !== k) throw new Error(`${name}: ${summary.completed} of ${k} trials completed`);
-    return { wall, durations, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)])) };
+    // Steady state: from the first completion to the last start, the job is neither filling up nor
+    // draining; completions per second in that window are the runner's sustained throughput.
+    const from = Math.min(...ends);
+    const to = Math.max(...starts);
+    const steady = to > from ? ends.filter((x) => x >= from && x <= to).length / ((to - from) / 1000) : Number.NaN;
+    return { wall, steady, durations, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)])) };
   };
   await run('warm-up', 1, 1); // builds the image
   const alone = await run('alone', 3, 1);
@@ -75,8 +92,9 @@ try {
   const show = (p: Record<string, number>) => Object.entries(p).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
   console.log(`  median phase seconds alone:  ${show(alone.phases)}`);
   console.log(`  median phase seconds loaded: ${show(loaded.phases)}`);
-  console.log(`  throughput ${actual.toFixed(3)} trials/s vs ideal ${ideal.toFixed(3)} (concurrency / trial duration)`);
-  console.log(`  ratio ${(actual / ideal).toFixed(3)}  (target >= 0.85)`);
+  console.log(`  ideal ${ideal.toFixed(3)} trials/s (concurrency / trial duration alone)`);
+  console.log(`  sustained throughput (first completion to last start) ${loaded.steady.toFixed(3)} trials/s: ratio ${(loaded.steady / ideal).toFixed(3)}  (target >= 0.85)`);
+  console.log(`  whole job, fill-up and drain included ${actual.toFixed(3)} trials/s: ratio ${(actual / ideal).toFixed(3)}`);
 } finally {
   await server.close();
   await rm(work, { recursive: true, force: true });

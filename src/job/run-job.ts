@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Agent } from '../agent/agent.js';
 import { createAgent } from '../agent/registry.js';
-import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
+import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
@@ -64,6 +64,8 @@ export interface RunJobOptions {
   onEvent?: (e: JobEvent) => void;
 }
 
+const imageKeyOf = (task: Task, agent: Agent): string => `${task.name}\u0000${agent.imageLayer ?? ''}`;
+
 const safe = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80);
 
 /**
@@ -115,7 +117,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   // One build per (task image, agent layer), shared by every trial that needs it.
   const builds = new Map<string, Promise<PreparedEnvironment>>();
   const ensureImage = (task: Task, agent: Agent): Promise<PreparedEnvironment> => {
-    const key = `${task.name}\u0000${agent.imageLayer ?? ''}`;
+    const key = imageKeyOf(task, agent);
     let p = builds.get(key);
     if (!p) {
       p = (async () => {
@@ -137,6 +139,32 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       builds.set(key, p);
     }
     return p;
+  };
+
+  // Warm sandboxes: while a trial runs, the next container for the same image is started, so
+  // container start-up (the engine's slowest step under load) is off the critical path. Each
+  // container still serves exactly one trial.
+  const warm = new Map<string, Array<Promise<Sandbox>>>();
+  const queued = new Map<string, number>();
+  for (const c of configs) for (const s of c.queue) queued.set(imageKeyOf(byName.get(s.task)!, c.agent), (queued.get(imageKeyOf(byName.get(s.task)!, c.agent)) ?? 0) + 1);
+  const queuedFor = (image: string): number => queued.get(image) ?? 0;
+  const startSandbox = (task: Task, prepared: PreparedEnvironment): Promise<Sandbox> =>
+    provider.start(task, prepared, { signal: stop.signal }).then(async (sb) => {
+      await sb.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']); // opens the helper shell too
+      return sb;
+    });
+  const takeSandbox = (task: Task, agent: Agent, prepared: PreparedEnvironment): Promise<Sandbox> => {
+    const key = imageKeyOf(task, agent);
+    const pool = warm.get(key) ?? [];
+    warm.set(key, pool);
+    const taken = pool.shift() ?? startSandbox(task, prepared);
+    const target = Math.min(queuedFor(key), Math.max(1, Math.ceil(spec.concurrency / 8)));
+    while (pool.length < target && !stop.signal.aborted) {
+      const next = startSandbox(task, prepared);
+      next.catch(() => undefined);
+      pool.push(next);
+    }
+    return taken;
   };
 
   const counts = { completed: 0, errors: 0, notRun: 0 };
@@ -172,6 +200,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         signal: stop.signal,
         secrets: c.secrets,
         prepare: () => ensureImage(task, c.agent),
+        start: (prepared) => takeSandbox(task, c.agent, prepared),
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
       });
       const cls = result.error?.class;
@@ -206,6 +235,8 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         if (!picked) break;
         const c = picked;
         const slot = c.queue.shift()!;
+        const key = imageKeyOf(byName.get(slot.task)!, c.agent);
+        queued.set(key, queued.get(key)! - 1);
         running += 1;
         c.running += 1;
         endpointRunning.set(c.endpoint, (endpointRunning.get(c.endpoint) ?? 0) + 1);
@@ -227,6 +258,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     pump();
   });
   clearTimeout(budgetTimer);
+  await Promise.all([...warm.values()].flat().map((p) => p.then((sb) => sb.close(), () => undefined)));
   options.signal?.removeEventListener('abort', parentAbort);
   if (stoppedBy === 'done' && stop.signal.aborted) stoppedBy = 'cancelled';
 

@@ -34,6 +34,8 @@ export interface TrialOptions {
   secrets?: string[];
   /** Gets the image; default: the provider builds or finds it (with the agent's layer). */
   prepare?: () => Promise<PreparedEnvironment>;
+  /** Gets a started sandbox for the image (a warm one, say); default: the provider starts one. */
+  start?: (prepared: PreparedEnvironment) => Promise<Sandbox>;
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
@@ -100,7 +102,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
       try {
         prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
         const ms = (t.environmentSec ?? 120) * 1000;
-        sandbox = await withTimeout(provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } }), ms, 'environment_error', `container did not start within ${ms / 1000} s`);
+        const starting = options.start ? options.start(prepared) : provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } });
+        sandbox = await withTimeout(starting, ms, 'environment_error', `container did not start within ${ms / 1000} s`);
         const made = await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
         if (made.exitCode !== 0) throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
       } catch (err) {
