@@ -31,6 +31,9 @@ export interface RunFlags {
   jobsDir: string;
   jsonl?: boolean;
   quiet?: boolean;
+  adaptive?: boolean;
+  adaptiveBand?: [number, number];
+  adaptiveRisk?: number;
 }
 
 /** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
@@ -56,6 +59,13 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
   if (f.concurrency !== undefined) spec.concurrency = f.concurrency;
   if (f.budget !== undefined) spec.budgetSec = f.budget;
   if (f.infraRetries !== undefined) spec.infraRetries = f.infraRetries;
+  if (f.adaptive || f.adaptiveBand || f.adaptiveRisk !== undefined) {
+    spec.adaptive = {
+      lo: f.adaptiveBand?.[0] ?? spec.adaptive?.lo ?? 0.25,
+      hi: f.adaptiveBand?.[1] ?? spec.adaptive?.hi ?? 0.75,
+      risk: f.adaptiveRisk ?? spec.adaptive?.risk ?? 0.02,
+    };
+  }
   if (f.timeoutMultiplier !== undefined) {
     spec.timeouts.agentMultiplier = f.timeoutMultiplier;
     spec.timeouts.verifierMultiplier = f.timeoutMultiplier;
@@ -82,7 +92,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     if (!flags.jsonl && !flags.quiet) {
       process.stdout.write(
         `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward), ` +
-          `${summary.notRun} not run, ${summary.skipped} recorded before; ${summary.total} slots in all` +
+          `${summary.notRun} not run, ${summary.skipped} recorded before` +
+          `${spec.adaptive ? `, ${summary.settledEarly} not needed (settled early by adaptive sampling)` : ''}; ${summary.total} slots in all` +
           `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}\n` +
           `store: ${jobDbOf(job.jobDir)}\n`,
       );

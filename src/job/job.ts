@@ -59,10 +59,18 @@ export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob
       const was = checksums.get(t.name);
       if (was && was !== t.checksum) problems.push(`task "${t.name}" changed since its trials were recorded (content checksum ${was.slice(0, 12)} -> ${t.checksum.slice(0, 12)})`);
     }
+    // The adaptive rule decides which trials exist and how rates are estimated: it cannot change
+    // under recorded trials (and under it, neither can k, the rule's cap).
+    const sampling = JSON.stringify(spec.adaptive ? { ...spec.adaptive, kMax: spec.k } : null);
+    const wasSampling = store.getMeta('sampling');
+    if (wasSampling !== null && wasSampling !== sampling && store.count() > 0) {
+      problems.push(`sampling changed since trials were recorded (was ${wasSampling}, now ${sampling})`);
+    }
     if (problems.length) {
       throw new TermgradeError('usage', `job "${spec.name}" cannot go on with this spec, it would mix incomparable trials:\n  ${problems.join('\n  ')}\nStart a new job (another --name), or restore the old settings.`);
     }
     store.setMeta('configs', JSON.stringify(known));
+    store.setMeta('sampling', sampling);
     store.setMeta('spec', JSON.stringify(spec));
   } catch (err) {
     store.close();

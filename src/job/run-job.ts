@@ -8,6 +8,7 @@ import { runTrial } from '../trial/run.js';
 import type { Phase, TrialErrorClass, TrialResult } from '../trial/schema.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type JobSpec } from './spec.js';
+import { decide, DEFAULT_ADAPTIVE_RULE } from '../stats/adaptive.js';
 
 export type JobEvent =
   | { type: 'job-start'; job: string; configs: string[]; tasks: number; total: number; pending: number }
@@ -29,6 +30,8 @@ export interface JobSummary {
   notRun: number;
   /** Already recorded before this run (resumed). */
   skipped: number;
+  /** Slots adaptive sampling did not need: their task's band decision was settled early. */
+  settledEarly: number;
   stoppedBy: 'done' | 'budget' | 'cancelled';
   durationMs: number;
 }
@@ -209,6 +212,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     }
     const r = result!;
     emit({ type: 'trial-recording', trialId, slot });
+    noteOutcome(slot, r);
     record(() => store.recordTrial(r, { slot, trialDir: path.join(options.jobDir, 'trials', trialId), infraAttempts: runs, retryReasons: reasons }));
     const status = r.error?.class === 'cancelled' ? 'not_run' : r.reward === null ? 'error' : 'completed';
     if (status === 'not_run') counts.notRun += 1;
@@ -217,24 +221,84 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: runs, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
   };
 
+  // Adaptive sampling: per (configuration, task), graded outcomes so far and slots in flight.
+  // Attempts go out in pairs; a pair starts only when every earlier attempt is recorded and the
+  // rule has not settled the task. Settled tasks' remaining slots are dropped, not run.
+  const rule = spec.adaptive ? { ...DEFAULT_ADAPTIVE_RULE, lo: spec.adaptive.lo, hi: spec.adaptive.hi, risk: spec.adaptive.risk, kMax: spec.k } : null;
+  const progress = new Map<string, { n: number; c: number; recorded: Set<number>; stopped: boolean }>();
+  const pairKey = (config: string, task: string): string => `${config}\u0000${task}`;
+  if (rule) {
+    for (const row of store.listTrials()) {
+      if (row.status === 'not_run') continue;
+      const p = progress.get(pairKey(row.config, row.task)) ?? { n: 0, c: 0, recorded: new Set<number>(), stopped: false };
+      p.recorded.add(row.attempt);
+      if (row.reward !== null) {
+        p.n += 1;
+        if (row.passed) p.c += 1;
+      }
+      progress.set(pairKey(row.config, row.task), p);
+    }
+    for (const p of progress.values()) p.stopped = decide(p.n, p.c, rule).stop && p.n > 0 && p.n % rule.step === 0;
+  }
+  let droppedByRule = 0;
+  const eligible = (slot: Slot): boolean => {
+    if (!rule) return true;
+    const p = progress.get(pairKey(slot.config, slot.task));
+    const pairStart = slot.attempt - (slot.attempt % rule.step);
+    for (let a = 0; a < pairStart; a++) if (!p?.recorded.has(a)) return false;
+    return !p?.stopped;
+  };
+  const dropSettled = (): void => {
+    if (!rule) return;
+    for (const c of configs) {
+      const before = c.queue.length;
+      c.queue = c.queue.filter((s) => {
+        if (!progress.get(pairKey(s.config, s.task))?.stopped) return true;
+        const key = imageKeyOf(byName.get(s.task)!, c.agent);
+        queued.set(key, queued.get(key)! - 1);
+        return false;
+      });
+      droppedByRule += before - c.queue.length;
+    }
+  };
+  const noteOutcome = (slot: Slot, r: TrialResult): void => {
+    if (!rule || r.error?.class === 'cancelled') return;
+    const key = pairKey(slot.config, slot.task);
+    const p = progress.get(key) ?? { n: 0, c: 0, recorded: new Set<number>(), stopped: false };
+    p.recorded.add(slot.attempt);
+    if (r.reward !== null) {
+      p.n += 1;
+      if (r.passed) p.c += 1;
+    }
+    // Decide once a whole pair (every attempt below the next pair) is in.
+    const pairEnd = slot.attempt - (slot.attempt % rule.step) + rule.step;
+    let complete = true;
+    for (let a = 0; a < pairEnd; a++) if (!p.recorded.has(a)) complete = false;
+    if (complete && p.n > 0 && p.n % rule.step === 0 && decide(p.n, p.c, rule).stop) p.stopped = true;
+    progress.set(key, p);
+  };
+
   // Dispatch: round-robin over configurations with work and room under their endpoint's cap.
   let running = 0;
   let cursor = 0;
   await new Promise<void>((resolveAll) => {
     const pump = (): void => {
       while (!stop.signal.aborted && running < spec.concurrency) {
-        let picked: ConfigRuntime | null = null;
+        dropSettled();
+        let picked: { c: ConfigRuntime; at: number } | null = null;
         for (let i = 0; i < configs.length; i++) {
           const c = configs[(cursor + i) % configs.length]!;
-          if (c.queue.length && (endpointRunning.get(c.endpoint) ?? 0) < endpointCap.get(c.endpoint)!) {
-            picked = c;
+          if ((endpointRunning.get(c.endpoint) ?? 0) >= endpointCap.get(c.endpoint)!) continue;
+          const at = c.queue.findIndex(eligible);
+          if (at >= 0) {
+            picked = { c, at };
             cursor = (cursor + i + 1) % configs.length;
             break;
           }
         }
         if (!picked) break;
-        const c = picked;
-        const slot = c.queue.shift()!;
+        const c = picked.c;
+        const slot = c.queue.splice(picked.at, 1)[0]!;
         const key = imageKeyOf(byName.get(slot.task)!, c.agent);
         queued.set(key, queued.get(key)! - 1);
         running += 1;
@@ -252,7 +316,10 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
             pump();
           });
       }
-      if (running === 0 && (stop.signal.aborted || configs.every((c) => c.queue.length === 0))) resolveAll();
+      dropSettled();
+      // Done when nothing runs and nothing can start (empty queues, or only slots waiting on
+      // attempts that will never be recorded in this run).
+      if (running === 0 && (stop.signal.aborted || configs.every((c) => !c.queue.some(eligible)))) resolveAll();
     };
     stop.signal.addEventListener('abort', () => pump(), { once: true });
     pump();
@@ -271,7 +338,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     }
   }
   if (storeFailure) throw storeFailure;
-  const summary: JobSummary = { job: spec.name, total, ...counts, skipped: total - pending, stoppedBy, durationMs: performance.now() - started };
+  const summary: JobSummary = { job: spec.name, total, ...counts, skipped: total - pending, settledEarly: droppedByRule, stoppedBy, durationMs: performance.now() - started };
   emit({ type: 'job-done', summary });
   return summary;
 }

@@ -38,6 +38,12 @@ export const JobSpecSchema = z.object({
       agentSetupSec: z.number().positive().default(600),
     })
     .prefault({}),
+  /**
+   * Adaptive sampling: run trials of a task in pairs and stop once its band decision is settled
+   * (Bayesian predictive curtailment); k is the cap. Rates from such jobs use the
+   * Girshick-Mosteller-Savage estimator, never raw c/n.
+   */
+  adaptive: z.object({ lo: z.number().min(0).max(1).default(0.25), hi: z.number().min(0).max(1).default(0.75), risk: z.number().gt(0).lt(0.5).default(0.02) }).optional(),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
   infraRetries: z.number().int().nonnegative().default(2),
 });

@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
+import { DEFAULT_ADAPTIVE_RULE } from '../stats/adaptive.js';
 import { JobStore } from '../store/store.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
 
@@ -54,7 +55,9 @@ async function readJsonl(file: string, out: StatsRecord[]): Promise<void> {
 function readJob(dir: string, out: StatsRecord[]): void {
   const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
   try {
-    for (const row of store.listTrials()) if (row.status !== 'not_run') out.push(toStatsRecord(row));
+    const spec = JSON.parse(store.getMeta('spec') ?? '{}') as { adaptive?: { lo: number; hi: number; risk: number }; k?: number };
+    const adaptive = spec.adaptive && spec.k ? { ...DEFAULT_ADAPTIVE_RULE, ...spec.adaptive, kMax: spec.k } : null;
+    for (const row of store.listTrials()) if (row.status !== 'not_run') out.push({ ...toStatsRecord(row), adaptive });
   } finally {
     store.close();
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AdaptiveRule } from '../stats/adaptive.js';
 
 /**
  * What the measurement commands need of a trial, and nothing more: read from full trial results
@@ -18,6 +19,8 @@ export interface StatsRecord {
   costUsd: number | null;
   testsPassed: number;
   testsFailed: number;
+  /** Set when the trial came from an adaptive job: its rates need the unbiased estimator. */
+  adaptive?: AdaptiveRule | null;
 }
 
 export function configLabel(agent: string, model: string | null | undefined): string {
