@@ -152,8 +152,7 @@ export async function shellExec(
     const settled = await Promise.race([running.then(() => true, () => true), sleep(5000).then(() => false)]);
     if (!settled) shell.close();
     if (outcome === 'aborted') throw new CancelledError('command');
-    const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
-    return { exitCode: null, stdout: collected?.out ?? empty, stderr: collected?.err ?? empty, timedOut: true, durationMs: performance.now() - started };
+    return timedOutResult(collected, started);
   }
   const mark = `\n\x1eTG-STDERR ${s.id}\n`;
   const at = outcome.output.lastIndexOf(mark);
@@ -161,6 +160,12 @@ export async function shellExec(
   const errPart = at >= 0 ? outcome.output.slice(at + mark.length) : '';
   const { out, err } = parseText(outPart, errPart, Buffer.byteLength(outPart), Buffer.byteLength(errPart), limit);
   return { exitCode: outcome.exitCode, stdout: out, stderr: err, timedOut: false, durationMs: performance.now() - started };
+}
+
+/** What a killed command leaves: the output it had written (when it could be read back). */
+function timedOutResult(collected: { out: CapturedOutput; err: CapturedOutput } | null, started: number): ExecResult {
+  const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
+  return { exitCode: null, stdout: collected?.out ?? empty, stderr: collected?.err ?? empty, timedOut: true, durationMs: performance.now() - started };
 }
 
 async function killGroupAndCollect(
@@ -232,14 +237,7 @@ export async function dockerExec(
     run.stream.destroy();
     const collected = await killGroupAndCollect(docker, container, s, limit);
     if (outcome === 'aborted') throw new CancelledError('command');
-    const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
-    return {
-      exitCode: null,
-      stdout: collected?.out ?? empty,
-      stderr: collected?.err ?? empty,
-      timedOut: true,
-      durationMs: performance.now() - started,
-    };
+    return timedOutResult(collected, started);
   }
   if (outcome === 'exited') await Promise.race([run.ended, sleep(2000)]);
   run.stream.destroy();
