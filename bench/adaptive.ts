@@ -54,6 +54,8 @@ let adaptiveTrials = 0;
 let agree = 0;
 const fixedSel: number[] = [];
 const adaptiveSel: number[] = [];
+// Early stopping biases c/n most for rare successes (the report: true 0.10 read as 0.069); the
+// estimates are compared where it bites, over many replicate runs of tasks with p = 0.10.
 let gmsErr = 0;
 let rawErr = 0;
 for (let i = 0; i < TASKS; i++) {
@@ -67,8 +69,12 @@ for (let i = 0; i < TASKS; i++) {
   if (a.inBand === fixedIn) agree += 1;
   if (fixedIn) fixedSel.push(p);
   if (a.inBand) adaptiveSel.push(p);
-  gmsErr += gms.estimate(a.n, a.c) - p;
-  rawErr += a.c / a.n - p;
+}
+const REPS = 20000;
+for (let i = 0; i < REPS; i++) {
+  const a = runAdaptive(Array.from({ length: rule.kMax }, () => u() < 0.1), rule);
+  gmsErr += gms.estimate(a.n, a.c) - 0.1;
+  rawErr += a.c / a.n - 0.1;
 }
 const meanVar = (ps: number[]): number => ps.reduce((s, p) => s + p * (1 - p), 0) / Math.max(1, ps.length);
 const pad = (s: string): string => s.padEnd(34);
@@ -79,4 +85,4 @@ console.log(`${pad('tasks selected (in band)')}${String(fixedSel.length).padStar
 console.log(`${pad('mean true p(1-p) of selection')}${meanVar(fixedSel).toFixed(4).padStart(12)}${meanVar(adaptiveSel).toFixed(4).padStart(12)}`);
 console.log(`trials ratio adaptive/fixed: ${(adaptiveTrials / fixedTrials).toFixed(3)}  (target <= 0.65)`);
 console.log(`band-decision agreement with fixed k=16: ${((100 * agree) / TASKS).toFixed(2)}%  (target >= 99%)`);
-console.log(`mean error of the rate estimate at stop: GMS ${(gmsErr / TASKS).toFixed(4)}, raw c/n ${(rawErr / TASKS).toFixed(4)}`);
+console.log(`rate estimate for a task with true p = 0.10 (mean of ${REPS} adaptive runs): GMS ${(0.1 + gmsErr / REPS).toFixed(4)}, raw c/n ${(0.1 + rawErr / REPS).toFixed(4)}`);
