@@ -7,7 +7,8 @@
  *
  * Target: at least 0.85 at concurrency 16 on this 2-core machine.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { writeTask } from './write-task.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openJob } from '../src/job/job.js';
@@ -33,18 +34,13 @@ const server = new ScriptedModelServer({
 });
 try {
   const baseUrl = await server.start();
-  const taskDir = path.join(work, 'tasks', 'throughput');
-  const files: Record<string, string> = {
+  await writeTask(path.join(work, 'tasks', 'throughput'), {
     'task.toml': '[task]\nname = "throughput"\n',
     'instruction.md': 'Say hello.\n',
     'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
     'solution/solve.sh': '#!/bin/bash\ntrue\n',
     'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
-  };
-  for (const [rel, text] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(taskDir, rel)), { recursive: true });
-    await writeFile(path.join(taskDir, rel), text, { mode: 0o755 });
-  }
+  });
   const provider = new DockerProvider();
   const run = async (name: string, k: number, c: number) => {
     const spec = parseSpec({ name, tasks: { paths: [path.join(work, 'tasks')] }, agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' } }], k, concurrency: c }, 'bench');

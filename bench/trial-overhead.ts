@@ -7,7 +7,8 @@
  *
  * Prints both medians and their ratio; the target is a ratio of at most 1.5.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { writeTask } from './write-task.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable, type Duplex, type Readable } from 'node:stream';
@@ -21,18 +22,14 @@ import { runTrial } from '../src/trial/run.js';
 
 const iterations = Number(process.argv[2] ?? 15);
 
-async function makeTrivialTask(dir: string): Promise<void> {
-  const files: Record<string, string> = {
+function makeTrivialTask(dir: string): Promise<void> {
+  return writeTask(dir, {
     'task.toml': '[task]\nname = "bench-trivial"\n[verifier]\ntimeout_sec = 30\n[agent]\ntimeout_sec = 30\n',
     'instruction.md': 'Write hello into /app/out.txt.\n',
     'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
     'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
     'tests/test.sh': '#!/bin/bash\n[ "$(cat /app/out.txt)" = hello ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
-  };
-  for (const [rel, text] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
-    await writeFile(path.join(dir, rel), text, { mode: 0o755 });
-  }
+  });
 }
 
 /** A bare attached shell: write a command, read until its end marker. No wrapper, no bounds. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -40,5 +40,23 @@ describe('machine-wide lock', () => {
       setTimeout(() => ctl.abort(), 300);
       await assert.rejects(withFileLock(name, async () => 1, ctl.signal), /cancelled/);
     });
+  });
+});
+
+describe('machine-wide lock, robustness', () => {
+  it('takes over an old lock file that names no owner (a process killed before writing it)', async () => {
+    const name = `empty-${process.pid}-${Date.now()}`;
+    const file = path.join(tmpdir(), `termgrade-${name}.lock`);
+    await writeFile(file, '');
+    const past = new Date(Date.now() - 60_000);
+    await utimes(file, past, past);
+    assert.equal(await withFileLock(name, async () => 'taken'), 'taken');
+  });
+
+  it('never leaves a lock file behind once released', async () => {
+    const name = `clean-${process.pid}-${Date.now()}`;
+    await withFileLock(name, async () => undefined);
+    const left = (await readdir(tmpdir())).filter((f) => f.startsWith(`termgrade-${name}`));
+    assert.deepEqual(left, []);
   });
 });

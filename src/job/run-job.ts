@@ -1,14 +1,15 @@
 import path from 'node:path';
 import type { Agent } from '../agent/agent.js';
 import { createAgent } from '../agent/registry.js';
-import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
 import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
 import type { Phase, TrialErrorClass, TrialResult } from '../trial/schema.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type JobSpec } from './spec.js';
-import { decide, DEFAULT_ADAPTIVE_RULE } from '../stats/adaptive.js';
+import { AdaptiveGate } from './adaptive-gate.js';
+import { WarmPool } from './warm-pool.js';
 
 export type JobEvent =
   | { type: 'job-start'; job: string; configs: string[]; tasks: number; total: number; pending: number }
@@ -144,31 +145,15 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     return p;
   };
 
-  // Warm sandboxes: while a trial runs, the next container for the same image is started, so
-  // container start-up (the engine's slowest step under load) is off the critical path. Each
-  // container still serves exactly one trial.
-  const warm = new Map<string, Array<Promise<Sandbox>>>();
+  // Slots still queued per image: the warm pool keeps containers ready only while they will be used.
   const queued = new Map<string, number>();
-  for (const c of configs) for (const s of c.queue) queued.set(imageKeyOf(byName.get(s.task)!, c.agent), (queued.get(imageKeyOf(byName.get(s.task)!, c.agent)) ?? 0) + 1);
-  const queuedFor = (image: string): number => queued.get(image) ?? 0;
-  const startSandbox = (task: Task, prepared: PreparedEnvironment): Promise<Sandbox> =>
-    provider.start(task, prepared, { signal: stop.signal }).then(async (sb) => {
-      await sb.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']); // opens the helper shell too
-      return sb;
-    });
-  const takeSandbox = (task: Task, agent: Agent, prepared: PreparedEnvironment): Promise<Sandbox> => {
-    const key = imageKeyOf(task, agent);
-    const pool = warm.get(key) ?? [];
-    warm.set(key, pool);
-    const taken = pool.shift() ?? startSandbox(task, prepared);
-    const target = Math.min(queuedFor(key), Math.max(1, Math.ceil(spec.concurrency / 8)));
-    while (pool.length < target && !stop.signal.aborted) {
-      const next = startSandbox(task, prepared);
-      next.catch(() => undefined);
-      pool.push(next);
+  for (const c of configs) {
+    for (const s of c.queue) {
+      const key = imageKeyOf(byName.get(s.task)!, c.agent);
+      queued.set(key, (queued.get(key) ?? 0) + 1);
     }
-    return taken;
-  };
+  }
+  const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(spec.concurrency / 8)));
 
   const counts = { completed: 0, errors: 0, notRun: 0 };
   let storeFailure: unknown = null;
@@ -203,7 +188,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         signal: stop.signal,
         secrets: c.secrets,
         prepare: () => ensureImage(task, c.agent),
-        start: (prepared) => takeSandbox(task, c.agent, prepared),
+        start: (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared, queued.get(imageKeyOf(task, c.agent)) ?? 0),
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
       });
       const cls = result.error?.class;
@@ -212,7 +197,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     }
     const r = result!;
     emit({ type: 'trial-recording', trialId, slot });
-    noteOutcome(slot, r);
+    if (r.error?.class !== 'cancelled') gate?.record(slot, r.reward, r.passed);
     record(() => store.recordTrial(r, { slot, trialDir: path.join(options.jobDir, 'trials', trialId), infraAttempts: runs, retryReasons: reasons }));
     const status = r.error?.class === 'cancelled' ? 'not_run' : r.reward === null ? 'error' : 'completed';
     if (status === 'not_run') counts.notRun += 1;
@@ -221,61 +206,23 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: runs, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
   };
 
-  // Adaptive sampling: per (configuration, task), graded outcomes so far and slots in flight.
-  // Attempts go out in pairs; a pair starts only when every earlier attempt is recorded and the
-  // rule has not settled the task. Settled tasks' remaining slots are dropped, not run.
-  const rule = spec.adaptive ? { ...DEFAULT_ADAPTIVE_RULE, lo: spec.adaptive.lo, hi: spec.adaptive.hi, risk: spec.adaptive.risk, kMax: spec.k } : null;
-  const progress = new Map<string, { n: number; c: number; recorded: Set<number>; stopped: boolean }>();
-  const pairKey = (config: string, task: string): string => `${config}\u0000${task}`;
-  if (rule) {
-    for (const row of store.listTrials()) {
-      if (row.status === 'not_run') continue;
-      const p = progress.get(pairKey(row.config, row.task)) ?? { n: 0, c: 0, recorded: new Set<number>(), stopped: false };
-      p.recorded.add(row.attempt);
-      if (row.reward !== null) {
-        p.n += 1;
-        if (row.passed) p.c += 1;
-      }
-      progress.set(pairKey(row.config, row.task), p);
-    }
-    for (const p of progress.values()) p.stopped = decide(p.n, p.c, rule).stop && p.n > 0 && p.n % rule.step === 0;
-  }
+  const gate = AdaptiveGate.fromSpec(spec);
+  if (gate) for (const row of store.listTrials()) if (row.status !== 'not_run') gate.record(row, row.reward, row.passed === 1);
+  const eligible = (slot: Slot): boolean => gate?.eligible(slot) ?? true;
   let droppedByRule = 0;
-  const eligible = (slot: Slot): boolean => {
-    if (!rule) return true;
-    const p = progress.get(pairKey(slot.config, slot.task));
-    const pairStart = slot.attempt - (slot.attempt % rule.step);
-    for (let a = 0; a < pairStart; a++) if (!p?.recorded.has(a)) return false;
-    return !p?.stopped;
-  };
+  /** Removes queued slots of tasks the adaptive rule has settled: they are not needed. */
   const dropSettled = (): void => {
-    if (!rule) return;
+    if (!gate) return;
     for (const c of configs) {
       const before = c.queue.length;
       c.queue = c.queue.filter((s) => {
-        if (!progress.get(pairKey(s.config, s.task))?.stopped) return true;
+        if (!gate.settled(s)) return true;
         const key = imageKeyOf(byName.get(s.task)!, c.agent);
         queued.set(key, queued.get(key)! - 1);
         return false;
       });
       droppedByRule += before - c.queue.length;
     }
-  };
-  const noteOutcome = (slot: Slot, r: TrialResult): void => {
-    if (!rule || r.error?.class === 'cancelled') return;
-    const key = pairKey(slot.config, slot.task);
-    const p = progress.get(key) ?? { n: 0, c: 0, recorded: new Set<number>(), stopped: false };
-    p.recorded.add(slot.attempt);
-    if (r.reward !== null) {
-      p.n += 1;
-      if (r.passed) p.c += 1;
-    }
-    // Decide once a whole pair (every attempt below the next pair) is in.
-    const pairEnd = slot.attempt - (slot.attempt % rule.step) + rule.step;
-    let complete = true;
-    for (let a = 0; a < pairEnd; a++) if (!p.recorded.has(a)) complete = false;
-    if (complete && p.n > 0 && p.n % rule.step === 0 && decide(p.n, p.c, rule).stop) p.stopped = true;
-    progress.set(key, p);
   };
 
   // Dispatch: round-robin over configurations with work and room under their endpoint's cap.
@@ -325,7 +272,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     pump();
   });
   clearTimeout(budgetTimer);
-  await Promise.all([...warm.values()].flat().map((p) => p.then((sb) => sb.close(), () => undefined)));
+  await warm.closeAll();
   options.signal?.removeEventListener('abort', parentAbort);
   if (stoppedBy === 'done' && stop.signal.aborted) stoppedBy = 'cancelled';
 

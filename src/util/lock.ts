@@ -1,7 +1,16 @@
-import { open, readFile, rm } from 'node:fs/promises';
+import { link, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CancelledError } from './errors.js';
+
+/** A lock file without a readable owner (left by an older termgrade) is stale once it is old. */
+async function olderThan(file: string, ms: number): Promise<boolean> {
+  try {
+    return Date.now() - (await stat(file)).mtimeMs > ms;
+  } catch {
+    return true;
+  }
+}
 
 function alive(pid: number): boolean {
   try {
@@ -19,22 +28,30 @@ function alive(pid: number): boolean {
  */
 export async function withFileLock<T>(name: string, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const file = path.join(tmpdir(), `termgrade-${name.replace(/[^A-Za-z0-9._-]/g, '_')}.lock`);
-  for (;;) {
-    if (signal?.aborted) throw new CancelledError('waiting for a lock');
-    try {
-      const fh = await open(file, 'wx');
-      await fh.writeFile(String(process.pid));
-      await fh.close();
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(owner) && owner > 0 && !alive(owner)) {
-        await rm(file, { force: true });
-        continue;
+  // The lock file appears with its owner's pid already in it (written aside, then hard-linked into
+  // place), so a process killed at any instant never leaves a lock nobody can judge.
+  const mine = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  await writeFile(mine, String(process.pid));
+  try {
+    for (;;) {
+      if (signal?.aborted) throw new CancelledError('waiting for a lock');
+      try {
+        await link(mine, file);
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const text = (await readFile(file, 'utf8').catch(() => '')).trim();
+        const owner = Number(text);
+        const stale = Number.isInteger(owner) && owner > 0 ? !alive(owner) : await olderThan(file, 10_000);
+        if (stale) {
+          await rm(file, { force: true });
+          continue;
+        }
+        await new Promise((r) => setTimeout(r, 250));
       }
-      await new Promise((r) => setTimeout(r, 250));
     }
+  } finally {
+    await rm(mine, { force: true });
   }
   try {
     return await work();
