@@ -6,6 +6,7 @@ import { selectTraining, selectValidation } from '../select/select.js';
 import { jaccard, sameModelCeiling } from '../stats/overlap.js';
 import { pairedCompare } from '../stats/paired.js';
 import { inBand } from '../stats/band.js';
+import { readTaskList } from '../task/list.js';
 import { TermgradeError } from '../util/errors.js';
 import { EXIT } from './signals.js';
 import { num, pct, table } from './table.js';
@@ -21,18 +22,6 @@ function ratesFor(rates: TaskRate[], config: string): TaskRate[] {
     throw new TermgradeError('usage', `no graded trials for configuration "${config}" (known: ${known})`);
   }
   return mine;
-}
-
-/** Task names, one per line (# comments allowed), or a JSON array. */
-async function readTaskList(file: string): Promise<Set<string>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    throw new TermgradeError('bad_input', `${file}: cannot read the task list`);
-  }
-  if (text.trim().startsWith('[')) return new Set((JSON.parse(text) as unknown[]).map(String));
-  return new Set(text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean));
 }
 
 export async function statsCommand(sources: string[], flags: { tasks?: boolean; json?: boolean; band: [number, number] }): Promise<number> {

@@ -1,6 +1,7 @@
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { glob } from 'tinyglobby';
+import { readTaskList } from '../task/list.js';
 import { findTaskDirs, loadTask } from '../task/load.js';
 import type { Task } from '../task/task.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
@@ -28,10 +29,7 @@ export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; inva
   }
   let split: Set<string> | null = null;
   if (spec.tasks.split) {
-    const text = await readFile(spec.tasks.split, 'utf8').catch(() => {
-      throw new TermgradeError('bad_input', `${spec.tasks.split}: cannot read the split file`);
-    });
-    split = new Set(text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean));
+    split = await readTaskList(spec.tasks.split, 'split file');
   }
   const include = spec.tasks.include.map(toRegex);
   const exclude = spec.tasks.exclude.map(toRegex);

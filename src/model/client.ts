@@ -1,6 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { CancelledError } from '../util/errors.js';
+import { sleep } from '../util/time.js';
 import { costUsd, type ModelConfig } from './config.js';
 import { classifyStatus, ModelError, RETRYABLE } from './errors.js';
 
@@ -42,20 +43,6 @@ export interface CompleteOptions {
   tools?: Tool[];
   signal?: AbortSignal;
 }
-
-const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new CancelledError('model call'));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new CancelledError('model call'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 
 function toModelError(err: unknown, timeoutSec: number): ModelError {
   if (err instanceof ModelError) return err;
@@ -134,7 +121,7 @@ export class ModelClient {
         const backoff = Math.min(c.backoffMaxSec, c.backoffBaseSec * 2 ** attempt) * (0.5 + this.random() / 2);
         const waitMs = 1000 * Math.min(c.backoffMaxSec, e.retryAfterSec ?? backoff);
         retries.push({ kind: e.kind, waitMs });
-        await sleep(waitMs, options.signal);
+        await sleep(waitMs, options.signal, 'model call');
       }
     }
   }

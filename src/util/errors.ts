@@ -37,7 +37,3 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
-
-export function throwIfAborted(signal: AbortSignal | undefined, what?: string): void {
-  if (signal?.aborted) throw new CancelledError(what);
-}

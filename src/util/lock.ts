@@ -2,6 +2,7 @@ import { link, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CancelledError } from './errors.js';
+import { processAlive } from './process-alive.js';
 
 /** A lock file without a readable owner (left by an older termgrade) is stale once it is old. */
 async function olderThan(file: string, ms: number): Promise<boolean> {
@@ -9,15 +10,6 @@ async function olderThan(file: string, ms: number): Promise<boolean> {
     return Date.now() - (await stat(file)).mtimeMs > ms;
   } catch {
     return true;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -42,7 +34,7 @@ export async function withFileLock<T>(name: string, work: () => Promise<T>, sign
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const text = (await readFile(file, 'utf8').catch(() => '')).trim();
         const owner = Number(text);
-        const stale = Number.isInteger(owner) && owner > 0 ? !alive(owner) : await olderThan(file, 10_000);
+        const stale = Number.isInteger(owner) && owner > 0 ? !processAlive(owner) : await olderThan(file, 10_000);
         if (stale) {
           await rm(file, { force: true });
           continue;

@@ -1,6 +1,22 @@
-import { TermgradeError } from './errors.js';
+import { CancelledError, TermgradeError } from './errors.js';
 
 export const nowIso = (): string => new Date().toISOString();
+
+/** Waits `ms`; rejects with CancelledError(`what`) as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal, what = 'wait'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new CancelledError(what));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new CancelledError(what));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 /**
  * Rejects with `code` when `work` takes longer than `ms`. The work itself is not stopped (give it

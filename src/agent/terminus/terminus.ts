@@ -2,7 +2,8 @@ import type { Agent, AgentContext, AgentExitReason, AgentOutcome } from '../agen
 import { ModelClient, type Completion, type Message } from '../../model/client.js';
 import { ModelError } from '../../model/errors.js';
 import type { Shell } from '../../sandbox/sandbox.js';
-import { CancelledError, TermgradeError } from '../../util/errors.js';
+import { TermgradeError } from '../../util/errors.js';
+import { sleep } from '../../util/time.js';
 import { Transcript } from '../transcript.js';
 import { truncateMiddle } from '../truncate.js';
 import { parseTurn } from './parse.js';
@@ -23,20 +24,6 @@ export interface TerminusOptions {
   /** Consecutive unreadable replies before the episode ends. */
   maxParseErrors?: number;
 }
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new CancelledError('agent'));
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(new CancelledError('agent'));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 
 /** The keystrokes-into-tmux scaffold public leaderboards use (Terminus-2 style). */
 export function createTerminusAgent(options: TerminusOptions): Agent {
@@ -153,7 +140,7 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
           for (const cmd of t.commands) {
             const send = sendKeysCommand(SESSION, cmd.keystrokes);
             if (send) await tmux(shell, send);
-            if (cmd.duration > 0) await sleep(cmd.duration * 1000, signal);
+            if (cmd.duration > 0) await sleep(cmd.duration * 1000, signal, 'agent');
           }
           const now = await history(shell);
           const fresh = newOutput(lastHistory, now);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { CancelledError } from '../../util/errors.js';
+import { sleep } from '../../util/time.js';
 import { OutputCapture, type CapturedOutput } from '../capture.js';
 import type { ExecOptions, ExecResult } from '../sandbox.js';
 import { shellQuote } from '../../util/shell-quote.js';
@@ -9,8 +10,6 @@ import type { DockerShell } from './shell.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
 const SPOOL_DIR = '/tmp/.termgrade-exec';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Why commands do not write to the exec's pipes directly: a background child (a server that

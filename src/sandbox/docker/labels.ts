@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { processAlive } from '../../util/process-alive.js';
 
 /** Every container termgrade starts carries these, so leftovers of a killed run can be found. */
 export const LABEL_MANAGED = 'io.termgrade.managed';
@@ -16,11 +17,5 @@ export function ownerIsAlive(owner: string | undefined): boolean {
   const host = owner.slice(0, sep);
   const pid = Number(owner.slice(sep + 1));
   if (host !== hostname()) return true; // another machine's process: not ours to judge
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return Number.isInteger(pid) && pid > 0 && processAlive(pid);
 }
