@@ -52,9 +52,13 @@ function timedSandbox(inner: Sandbox, execs: number[]): Sandbox {
       }
     },
     shell: () => inner.shell(),
-    copyIn: (a, b) => inner.copyIn(a, b),
+    copyIn: (a, b, o) => inner.copyIn(a, b, o),
     putFiles: (e) => inner.putFiles(e),
     copyOut: (a, b, o) => inner.copyOut(a, b, o),
+    readFile: (p, n) => inner.readFile(p, n),
+    endProcesses: () => inner.endProcesses(),
+    changes: () => inner.changes(),
+    diskUsage: () => inner.diskUsage(),
     close: () => inner.close(),
   };
 }

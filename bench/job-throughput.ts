@@ -66,7 +66,7 @@ try {
       const result = JSON.parse(await readFile(path.join(dir, 'result.json'), 'utf8')) as { phases: Record<string, { durationMs: number }> };
       for (const [k, v] of Object.entries(result.phases)) (phases[k] ??= []).push(v.durationMs / 1000);
     }
-    job.store.close();
+    await job.close();
     if (summary.completed !== k) throw new Error(`${name}: ${summary.completed} of ${k} trials completed`);
     // Steady state: from the first completion to the last start, the job is neither filling up nor
     // draining; completions per second in that window are the runner's sustained throughput.

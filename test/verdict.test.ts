@@ -17,6 +17,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     tests: tests.map((status, i) => ({ name: `t${i}`, status, durationMs: null, message: null })),
     testsSource: 'pytest-rA',
     testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
+    tampering: [],
     error: errors[0] ?? null,
     errors,
     exitReason: 'completed',

@@ -29,6 +29,8 @@ export type AgentExitReason = 'completed' | 'max_turns' | 'context_exhausted' | 
 export interface AgentOutcome {
   exitReason: AgentExitReason;
   message: string | null;
+  /** With exitReason model_error: the model client's error kind (rate_limit, auth, refusal ...). */
+  modelErrorKind?: string;
 }
 
 /**

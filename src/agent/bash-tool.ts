@@ -67,7 +67,7 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
           try {
             c = await client.complete({ messages, tools: [BASH_TOOL], signal });
           } catch (err) {
-            if (err instanceof ModelError) return end(err.kind === 'context_length' ? 'context_exhausted' : 'model_error', `${err.kind}: ${err.message}`);
+            if (err instanceof ModelError) return { ...end(err.kind === 'context_length' ? 'context_exhausted' : 'model_error', `${err.kind}: ${err.message}`), modelErrorKind: err.kind };
             throw err;
           }
           const step = transcript.agent(c);

@@ -4,7 +4,6 @@ import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
 import { readJobFile, parseSpec } from '../job/load-spec.js';
 import { runJob } from '../job/run-job.js';
 import type { JobSpec, JobSpecInput } from '../job/spec.js';
-import { removeLeftovers } from '../sandbox/docker/cleanup.js';
 import { DockerProvider } from '../sandbox/docker/provider.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
 import { TermgradeError } from '../util/errors.js';
@@ -34,6 +33,7 @@ export interface RunFlags {
   adaptive?: boolean;
   adaptiveBand?: [number, number];
   adaptiveRisk?: number;
+  network?: string;
 }
 
 /** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
@@ -70,7 +70,9 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
     spec.timeouts.agentMultiplier = f.timeoutMultiplier;
     spec.timeouts.verifierMultiplier = f.timeoutMultiplier;
   }
-  return spec;
+  if (f.network !== undefined) spec.network = f.network;
+  // Validated again after the flags are merged: a flag must meet the same schema as the file.
+  return parseSpec(spec, file ? `${file} with the command-line flags` : 'command line');
 }
 
 export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
@@ -80,14 +82,14 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   const log = (m: string): void => {
     if (!flags.quiet && !flags.jsonl) process.stderr.write(`${m}\n`);
   };
-  const removed = await removeLeftovers(provider.docker);
+  const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by runs that were killed`);
   const job = await openJob(spec, flags.jobsDir);
   for (const bad of job.invalid) log(`skipped invalid task: ${bad.message}`);
   const signals = handleSignals(provider, log);
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
   try {
-    const summary = await runJob({ spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
+    const summary = await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) {
       process.stdout.write(
@@ -109,8 +111,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     }
     throw err;
   } finally {
-    job.store.close();
     await provider.closeAll();
+    await job.close();
     signals.dispose();
   }
 }

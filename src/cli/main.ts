@@ -110,6 +110,7 @@ program
   .option('--budget <seconds>', 'wall-clock budget; running trials stop and are recorded as not run', positiveNumber)
   .option('--timeout-multiplier <x>', 'multiply every agent and verifier timeout', positiveNumber)
   .option('--infra-retries <n>', 'retries of a trial after an infrastructure failure', (v) => Number(v))
+  .option('--network <name>', 'an isolated Docker network for tasks that ask for the internet (default: every trial offline)')
   .option('--adaptive', 'adaptive sampling: trials in pairs, a task stops once its band decision is settled (k is the cap)')
   .option('--adaptive-band <lo:hi>', 'band of the adaptive decision', band)
   .option('--adaptive-risk <p>', 'stop when the predicted chance of the other decision is below this', rate)

@@ -40,14 +40,29 @@ async function* trialFiles(dir: string): AsyncGenerator<string> {
 }
 
 /**
+ * Harbor's accounting, which an import follows: a trial the agent or the verifier ended without a
+ * reward (an agent exception, a timeout, a missing reward file) counts as 0, as Harbor's own mean
+ * counts it. Failures of the environment itself (build, container start) stay infrastructure
+ * failures with no reward, as every other termgrade record (see trial/accounting.ts).
+ */
+function harborReward(reward: number | null, errClass: TrialErrorClass | null): number | null {
+  if (reward !== null) return reward;
+  if (errClass === 'build_failed' || errClass === 'environment_error') return null;
+  return 0;
+}
+
+/**
  * Reads Harbor job folders (a trial folder per trial with result.json, verifier/ctrf.json) into a
  * termgrade job, so published or earlier runs can be measured and selected from. Job-level
- * result.json files (no task) are skipped. Returns how many trials were imported.
+ * result.json files (no task) are skipped. Imports append: attempt numbers continue after what the
+ * job already holds, and a trial imported before (same Harbor trial) is not imported again.
+ * Returns how many trials were imported.
  */
 export async function importHarbor(root: string, store: JobStore): Promise<{ imported: number; skipped: string[] }> {
   const items: Parameters<JobStore['recordMany']>[0] = [];
   const skipped: string[] = [];
-  const attempts = new Map<string, number>();
+  const attempts = store.nextAttempts();
+  const known = store.trialIds();
   const files: string[] = [];
   for await (const f of trialFiles(root)) files.push(f);
   files.sort();
@@ -69,19 +84,27 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
     const attempt = attempts.get(key) ?? 0;
     attempts.set(key, attempt + 1);
     const trialDir = path.dirname(file);
+    const trialId = `harbor:${h.trial_name ?? path.resolve(trialDir)}`;
+    if (known.has(trialId)) {
+      skipped.push(`${file}: already imported as ${trialId}`);
+      attempts.set(key, attempt);
+      continue;
+    }
+    known.add(trialId);
     const rewards = Object.fromEntries(Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'));
-    const reward = Object.keys(rewards).length ? primaryReward(rewards) : null;
+    const verifierReward = Object.keys(rewards).length ? primaryReward(rewards) : null;
     const ctrf = await readFile(path.join(trialDir, 'verifier', 'ctrf.json'), 'utf8').catch(() => null);
     const tests = (ctrf && parseCtrf(ctrf)) || [];
     const exc = h.exception_info?.exception_type;
-    const errClass = exc ? errorClassOf(exc) : reward === null ? 'verifier_no_reward' : null;
+    const errClass = exc ? errorClassOf(exc) : verifierReward === null ? 'verifier_no_reward' : null;
+    const reward = harborReward(verifierReward, errClass);
     const started = h.started_at ?? '';
     const finished = h.finished_at ?? '';
     const durationMs = started && finished ? Math.max(0, Date.parse(finished) - Date.parse(started)) : 0;
     const a = h.agent_result;
     const result: TrialResult = {
       schemaVersion: 1,
-      trialId: `harbor:${path.relative(root, trialDir) || path.basename(trialDir)}`,
+      trialId,
       task: { name: task, path: taskPath ?? '', checksum: h.task_checksum ?? '' },
       agent: { name: agent, model },
       attempt,
@@ -91,6 +114,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       tests,
       testsSource: tests.length ? 'ctrf' : 'none',
       testsSummary: summarizeTests(tests),
+      tampering: [],
       error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
       errors: [],
       exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',

@@ -1,4 +1,6 @@
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { takeLockNow } from '../util/lock.js';
 import { JobStore } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { TermgradeError } from '../util/errors.js';
@@ -12,6 +14,8 @@ export interface OpenedJob {
   jobDir: string;
   tasks: Task[];
   invalid: Array<{ path: string; message: string }>;
+  /** Closes the store and lets another process run the job. */
+  close(): Promise<void>;
 }
 
 export const jobDirOf = (jobsDir: string, name: string): string => path.resolve(jobsDir, name);
@@ -44,7 +48,19 @@ export function storedSpec(jobsDir: string, name: string): JobSpec {
 export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob> {
   const jobDir = jobDirOf(jobsDir, spec.name);
   const { tasks, invalid } = await resolveTasks(spec);
-  const store = JobStore.open(jobDbOf(jobDir));
+  await mkdir(jobDir, { recursive: true });
+  // One writer per job: two processes would each run every open slot, and one's results be lost.
+  const lock = await takeLockNow(path.join(jobDir, 'job.lock'));
+  if ('ownerPid' in lock) {
+    throw new TermgradeError('job_busy', `job "${spec.name}" is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`);
+  }
+  let store: JobStore;
+  try {
+    store = JobStore.open(jobDbOf(jobDir));
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   try {
     const known: Record<string, string> = JSON.parse(store.getMeta('configs') ?? '{}');
     const problems: string[] = [];
@@ -74,7 +90,12 @@ export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob
     store.setMeta('spec', JSON.stringify(spec));
   } catch (err) {
     store.close();
+    await lock.release();
     throw err;
   }
-  return { spec, store, jobDir, tasks, invalid };
+  const close = async (): Promise<void> => {
+    store.close();
+    await lock.release();
+  };
+  return { spec, store, jobDir, tasks, invalid, close };
 }

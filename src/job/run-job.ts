@@ -5,7 +5,8 @@ import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js
 import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
-import type { Phase, TrialErrorClass, TrialResult } from '../trial/schema.js';
+import type { Phase, TrialResult } from '../trial/schema.js';
+import { accountingOf } from '../trial/accounting.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type JobSpec } from './spec.js';
 import { AdaptiveGate } from './adaptive-gate.js';
@@ -45,8 +46,6 @@ function diskError(jobDir: string, err: unknown): unknown {
   return err;
 }
 
-/** Error classes that mean "the infrastructure failed", retried per trial; everything else is a result. */
-const INFRA: ReadonlySet<TrialErrorClass> = new Set(['environment_error', 'internal_error', 'verifier_crash']);
 
 interface ConfigRuntime {
   label: string;
@@ -185,6 +184,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         trialId,
         attempt: slot.attempt,
         timeouts: spec.timeouts,
+        network: spec.network ?? null,
         signal: stop.signal,
         secrets: c.secrets,
         prepare: () => ensureImage(task, c.agent),
@@ -192,7 +192,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
       });
       const cls = result.error?.class;
-      if (!cls || !INFRA.has(cls) || stop.signal.aborted || runs > spec.infraRetries) break;
+      if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
       reasons.push(`${cls}: ${result.error!.message}`);
     }
     const r = result!;

@@ -44,6 +44,11 @@ export const JobSpecSchema = z.object({
    * Girshick-Mosteller-Savage estimator, never raw c/n.
    */
   adaptive: z.object({ lo: z.number().min(0).max(1).default(0.25), hi: z.number().min(0).max(1).default(0.75), risk: z.number().gt(0).lt(0.5).default(0.02) }).optional(),
+  /**
+   * An isolated network (made by the user on the engine) for tasks that ask for one
+   * (allow_internet / network_mode). Without it every trial runs offline; never the host's network.
+   */
+  network: z.string().min(1).optional(),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
   infraRetries: z.number().int().nonnegative().default(2),
 });

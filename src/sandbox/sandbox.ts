@@ -55,13 +55,39 @@ export interface Sandbox {
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
   /** A persistent helper shell (opened on first use, reopened if it died). */
   shell(): Promise<Shell>;
-  /** Copies the contents of a host folder into `destDir` (created if missing). */
-  copyIn(hostDir: string, destDir: string): Promise<void>;
+  /**
+   * Copies the contents of a host folder into `destDir` (created if missing). `trusted` copies
+   * through the backend itself, using no program inside the sandbox (the agent may have replaced
+   * them): the verifier's tests travel this way.
+   */
+  copyIn(hostDir: string, destDir: string, options?: CopyOptions): Promise<void>;
   /** Writes files and folders given in memory. */
   putFiles(entries: FileEntry[]): Promise<void>;
   /** Copies a sandbox folder's contents into a host folder; at most `maxBytes` in all. */
-  copyOut(srcDir: string, hostDir: string, options?: { maxBytes?: number }): Promise<void>;
+  copyOut(srcDir: string, hostDir: string, options?: CopyOptions & { maxBytes?: number }): Promise<void>;
+  /** One file's content read by the backend (no program in the sandbox runs); null if absent. */
+  readFile(path: string, maxBytes: number): Promise<Buffer | null>;
+  /**
+   * Ends every process in the sandbox, whatever the agent did (killed them, forked without end,
+   * killed the sandbox's own main process), and leaves a live sandbox with its filesystem as it
+   * was. Run before grading, so nothing the agent started can touch the verifier's files.
+   */
+  endProcesses(): Promise<void>;
+  /** Filesystem changes since the sandbox started from its image (tamper detection, disk use). */
+  changes(): Promise<FsChange[]>;
+  /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
+  diskUsage(): Promise<number | null>;
   close(): Promise<void>;
+}
+
+export interface CopyOptions {
+  trusted?: boolean;
+}
+
+/** One path the sandbox's filesystem differs in from its image. */
+export interface FsChange {
+  path: string;
+  kind: 'added' | 'changed' | 'deleted';
 }
 
 export interface PrepareOptions {
@@ -87,6 +113,18 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Extra labels for finding the sandbox later (job, trial). */
   labels?: Record<string, string>;
+  /**
+   * The network the sandbox joins. Default none: no interface but loopback. A name is an isolated
+   * network the user made (never the host's own namespace); the provider refuses one it lacks.
+   */
+  network?: string | null;
+}
+
+/** What a provider reports of its engine. */
+export interface ProviderHealth {
+  ok: boolean;
+  /** Engine version and the like, or why it is unreachable. */
+  detail: string;
 }
 
 /** Makes sandboxes for tasks: builds (or finds) the task's image once, then starts containers from it. */
@@ -96,4 +134,12 @@ export interface SandboxProvider {
   start(task: Task, prepared: PreparedEnvironment, options?: StartOptions): Promise<Sandbox>;
   /** Closes every sandbox this provider has open (used on Ctrl-C / SIGTERM). */
   closeAll(): Promise<void>;
+  /** Whether the engine answers; never throws. */
+  health(): Promise<ProviderHealth>;
+  /**
+   * Removes sandboxes left by termgrade processes that are gone (a crash, kill -9); `all` removes
+   * every sandbox termgrade made. Never touches what a live process owns, image builds included.
+   * Returns how many were removed.
+   */
+  cleanup(options?: { all?: boolean }): Promise<number>;
 }

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
 
 /** Which trial of a job a row is: configuration, task, attempt index (0..k-1). */
 export interface Slot {
@@ -161,10 +162,25 @@ export class JobStore {
     }
   }
 
-  /** Slots with a completed or error record: these are never run again. */
+  /**
+   * Slots whose record is final: graded, or ungraded by the verifier. Slots not run and slots that
+   * ended in an infrastructure failure are run again when the job resumes (see trial/accounting.ts).
+   */
   finishedSlots(): Set<string> {
-    const rows = this.db.prepare("SELECT config, task, attempt FROM trials WHERE status != 'not_run'").all() as Slot[];
+    const infra = [...INFRA_ERROR_CLASSES].map((c) => `'${c}'`).join(', ');
+    const rows = this.db.prepare(`SELECT config, task, attempt FROM trials WHERE status = 'completed' OR (status = 'error' AND (error_class IS NULL OR error_class NOT IN (${infra})))`).all() as Slot[];
     return new Set(rows.map(slotKey));
+  }
+
+  /** Every trial id the store holds. */
+  trialIds(): Set<string> {
+    return new Set((this.db.prepare('SELECT trial_id FROM trials').pluck().all() as string[]));
+  }
+
+  /** Per configuration and task (`config\0task`), the attempt index after the highest recorded. */
+  nextAttempts(): Map<string, number> {
+    const rows = this.db.prepare('SELECT config, task, MAX(attempt) + 1 AS next FROM trials GROUP BY config, task').all() as Array<{ config: string; task: string; next: number }>;
+    return new Map(rows.map((r) => [`${r.config}\u0000${r.task}`, r.next]));
   }
 
   /** The checksum each task had when its trials were recorded (for refusing changed tasks). */

@@ -40,6 +40,12 @@ export const TaskConfigSchema = z.looseObject({
     .looseObject({
       timeout_sec: z.number().positive().default(900),
       env: envMap.default({}),
+      /**
+       * termgrade extension: keep the processes the agent left running (a service the tests call)
+       * instead of ending them before grading. Weaker: such a process could still write into the
+       * verifier's folders while the tests run. Default false.
+       */
+      keep_agent_processes: z.boolean().default(false),
     })
     .prefault({}),
   agent: z

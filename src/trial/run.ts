@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Agent, AgentOutcome, AgentUsage } from '../agent/agent.js';
-import { makeScrub, type Scrub } from '../util/scrub.js';
+import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 import { deadlineSignal, nowIso, withTimeout } from '../util/time.js';
 import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
 import { verify } from '../verifier/verify.js';
+import { ModelError } from '../model/errors.js';
+import { ENDPOINT_FAILURE_KINDS, INFRA_ERROR_CLASSES } from './accounting.js';
 import type { Phase, PhaseTiming, TrialError, TrialErrorClass, TrialResult } from './schema.js';
 
 export interface TrialTimeouts {
@@ -36,6 +38,11 @@ export interface TrialOptions {
   prepare?: () => Promise<PreparedEnvironment>;
   /** Gets a started sandbox for the image (a warm one, say); default: the provider starts one. */
   start?: (prepared: PreparedEnvironment) => Promise<Sandbox>;
+  /**
+   * The network for a task that asks for one (allow_internet / network_mode): an isolated network
+   * the user made. Null or absent: every trial runs offline, whatever the task asks.
+   */
+  network?: string | null;
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
@@ -96,13 +103,15 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   let outcome: AgentOutcome | null = null;
   let exitReason: TrialResult['exitReason'] = 'not_run';
   let verdict: VerifierOutcome | null = null;
+  // The model endpoint failed (after its own retries): the trial says nothing about the model.
+  let endpointFailed = false;
 
   try {
     await timed('environment_setup', async () => {
       try {
         prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
         const ms = (t.environmentSec ?? 120) * 1000;
-        const starting = options.start ? options.start(prepared) : provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId } });
+        const starting = options.start ? options.start(prepared) : provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId }, network: task.limits.network ? (options.network ?? null) : null });
         sandbox = await withTimeout(starting, ms, 'environment_error', `container did not start within ${ms / 1000} s`);
         const made = await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
         if (made.exitCode !== 0) throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
@@ -135,10 +144,17 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             outcome = await agent.run({ ...ctx, signal: deadline.signal });
             exitReason = outcome.exitReason;
             if (outcome.exitReason === 'agent_error') fail('agent_error', 'agent_run', outcome.message ?? 'agent failed');
-            if (outcome.exitReason === 'model_error') fail('model_error', 'agent_run', outcome.message ?? 'model call failed');
+            if (outcome.exitReason === 'model_error') {
+              endpointFailed = ENDPOINT_FAILURE_KINDS.has(outcome.modelErrorKind ?? '');
+              fail(endpointFailed ? 'model_unavailable' : 'model_error', 'agent_run', outcome.message ?? 'model call failed');
+            }
           } catch (err) {
             if (signal?.aborted) throw new CancelledError('trial');
-            if (deadline.timedOut()) {
+            if (err instanceof ModelError && ENDPOINT_FAILURE_KINDS.has(err.kind) && !deadline.timedOut()) {
+              exitReason = 'model_error';
+              endpointFailed = true;
+              fail('model_unavailable', 'agent_run', `${err.kind}: ${err.message}`);
+            } else if (deadline.timedOut()) {
               exitReason = 'agent_timeout';
               fail('agent_timeout', 'agent_run', `agent did not finish within ${timeoutSec} s`);
             } else {
@@ -149,8 +165,9 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             deadline.clear();
           }
         });
-        // Graded whatever way the agent ended: partial work counts.
-        await timed('verification', async () => {
+        // Graded whatever way the agent ended: partial work counts. Not when the model endpoint
+        // failed: that trial carries no reward at all (infrastructure), and is retried.
+        if (!endpointFailed) await timed('verification', async () => {
           try {
             verdict = await verify(box, task, {
               hostLogsDir: verifierLogs,
@@ -174,6 +191,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
 
   const v = verdict as VerifierOutcome | null;
   const reward = v?.reward ?? null;
+  // Without a reward, the error that explains it leads: infrastructure first, then the verifier's.
+  const primary = reward !== null ? errors[0] : (errors.find((e) => e.class === 'cancelled') ?? errors.find((e) => INFRA_ERROR_CLASSES.has(e.class)) ?? errors.find((e) => e.phase === 'verification') ?? errors[0]);
   const result: TrialResult = {
     schemaVersion: 1,
     trialId,
@@ -186,12 +205,13 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     tests: v?.tests ?? [],
     testsSource: v?.testsSource ?? 'none',
     testsSummary: summarizeTests(v?.tests ?? []),
-    error: errors[0] ?? null,
+    error: primary ?? null,
     errors,
     exitReason,
     turns: usage.turns,
     tokens: usage.tokens,
     costUsd: usage.costUsd,
+    tampering: v?.tampering ?? [],
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageCached: (prepared as PreparedEnvironment | null)?.cached ?? null,
     phases,
@@ -199,6 +219,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     finishedAt: nowIso(),
     durationMs: performance.now() - t0,
   };
-  await writeJsonAtomic(path.join(trialDir, 'result.json'), result, scrub);
-  return result;
+  // What is returned is what is recorded (the store, listings): scrubbed the same way.
+  const clean = scrubValue(result, scrub);
+  await writeJsonAtomic(path.join(trialDir, 'result.json'), clean, scrub);
+  return clean;
 }

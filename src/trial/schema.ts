@@ -12,8 +12,10 @@ export const PhaseTimingSchema = z.object({
 export type PhaseTiming = z.infer<typeof PhaseTimingSchema>;
 
 /**
- * Why a trial did not end cleanly. Infrastructure classes (build, environment, cancelled,
- * internal) mean "no result"; agent classes are results; verifier classes mean the grade is missing.
+ * Why a trial did not end cleanly. What each class means for the numbers is decided in one place,
+ * `accounting.ts`: infrastructure classes carry no reward and are retried, agent classes
+ * (timeouts, crashes, model_error for a refusal, tampering) are graded, verifier classes mean the
+ * grade is missing.
  */
 export const TrialErrorClass = z.enum([
   'build_failed',
@@ -22,6 +24,8 @@ export const TrialErrorClass = z.enum([
   'agent_timeout',
   'agent_error',
   'model_error',
+  'model_unavailable',
+  'tampering',
   'verifier_timeout',
   'verifier_no_reward',
   'verifier_bad_reward',
@@ -47,13 +51,19 @@ export const TrialResultSchema = z.object({
   tests: z.array(TestResultSchema),
   testsSource: TestReportSource,
   testsSummary: z.object({ total: z.number(), passed: z.number(), failed: z.number(), skipped: z.number(), other: z.number() }),
-  /** The first thing that went wrong; an agent error does not hide a later verifier error (see `errors`). */
+  /**
+   * The error that decides the trial's accounting: with a reward, the first thing that went wrong;
+   * without one, what kept the reward from being given (infrastructure first, then the verifier's).
+   * `errors` lists them all in order.
+   */
   error: z.object({ class: TrialErrorClass, message: z.string(), phase: z.enum(PHASES) }).nullable(),
   errors: z.array(z.object({ class: TrialErrorClass, message: z.string(), phase: z.enum(PHASES) })),
   exitReason: ExitReason,
   turns: z.number().int().nonnegative(),
   tokens: z.object({ input: z.number(), cached: z.number(), output: z.number() }).nullable(),
   costUsd: z.number().nullable(),
+  /** Set when the verifier found the agent had tampered with its machinery (the reward is then 0). */
+  tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
   image: z.string().nullable(),
   imageCached: z.boolean().nullable(),
   phases: z.partialRecord(z.enum(PHASES), PhaseTimingSchema),

@@ -51,3 +51,35 @@ export async function withFileLock<T>(name: string, work: () => Promise<T>, sign
     await rm(file, { force: true });
   }
 }
+
+/** A lock held by this process until `release` is called (or the process dies). */
+export interface HeldLock {
+  release(): Promise<void>;
+}
+
+/**
+ * Takes the lock file `file` at once, or fails with the live owner's pid: for work that must have
+ * one process at a time and should not wait (a job has one writer). A lock whose owner died is
+ * taken over.
+ */
+export async function takeLockNow(file: string): Promise<HeldLock | { ownerPid: number }> {
+  const mine = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  await writeFile(mine, String(process.pid));
+  try {
+    for (let tries = 0; tries < 5; tries++) {
+      try {
+        await link(mine, file);
+        return { release: () => rm(file, { force: true }) };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+        const stale = Number.isInteger(owner) && owner > 0 ? !processAlive(owner) || owner === process.pid : await olderThan(file, 10_000);
+        if (!stale) return { ownerPid: owner };
+        await rm(file, { force: true });
+      }
+    }
+    throw new Error(`cannot take the lock ${file}`);
+  } finally {
+    await rm(mine, { force: true });
+  }
+}

@@ -15,7 +15,7 @@ export type TestResult = z.infer<typeof TestResultSchema>;
 export const TestReportSource = z.enum(['ctrf', 'pytest-rA', 'junit', 'none']);
 export type TestReportSource = z.infer<typeof TestReportSource>;
 
-export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash']);
+export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash', 'tampering']);
 export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
 
 export const VerifierOutcomeSchema = z.object({
@@ -29,6 +29,8 @@ export const VerifierOutcomeSchema = z.object({
   error: z.object({ class: VerifierErrorClass, message: z.string() }).nullable(),
   exitCode: z.number().nullable(),
   durationMs: z.number(),
+  /** Changes the agent made to the verifier's machinery; any one voids the reward (it becomes 0). */
+  tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
 });
 export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
 

@@ -4,6 +4,7 @@ import type { Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
+import { findTampering, needsContent, type Tampering } from './tampering.js';
 import { collectTests } from './test-report.js';
 
 export const TESTS_DIR = '/tests';
@@ -24,18 +25,45 @@ async function readIfThere(file: string): Promise<string | null> {
   }
 }
 
+/** The agent's filesystem changes that touch the verifier's machinery (read through the backend). */
+async function scanForTampering(sandbox: Sandbox): Promise<Tampering[]> {
+  const changes = await sandbox.changes();
+  const content = new Map<string, string>();
+  for (const c of changes.filter(needsContent).slice(0, 200)) {
+    const body = await sandbox.readFile(c.path, 64 * 1024);
+    if (body) content.set(c.path, body.toString('utf8'));
+  }
+  return findTampering(changes, content);
+}
+
 /**
- * Grades the sandbox as the agent left it. tests/ arrives only now, so the agent never saw it.
- * test.sh's exit code is ignored: the reward file is the verdict, and no reward file is an error.
+ * Grades the sandbox as the agent left it, so that nothing the agent did can forge the grade:
+ * 1. every process the agent started is ended (unless the task keeps them for its tests, see
+ *    `[verifier] keep_agent_processes`), so nothing can write into the verifier's folders later;
+ * 2. the filesystem is scanned for tampering with the verifier's machinery; any finding voids the
+ *    reward (0, with the paths) and the tests are not run;
+ * 3. /tests and /logs/verifier are removed and made afresh, and tests/ is copied in by the backend
+ *    itself (no program in the sandbox takes part), so nothing the agent planted is read;
+ * 4. test.sh runs; its exit code is ignored; the reward files are copied out by the backend.
+ * No reward file is an error, never a 0.
  */
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
-  await sandbox.copyIn(task.testsDir, TESTS_DIR);
+  if (!task.config.verifier.keep_agent_processes) await sandbox.endProcesses();
+  const tampering = await scanForTampering(sandbox);
+  const none = { tests: [], testsSource: 'none' as const, exitCode: null, durationMs: 0, rewardSource: null };
+  if (tampering.length > 0) {
+    const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
+    return { ...none, reward: 0, rewards: {}, tampering, error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` } };
+  }
+  const fresh = await sandbox.exec(['/bin/sh', '-c', `rm -rf ${TESTS_DIR} ${VERIFIER_LOGS} && mkdir -p ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`]);
+  if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR} before grading: ${fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
+  await sandbox.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
   const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
   const run = await sandbox.exec(
-    `mkdir -p ${VERIFIER_LOGS}; if command -v bash >/dev/null 2>&1; then bash ${TESTS_DIR}/test.sh; else sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
+    `if command -v bash >/dev/null 2>&1; then bash ${TESTS_DIR}/test.sh; else sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
     { env: task.config.verifier.env, timeoutSec, signal: options.signal },
   );
-  await sandbox.copyOut(VERIFIER_LOGS, options.hostLogsDir);
+  await sandbox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true });
 
   const local = (name: string): string => path.join(options.hostLogsDir, name);
   const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
@@ -45,7 +73,7 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     stdout: await readIfThere(local('test-stdout.txt')),
     junit,
   });
-  const base = { tests, testsSource: source, exitCode: run.exitCode, durationMs: run.durationMs };
+  const base = { tests, testsSource: source, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [] };
 
   if (run.timedOut) {
     return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s` } };

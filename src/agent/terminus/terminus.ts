@@ -112,7 +112,7 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
               if (await summarise()) continue;
               return end('context_exhausted', err.message);
             }
-            if (err instanceof ModelError) return end('model_error', `${err.kind}: ${err.message}`);
+            if (err instanceof ModelError) return { ...end('model_error', `${err.kind}: ${err.message}`), modelErrorKind: err.kind };
             throw err;
           }
           const step = record(c);

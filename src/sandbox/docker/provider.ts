@@ -1,13 +1,24 @@
 import Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
-import type { PreparedEnvironment, PrepareOptions, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
+import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
+import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder } from './image.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, ownerId } from './labels.js';
 import { DockerSandbox } from './sandbox.js';
 
-/** The container a trial runs in: idle, offline unless the task asks otherwise, limited, labelled. */
-export function containerSpec(task: Task, image: string, labels: Record<string, string> = {}): Docker.ContainerCreateOptions {
+/**
+ * Capabilities no terminal task needs, dropped from Docker's default set: raw sockets (spoofing),
+ * device nodes, the audit log, and setting file capabilities (a way back to privileges).
+ */
+export const DROPPED_CAPABILITIES = ['NET_RAW', 'MKNOD', 'AUDIT_WRITE', 'SETFCAP'];
+
+/**
+ * The container a trial runs in: idle, limited, labelled, with no network unless the caller names
+ * an isolated one (the host's own network namespace is never used: a task could reach the host's
+ * loopback services). no-new-privileges stops setuid binaries from gaining more than they had.
+ */
+export function containerSpec(task: Task, image: string, labels: Record<string, string> = {}, network: string | null = null): Docker.ContainerCreateOptions {
   const limits = task.limits;
   const env = task.config.environment;
   return {
@@ -18,10 +29,12 @@ export function containerSpec(task: Task, image: string, labels: Record<string, 
     WorkingDir: env.workdir,
     Env: Object.entries(env.env).map(([k, v]) => `${k}=${v}`),
     Labels: { [LABEL_MANAGED]: 'true', [LABEL_OWNER]: ownerId(), [LABEL_TASK]: task.name, ...labels },
-    NetworkDisabled: !limits.network,
+    NetworkDisabled: network === null,
     HostConfig: {
-      // "none" never takes an address, let alone a private-range one; "host" only when the task asks.
-      NetworkMode: limits.network ? 'host' : 'none',
+      // "none" never takes an address, let alone a private-range one.
+      NetworkMode: network ?? 'none',
+      CapDrop: DROPPED_CAPABILITIES,
+      SecurityOpt: ['no-new-privileges'],
       NanoCpus: Math.round(limits.cpus * 1e9),
       Memory: limits.memoryMb * 1024 * 1024,
       MemorySwap: limits.memoryMb * 1024 * 1024,
@@ -59,13 +72,41 @@ export class DockerProvider implements SandboxProvider {
     }
   }
 
+  async health(): Promise<ProviderHealth> {
+    try {
+      const v = (await this.docker.version()) as { Version?: string; ApiVersion?: string };
+      return { ok: true, detail: `Docker Engine ${v.Version ?? '?'} (API ${v.ApiVersion ?? '?'})` };
+    } catch (err) {
+      return { ok: false, detail: errorMessage(err) };
+    }
+  }
+
+  cleanup(options: { all?: boolean } = {}): Promise<number> {
+    return removeLeftovers(this.docker, options);
+  }
+
+  /** An isolated network the user made for tasks that need one; refuses host, none and missing ones. */
+  private async checkNetwork(name: string): Promise<void> {
+    if (name === 'host' || name === 'none' || name === 'bridge' || name === 'default') {
+      throw new TermgradeError('bad_input', `network "${name}" is not an isolated network: name one made for tasks (docker network create --internal ...), or run offline`);
+    }
+    let info: { Driver?: string };
+    try {
+      info = (await this.docker.getNetwork(name).inspect()) as { Driver?: string };
+    } catch {
+      throw new TermgradeError('bad_input', `the Docker engine has no network "${name}"; this engine cannot give tasks network access, so they run offline unless you create one`);
+    }
+    if (info.Driver === 'host' || info.Driver === 'null') throw new TermgradeError('bad_input', `network "${name}" uses the ${info.Driver} driver: not an isolated network`);
+  }
+
   prepare(task: Task, options?: PrepareOptions): Promise<PreparedEnvironment> {
     return this.images.prepare(task, options);
   }
 
   async start(task: Task, prepared: PreparedEnvironment, options: StartOptions = {}): Promise<Sandbox> {
     if (options.signal?.aborted) throw new CancelledError('sandbox start');
-    const container = await this.docker.createContainer(containerSpec(task, prepared.image, options.labels));
+    if (options.network) await this.checkNetwork(options.network);
+    const container = await this.docker.createContainer(containerSpec(task, prepared.image, options.labels, options.network ?? null));
     const sandbox = new DockerSandbox(this.docker, container, () => this.open.delete(sandbox));
     this.open.add(sandbox);
     try {

@@ -3,10 +3,10 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { shellQuote } from '../../util/shell-quote.js';
 import type Docker from 'dockerode';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, Shell } from '../sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
 import { DockerShell } from './shell.js';
 import { dockerExec, shellExec } from './exec.js';
-import { extractInto, packDir, packEntries } from './tar.js';
+import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 const SHELL_COPY_LIMIT = 2 * 1024 * 1024;
@@ -75,8 +75,8 @@ export class DockerSandbox implements Sandbox {
    * Small folders (tests/, solution/) travel through the helper shell as base64 tar, which costs
    * the engine nothing; larger ones, or images without base64 and tar, use the archive API.
    */
-  async copyIn(hostDir: string, destDir: string): Promise<void> {
-    const tar = await streamToBuffer(packDir(hostDir, destDir), SHELL_COPY_LIMIT + 1);
+  async copyIn(hostDir: string, destDir: string, options: CopyOptions = {}): Promise<void> {
+    const tar = options.trusted ? null : await streamToBuffer(packDir(hostDir, destDir), SHELL_COPY_LIMIT + 1);
     if (tar && !this.shellBusy && !this.closing && process.env.TERMGRADE_EXEC_VIA !== 'engine') {
       try {
         const shell = await this.shell();
@@ -94,11 +94,11 @@ export class DockerSandbox implements Sandbox {
     await this.container.putArchive(await packEntries(entries), { path: '/' });
   }
 
-  async copyOut(srcDir: string, hostDir: string, options: { maxBytes?: number } = {}): Promise<void> {
+  async copyOut(srcDir: string, hostDir: string, options: CopyOptions & { maxBytes?: number } = {}): Promise<void> {
     await mkdir(hostDir, { recursive: true });
     const max = options.maxBytes ?? DEFAULT_COPY_OUT_BYTES;
-    // Small folders (the verifier's logs, usually) come back through the helper shell.
-    if (!this.shellBusy && !this.closing && process.env.TERMGRADE_EXEC_VIA !== 'engine') {
+    // Small untrusted folders come back through the helper shell; trusted ones through the engine.
+    if (!options.trusted && !this.shellBusy && !this.closing && process.env.TERMGRADE_EXEC_VIA !== 'engine') {
       try {
         const shell = await this.shell();
         const dir = path.posix.dirname(srcDir);
@@ -115,6 +115,48 @@ export class DockerSandbox implements Sandbox {
     }
     const tar = (await this.container.getArchive({ path: srcDir })) as unknown as Readable;
     await extractInto(tar, hostDir, max);
+  }
+
+  async readFile(file: string, maxBytes: number): Promise<Buffer | null> {
+    let tar: Readable;
+    try {
+      tar = (await this.container.getArchive({ path: file })) as unknown as Readable;
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return null;
+      throw err;
+    }
+    return firstFile(tar, maxBytes);
+  }
+
+  /**
+   * Kills the container's main process, which takes every process in its namespace with it (no
+   * escape by forking or ignoring signals), then starts it again: the filesystem is kept, and a
+   * container the agent had already brought down comes back the same way.
+   */
+  async endProcesses(): Promise<void> {
+    const helper = this.helper;
+    this.helper = null;
+    void helper?.then((h) => h.close(), () => undefined);
+    const state = (await this.container.inspect()).State;
+    if (state.Running || state.Paused || state.Restarting) {
+      if (state.Paused) await this.container.unpause().catch(() => undefined);
+      await this.container.kill({ signal: 'SIGKILL' }).catch((err: { statusCode?: number }) => {
+        if (err?.statusCode !== 409) throw err; // 409: it stopped meanwhile
+      });
+      await this.container.wait({ condition: 'not-running' });
+    }
+    await this.container.start();
+  }
+
+  async changes(): Promise<FsChange[]> {
+    const list = ((await this.container.changes()) ?? []) as Array<{ Path: string; Kind: number }>;
+    const kinds = ['changed', 'added', 'deleted'] as const;
+    return list.map((c) => ({ path: c.Path, kind: kinds[c.Kind] ?? 'changed' }));
+  }
+
+  async diskUsage(): Promise<number | null> {
+    const info = (await this.container.inspect({ size: true } as Docker.ContainerInspectOptions)) as { SizeRw?: number };
+    return typeof info.SizeRw === 'number' ? info.SizeRw : null;
   }
 
   close(): Promise<void> {

@@ -96,3 +96,29 @@ export async function extractInto(tar: Readable, hostDir: string, maxBytes: numb
   await pipeline(tar, extract);
   return { bytes, skipped };
 }
+
+/** The first regular file of a tar stream (the engine's archive of one path), at most `maxBytes`. */
+export async function firstFile(tar: Readable, maxBytes: number): Promise<Buffer | null> {
+  const extract = tarStream.extract();
+  let found: Buffer | null = null;
+  extract.on('entry', (header, stream, next) => {
+    if (found !== null || header.type !== 'file') {
+      stream.resume();
+      stream.on('end', () => next());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (data: unknown) => {
+      const c = data as Buffer;
+      if (size < maxBytes) chunks.push(c.subarray(0, maxBytes - size));
+      size += c.length;
+    });
+    stream.on('end', () => {
+      found = Buffer.concat(chunks);
+      next();
+    });
+  });
+  await pipeline(tar, extract);
+  return found;
+}
