@@ -136,14 +136,27 @@ describe('agents on real containers with a scripted model', () => {
     assert.equal((await read('agent/trajectory.json')).final_metrics.total_steps, 4);
   });
 
-  it('model faults: transient ones are retried inside the trial; fatal ones end it as model_error, still graded', async () => {
-    const ok = await run('bash-tool', await trivialTask(), [{ fault: 'rate_limit', retryAfterSec: 0 }, { fault: 'server_error' }, { fault: 'malformed' }, bash('echo hello > /app/out.txt'), bash('echo TERMGRADE_TASK_COMPLETE')]);
+  it('model faults: transient ones are retried inside the trial; an endpoint that fails for good is an infrastructure failure with no reward', async () => {
+    const ok = await run('bash-tool', await trivialTask(), [{ fault: 'rate_limit', retryAfterSec: 0 }, { fault: 'server_error' }, { fault: 'malformed' }, { fault: 'reset' }, bash('echo hello > /app/out.txt'), bash('echo TERMGRADE_TASK_COMPLETE')]);
     assert.equal(ok.result.reward, 1);
     assert.equal(ok.result.exitReason, 'completed');
-    const bad = await run('bash-tool', await trivialTask(), [bash('echo hello > /app/out.txt'), { fault: 'auth' }]);
-    assert.equal(bad.result.exitReason, 'model_error');
-    assert.equal(bad.result.error?.class, 'model_error');
-    assert.equal(bad.result.reward, 1);
+    // The work was done, but the endpoint's failure says nothing about the model: no grade at all.
+    for (const fault of [{ fault: 'auth' }, { fault: 'not_found' }] as ScriptStep[]) {
+      const bad = await run('bash-tool', await trivialTask(), [bash('echo hello > /app/out.txt'), fault]);
+      assert.equal(bad.result.exitReason, 'model_error');
+      assert.equal(bad.result.error?.class, 'model_unavailable');
+      assert.equal(bad.result.reward, null);
+      assert.equal(bad.result.phases.verification, undefined);
+    }
+    const exhausted = await run('terminus', await trivialTask(), [{ fault: 'rate_limit', retryAfterSec: 0 }, { fault: 'server_error', status: 502 }, { fault: 'reset' }], { maxRetries: 2 });
+    assert.equal(exhausted.result.error?.class, 'model_unavailable');
+    assert.equal(exhausted.result.reward, null);
+  });
+
+  it("a refusal is the model's own doing: graded", async () => {
+    const r = await run('bash-tool', await trivialTask(), [{ fault: 'refusal' }]);
+    assert.equal(r.result.error?.class, 'model_error');
+    assert.equal(r.result.reward, 0);
   });
 
   it('a hang past the request timeout is retried', async () => {
@@ -179,6 +192,7 @@ describe('agents on real containers with a scripted model', () => {
   it('writes the API key into no file of the trial, even when the server echoes it back', async () => {
     const { result, dir } = await run('bash-tool', await trivialTask(), [bash(`echo ${SECRET} is not for you; echo hello > /app/out.txt`), { fault: 'auth' }]);
     assert.equal(result.exitReason, 'model_error');
+    assert.ok(!JSON.stringify(result).includes(SECRET), 'the returned record (what the store keeps) is scrubbed too');
     const files: string[] = [];
     const walk = async (d: string): Promise<void> => {
       for (const e of await readdir(d, { withFileTypes: true })) {

@@ -8,6 +8,7 @@ import { pairedCompare } from '../stats/paired.js';
 import { inBand } from '../stats/band.js';
 import { readTaskList } from '../task/list.js';
 import { TermgradeError } from '../util/errors.js';
+import { statsJson } from '../util/json.js';
 import { EXIT } from './signals.js';
 import { num, pct, table } from './table.js';
 
@@ -29,7 +30,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
   const configs = configStats(records);
   const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
   if (flags.json) {
-    out(JSON.stringify({ configs, tasks: perTask }));
+    out(statsJson({ configs, tasks: perTask }));
     return EXIT.ok;
   }
   out(
@@ -54,13 +55,16 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
     out(`\n${c.config}: ${ks.join(', ')}`);
     const errs = Object.entries({ ...c.errorsByClass, ...c.outcomesByClass });
     if (errs.length) out(`  error classes: ${errs.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    const cov = c.coverage;
+    if (cov.graded < cov.attempted) out(`  coverage: ${cov.graded} of ${cov.attempted} trials graded (${pct(cov.fraction)}%); without a reward: ${cov.infra} infrastructure, ${cov.ungraded} verifier`);
+    if (c.unmeasuredTasks.length) out(`  unmeasured (no graded trial): ${c.unmeasuredTasks.length} task(s): ${c.unmeasuredTasks.slice(0, 20).join(', ')}${c.unmeasuredTasks.length > 20 ? ', ...' : ''}`);
   }
   if (perTask) {
     out('');
     out(
       table(
         ['config', 'task', 'n', 'c', 'rate %', 'Wilson 95%', 'Jeffreys 95%', `P(band ${flags.band.join('-')})`],
-        perTask.map((t) => [t.config, t.task, t.n, t.c, pct(t.rate), `[${pct(t.wilson[0])}, ${pct(t.wilson[1])}]`, `[${pct(t.jeffreys[0])}, ${pct(t.jeffreys[1])}]`, num(t.bandProbability, 3)]),
+        perTask.map((t) => [t.config, t.task, t.n, t.c, pct(t.rate), (t.wilson ? `[${pct(t.wilson[0])}, ${pct(t.wilson[1])}]` : '- (adaptive)'), `[${pct(t.jeffreys[0])}, ${pct(t.jeffreys[1])}]`, num(t.bandProbability, 3)]),
       ),
     );
   }
@@ -79,12 +83,18 @@ export async function compareCommand(a: string, b: string, sources: string[], fl
     families = new Map(text.split('\n').map((l) => l.trim().split(/[\s,]+/)).filter((p) => p.length >= 2 && !p[0]!.startsWith('#')).map((p) => [p[0]!, p[1]!]));
   }
   const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
-  const result = pairedCompare(
-    common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)!, family: families?.get(task) })),
-    { cluster: families !== undefined, permutations: flags.permutations },
-  );
+  let result: ReturnType<typeof pairedCompare>;
+  try {
+    result = pairedCompare(
+      common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)!, family: families?.get(task) })),
+      { cluster: families !== undefined, permutations: flags.permutations },
+    );
+  } catch (err) {
+    if (err instanceof RangeError) throw new TermgradeError('bad_input', `${a} vs ${b}: ${err.message}`);
+    throw err;
+  }
   if (flags.json) {
-    out(JSON.stringify({ a, b, ...result, onlyA: ra.size - common.length, onlyB: rb.size - common.length }));
+    out(statsJson({ a, b, ...result, onlyA: ra.size - common.length, onlyB: rb.size - common.length }));
     return EXIT.ok;
   }
   const sign = result.meanDiff >= 0 ? '+' : '';
@@ -109,7 +119,9 @@ export interface SelectFlags {
 }
 
 export async function selectCommand(sources: string[], flags: SelectFlags): Promise<number> {
-  const rates = ratesFor(taskRates(countByTask(await loadRecords(sources)), flags.band), flags.model);
+  const counts = countByTask(await loadRecords(sources));
+  const rates = ratesFor(taskRates(counts, flags.band), flags.model);
+  const unmeasured = counts.filter((t) => t.config === flags.model && t.n === 0).map((t) => t.task);
   const exclude = new Set<string>();
   for (const f of flags.exclude ?? []) for (const t of await readTaskList(f)) exclude.add(t);
   const training = selectTraining(rates, { band: flags.band, target: flags.target, n: flags.n, minTrials: flags.minTrials, exclude });
@@ -121,22 +133,24 @@ export async function selectCommand(sources: string[], flags: SelectFlags): Prom
     model: flags.model,
     rule: { band: flags.band, target: flags.target, n: flags.n ?? null, minTrials: flags.minTrials, excluded: exclude.size },
     training: training.selected.map(row),
-    skipped: training.skipped,
+    skipped: { ...training.skipped, unmeasured: unmeasured.length },
+    /** Tasks attempted with no graded trial (infrastructure or verifier failures): no rate, not selectable. */
+    unmeasured,
     validation: validation.map((t) => ({ ...row(t), target: t.target })),
   };
   if (flags.out) {
     await mkdir(flags.out, { recursive: true });
     await writeFile(path.join(flags.out, 'selected.txt'), training.selected.map((t) => `${t.task}\n`).join(''));
-    await writeFile(path.join(flags.out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    await writeFile(path.join(flags.out, 'manifest.json'), `${statsJson(manifest, 2)}\n`);
     if (flags.validation) await writeFile(path.join(flags.out, 'validation.txt'), validation.map((t) => `${t.task}\n`).join(''));
   }
   if (flags.json) {
-    out(JSON.stringify(manifest));
+    out(statsJson(manifest));
     return EXIT.ok;
   }
   out(`${flags.model}: ${training.selected.length} tasks selected (band ${flags.band.join('-')}, target ${flags.target}${flags.n ? `, n ${flags.n}` : ''})`);
   const s = training.skipped;
-  out(`  left out: ${s.outOfBand} out of band, ${s.tooFewTrials} with < ${flags.minTrials} trials, ${s.excluded} excluded, ${s.beyondN} beyond n`);
+  out(`  left out: ${s.outOfBand} out of band, ${s.tooFewTrials} with < ${flags.minTrials} trials, ${s.excluded} excluded, ${s.beyondN} beyond n, ${unmeasured.length} unmeasured (no graded trial)`);
   if (flags.validation) out(`  validation: ${validation.length} tasks near ${flags.validationTargets.join(' and ')}`);
   if (flags.out) out(`  written to ${flags.out}: selected.txt, manifest.json${flags.validation ? ', validation.txt' : ''}`);
   else out(table(['task', 'n', 'c', 'rate %', 'P(band)'], training.selected.map((t) => [t.task, t.n, t.c, pct(t.rate), num(t.bandProbability, 3)])));
@@ -150,7 +164,7 @@ export async function overlapCommand(sources: string[], flags: { models?: string
   const matrix = models.map((_, i) => models.map((__, j) => jaccard(sets[i]!, sets[j]!)));
   const ceilings = models.map((m) => sameModelCeiling(ratesFor(rates, m).filter((t) => t.n >= flags.minTrials), flags.band));
   if (flags.json) {
-    out(JSON.stringify({ models, band: flags.band, sizes: sets.map((s) => s.size), jaccard: matrix, sameModelCeiling: ceilings }));
+    out(statsJson({ models, band: flags.band, sizes: sets.map((s) => s.size), jaccard: matrix, sameModelCeiling: ceilings }));
     return EXIT.ok;
   }
   out(`Jaccard of band sets (band ${flags.band.join('-')}, >= ${flags.minTrials} trials); read against each model's same-model ceiling`);

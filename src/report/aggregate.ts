@@ -6,23 +6,35 @@ import { GmsEstimator, type AdaptiveRule } from '../stats/adaptive.js';
 import { meanSe } from '../stats/summary.js';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
 import type { StatsRecord } from './records.js';
+import { accountingOf } from '../trial/accounting.js';
 
-/** One configuration's counts on one task. Trials without a reward are not counted in n. */
+/**
+ * One configuration's counts on one task. n counts graded trials only (see trial/accounting.ts);
+ * trials without a reward are counted apart, by why: the infrastructure or the verifier.
+ */
 export interface TaskCounts {
   config: string;
   task: string;
   n: number;
   c: number;
+  /** Trials with no reward (infra + ungraded). */
   errors: number;
+  infra: number;
+  ungraded: number;
   /** The adaptive rule the trials were sampled under, if any. */
   adaptive?: AdaptiveRule | null;
 }
 
 export interface TaskRate extends TaskCounts {
-  /** c/n for fixed-k trials; the GMS estimate (or the fixed first-pair prefix) for adaptive ones. */
+  /**
+   * c/n for fixed-k trials; for adaptive ones the Girshick-Mosteller-Savage estimate, at the rule's
+   * stopping point or, for a task cut off before one (budget), for the plan actually followed.
+   */
   rate: number;
-  rateMethod: 'fixed' | 'gms' | 'prefix';
-  wilson: [number, number];
+  rateMethod: 'fixed' | 'gms' | 'gms-truncated';
+  /** Wilson's interval assumes a fixed n; under adaptive sampling it does not hold (null). */
+  wilson: [number, number] | null;
+  /** The Jeffreys interval, a Beta posterior: valid whatever the stopping rule. */
   jeffreys: [number, number];
   bandProbability: number;
 }
@@ -33,9 +45,14 @@ export function countByTask(records: StatsRecord[]): TaskCounts[] {
   for (const r of records) {
     const key = `${r.config}\u0000${r.task}`;
     let t = map.get(key);
-    if (!t) map.set(key, (t = { config: r.config, task: r.task, n: 0, c: 0, errors: 0, adaptive: r.adaptive ?? null }));
-    if (r.reward === null) t.errors += 1;
-    else {
+    if (!t) map.set(key, (t = { config: r.config, task: r.task, n: 0, c: 0, errors: 0, infra: 0, ungraded: 0, adaptive: r.adaptive ?? null }));
+    const acc = accountingOf(r.reward, r.errorClass);
+    if (acc === 'not_run') continue;
+    if (acc !== 'graded') {
+      t.errors += 1;
+      if (acc === 'infra') t.infra += 1;
+      else t.ungraded += 1;
+    } else {
       t.n += 1;
       if (r.passed) t.c += 1;
     }
@@ -47,8 +64,9 @@ const estimators = new Map<string, GmsEstimator>();
 
 /**
  * The task's success rate: c/n when k was fixed. Under adaptive sampling raw c/n is biased, so the
- * Girshick-Mosteller-Savage estimate at the stopping point is used, or, for a task cut off between
- * stopping points (budget, interrupt), the rate of its fixed first pair.
+ * Girshick-Mosteller-Savage estimate is used: at the rule's stopping point, or, for a task cut off
+ * between stopping points (budget, interrupt), the same estimator for the truncated plan. Both are
+ * unbiased; one estimator serves the whole job.
  */
 export function estimateRate(t: TaskCounts): { rate: number; method: TaskRate['rateMethod'] } {
   if (!t.adaptive) return { rate: t.c / t.n, method: 'fixed' };
@@ -58,7 +76,11 @@ export function estimateRate(t: TaskCounts): { rate: number; method: TaskRate['r
   try {
     return { rate: gms.estimate(t.n, t.c), method: 'gms' };
   } catch {
-    return { rate: Math.min(t.c, t.adaptive.step) / Math.min(t.n, t.adaptive.step), method: 'prefix' };
+    try {
+      return { rate: gms.estimateAnywhere(t.n, t.c), method: 'gms-truncated' };
+    } catch {
+      throw new RangeError(`${t.config} on ${t.task}: ${t.c} of ${t.n} trials cannot come from the job's adaptive rule (up to ${t.adaptive.kMax} trials in steps of ${t.adaptive.step}); the records are not from one adaptive job`);
+    }
   }
 }
 
@@ -69,7 +91,7 @@ export function taskRates(counts: TaskCounts[], band: [number, number] = [0.25, 
       const w = wilson(t.c, t.n);
       const j = jeffreys(t.c, t.n);
       const est = estimateRate(t);
-      return { ...t, rate: est.rate, rateMethod: est.method, wilson: [w.lo, w.hi], jeffreys: [j.lo, j.hi], bandProbability: bandProbability(t.c, t.n, band[0], band[1]) };
+      return { ...t, rate: est.rate, rateMethod: est.method, wilson: t.adaptive ? null : [w.lo, w.hi], jeffreys: [j.lo, j.hi], bandProbability: bandProbability(t.c, t.n, band[0], band[1]) };
     });
 }
 
@@ -81,9 +103,17 @@ export interface ConfigStats {
   errorsByClass: Record<string, number>;
   /** Trials that were graded but ended with an agent-side error (timeouts etc.), by class. */
   outcomesByClass: Record<string, number>;
-  pass1: { mean: number; se: number; ciLo: number; ciHi: number };
+  /** 95% interval of the macro mean, clipped to [0, 1]; null where it is undefined (one task). */
+  pass1: { mean: number; se: number; ciLo: number | null; ciHi: number | null };
   passAtK: PassAtK[];
   efficiency: Efficiency;
+  /**
+   * How much of what was attempted was graded. Trials without a reward are shown here, never as
+   * 0 and never dropped: infra (retried, still failed), ungraded (the verifier gave no reward).
+   */
+  coverage: { attempted: number; graded: number; infra: number; ungraded: number; fraction: number };
+  /** Tasks this configuration attempted with no graded trial at all: no rate exists for them. */
+  unmeasuredTasks: string[];
 }
 
 /** Per configuration: pass@1 (macro mean over tasks, t-based 95% CI), pass@k, errors, efficiency. */
@@ -97,9 +127,11 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
   const counts = countByTask(records);
   return [...byConfig.keys()].sort().map((config) => {
     const recs = byConfig.get(config)!;
-    const tasks = counts.filter((t) => t.config === config && t.n > 0);
+    const mine = counts.filter((t) => t.config === config);
+    const tasks = mine.filter((t) => t.n > 0);
     const rates = meanSe(tasks.map((t) => estimateRate(t).rate));
     const half = rates.n > 1 ? tQuantile(0.975, rates.n - 1) * rates.se : Number.NaN;
+    const adaptive = tasks.some((t) => t.adaptive);
     const maxN = Math.max(0, ...tasks.map((t) => t.n));
     const ks: number[] = [];
     for (let k = 1; k <= maxN; k *= 2) ks.push(k);
@@ -111,16 +143,24 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       const bucket = r.reward === null ? errorsByClass : outcomesByClass;
       bucket[r.errorClass] = (bucket[r.errorClass] ?? 0) + 1;
     }
-    const graded = recs.filter((r) => r.reward !== null);
+    const graded = recs.filter((r) => accountingOf(r.reward, r.errorClass) === 'graded');
+    const infra = mine.reduce((a, t) => a + t.infra, 0);
+    const ungraded = mine.reduce((a, t) => a + t.ungraded, 0);
+    const attempted = graded.length + infra + ungraded;
+    const clip = (x: number): number | null => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : null);
     return {
       config,
       tasks: tasks.length,
       trials: graded.length,
       errorsByClass,
       outcomesByClass,
-      pass1: { mean: rates.mean, se: rates.se, ciLo: rates.mean - half, ciHi: rates.mean + half },
-      passAtK: ks.map((k) => macroPassAtK(tasks, k)),
+      pass1: { mean: rates.mean, se: rates.se, ciLo: clip(rates.mean - half), ciHi: clip(rates.mean + half) },
+      // pass@1 is the mean of the job's rate estimates; for k > 1 under adaptive sampling only the
+      // posterior (model-based) form is valid, the unbiased-for-fixed-n one is not.
+      passAtK: ks.map((k) => (k === 1 ? { k, value: rates.mean, method: adaptive ? 'gms' : 'unbiased', tasks: tasks.length } : macroPassAtK(tasks, k, adaptive))),
       efficiency: efficiency(graded),
+      coverage: { attempted, graded: graded.length, infra, ungraded, fraction: attempted ? graded.length / attempted : 0 },
+      unmeasuredTasks: mine.filter((t) => t.n === 0).map((t) => t.task),
     };
   });
 }

@@ -61,6 +61,8 @@ export function decide(n: number, c: number, rule: AdaptiveRule = DEFAULT_ADAPTI
  */
 export class GmsEstimator {
   private readonly estimates = new Map<string, number>();
+  /** Points the rule passes through without stopping, for runs cut off there (budget, interrupt). */
+  private readonly truncated = new Map<string, number>();
 
   constructor(readonly rule: AdaptiveRule = DEFAULT_ADAPTIVE_RULE) {
     const K = rule.kMax;
@@ -84,7 +86,7 @@ export class GmsEstimator {
     }
     for (let n = 1; n <= K; n++) {
       for (let c = 0; c <= n; c++) {
-        if (all[n]![c]! > 0 && decide(n, c, rule).stop) this.estimates.set(`${n}/${c}`, first[n]![c]! / all[n]![c]!);
+        if (all[n]![c]! > 0) (decide(n, c, rule).stop ? this.estimates : this.truncated).set(`${n}/${c}`, first[n]![c]! / all[n]![c]!);
       }
     }
   }
@@ -93,6 +95,18 @@ export class GmsEstimator {
   estimate(n: number, c: number): number {
     const v = this.estimates.get(`${n}/${c}`);
     if (v === undefined) throw new RangeError(`(${n} trials, ${c} successes) is not a stopping point of this rule`);
+    return v;
+  }
+
+  /**
+   * The unbiased rate for a task whose sampling was cut off at (n, c) by something that does not
+   * look at the outcomes (a budget, an interrupt): the plan actually followed was "the rule, or
+   * stop at n", and the same path count is unbiased for it. Stopping points give `estimate`.
+   * Throws for a point no path of the rule reaches (the trials did not follow this rule).
+   */
+  estimateAnywhere(n: number, c: number): number {
+    const v = this.estimates.get(`${n}/${c}`) ?? this.truncated.get(`${n}/${c}`);
+    if (v === undefined) throw new RangeError(`(${n} trials, ${c} successes) cannot be reached under this rule`);
     return v;
   }
 

@@ -57,7 +57,8 @@ export function pairedCompare(tasks: PairedTask[], options: { level?: number; cl
     p = mean === 0 ? 1 : 0;
   } else {
     tStat = mean / se;
-    p = Math.min(1, 2 * (1 - tCdf(Math.abs(tStat), df)));
+    // The lower tail directly: 1 - cdf(|t|) cancels to 0 for tiny p, the tail itself stays exact.
+    p = Math.min(1, 2 * tCdf(-Math.abs(tStat), df));
   }
   const half = tQuantile(1 - (1 - level) / 2, df) * se;
   const perm = signFlipP(diffs, options.permutations ?? 20000, options.seed ?? 1);

@@ -26,17 +26,20 @@ export function passAtKModel(n: number, c: number, k: number): number {
 export interface PassAtK {
   k: number;
   value: number;
-  /** 'unbiased' when every task has >= k trials; else 'model' (Jeffreys posterior) for those short. */
-  method: 'unbiased' | 'model';
+  /**
+   * 'unbiased' when every task has >= k trials; else 'model' (Jeffreys posterior) for those short,
+   * or for every task when trials were sampled adaptively; 'gms' for pass@1 of an adaptive job.
+   */
+  method: 'unbiased' | 'model' | 'gms';
   tasks: number;
 }
 
 /** Macro pass@k over tasks: the unweighted mean of per-task values, never pooled counts. */
-export function macroPassAtK(tasks: Array<{ n: number; c: number }>, k: number): PassAtK {
+export function macroPassAtK(tasks: Array<{ n: number; c: number }>, k: number, posteriorOnly = false): PassAtK {
   const counted = tasks.filter((t) => t.n > 0);
   let model = false;
   const values = counted.map((t) => {
-    if (t.n >= k) return passAtK(t.n, t.c, k);
+    if (t.n >= k && !posteriorOnly) return passAtK(t.n, t.c, k);
     model = true;
     return passAtKModel(t.n, t.c, k);
   });

@@ -24,7 +24,9 @@ export type ScriptStep =
   | { fault: 'malformed' }
   | { fault: 'context_length' }
   | { fault: 'auth' }
-  | { fault: 'not_found' };
+  | { fault: 'not_found' }
+  | { fault: 'reset' }
+  | { fault: 'refusal' };
 
 /** A script per model name (each with its own cursor), or a function of the request number. */
 export type Script = ScriptStep[] | ((index: number, body: ChatRequest) => ScriptStep);
@@ -111,6 +113,10 @@ export class ScriptedModelServer {
           return send(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization ?? '').replace(/^Bearer /, '')}`, type: 'invalid_request_error' } });
         case 'not_found':
           return send(res, 404, { error: { message: `The model ${body.model} does not exist`, type: 'invalid_request_error' } });
+        case 'reset':
+          return void req.socket.destroy();
+        case 'refusal':
+          return send(res, 200, { id: 'r', object: 'chat.completion', created: 0, model: body.model, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: null, refusal: 'I will not do that.' } }], usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } });
       }
     }
     if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
