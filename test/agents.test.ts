@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createAgent } from '../src/agent/registry.js';
@@ -153,6 +153,29 @@ describe('agents on real containers with a scripted model', () => {
     assert.equal(exhausted.result.reward, null);
   });
 
+  it('bounds a huge model reply and refuses malformed usage counts (retried as a malformed response)', async () => {
+    const huge = `echo hello > /app/out.txt # ${'x'.repeat(20 * 1024 * 1024)}`;
+    const r = await run('bash-tool', await trivialTask(), [
+      { reply: { toolCalls: [{ name: 'bash', arguments: JSON.stringify({ command: 'true' }) }], usage: { prompt: -500, completion: 'lots' } } },
+      { reply: { content: huge } },
+      bash('echo hello > /app/out.txt'),
+      bash('echo TERMGRADE_TASK_COMPLETE'),
+    ]);
+    assert.equal(r.result.reward, 1);
+    assert.ok(Number.isInteger(r.result.tokens!.input) && r.result.tokens!.input >= 0, JSON.stringify(r.result.tokens));
+    let size = 0;
+    const walk = async (d: string): Promise<void> => {
+      for (const e of await readdir(d, { withFileTypes: true })) {
+        if (e.isDirectory()) await walk(path.join(d, e.name));
+        else size += (await stat(path.join(d, e.name))).size;
+      }
+    };
+    await walk(r.dir);
+    assert.ok(size < 4 * 1024 * 1024, `trial folder is ${size} bytes`);
+    const steps = (await r.read('agent/trajectory.json')).steps as Array<{ extra?: { reply_chars_cut?: number } }>;
+    assert.ok(steps.some((s) => (s.extra?.reply_chars_cut ?? 0) > 20_000_000), 'the cut is recorded');
+  });
+
   it("a refusal is the model's own doing: graded", async () => {
     const r = await run('bash-tool', await trivialTask(), [{ fault: 'refusal' }]);
     assert.equal(r.result.error?.class, 'model_error');
@@ -201,7 +224,7 @@ describe('agents on real containers with a scripted model', () => {
       }
     };
     await walk(dir);
-    assert.ok(files.length >= 5);
+    assert.ok(files.length >= 4, files.join(" "));
     for (const f of files) assert.ok(!(await readFile(f, 'utf8')).includes(SECRET), `${f} holds the key`);
     assert.match(await readFile(path.join(dir, 'result.json'), 'utf8'), /\[REDACTED\]/);
   });

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { ModelClient } from '../model/client.js';
 import { DEFAULT_PRICES, ModelConfigSchema, PriceSchema, type ModelConfigInput, type Price } from '../model/config.js';
+import { z } from 'zod';
 import { TermgradeError } from '../util/errors.js';
 import type { Agent } from './agent.js';
 import { createBashToolAgent } from './bash-tool.js';
@@ -50,7 +51,11 @@ export async function loadPrices(file?: string): Promise<Record<string, Price>> 
   } catch (err) {
     throw new TermgradeError('bad_input', `${file}: cannot read the price table: ${(err as Error).message}`);
   }
-  const parsed = PriceSchema.array().safeParse(Object.values(raw as object));
-  if (!parsed.success || raw === null || typeof raw !== 'object') throw new TermgradeError('bad_input', `${file}: expected {"model": {"input": n, "output": n, "cachedInput"?: n}} (USD per 1M tokens)`);
-  return { ...DEFAULT_PRICES, ...(raw as Record<string, Price>) };
+  const parsed = z.record(z.string(), PriceSchema).safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? ` (at ${issue.path.join('.')}: ${issue.message})` : '';
+    throw new TermgradeError('bad_input', `${file}: expected {"model": {"input": n, "output": n, "cachedInput"?: n}} (USD per 1M tokens)${where}`);
+  }
+  return { ...DEFAULT_PRICES, ...parsed.data };
 }

@@ -92,7 +92,7 @@ export class Transcript {
         completion_token_ids: c.completionTokenIds,
         logprobs: c.logprobs,
       },
-      ...(extra ? { extra } : {}),
+      ...(extra || c.truncatedChars ? { extra: { ...extra, ...(c.truncatedChars ? { reply_chars_cut: c.truncatedChars } : {}) } } : {}),
     });
   }
 

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { importHarbor } from '../job/import-harbor.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
@@ -118,11 +119,9 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
 }
 
 function openStore(jobsDir: string, name: string): JobStore {
-  try {
-    return JobStore.open(jobDbOf(jobDirOf(jobsDir, name)), { readonly: true });
-  } catch {
-    throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
-  }
+  const file = jobDbOf(jobDirOf(jobsDir, name));
+  if (!existsSync(file)) throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
+  return JobStore.open(file, { readonly: true }); // a damaged store says so (exit 5)
 }
 
 export async function trialsCommand(flags: { job: string; jobsDir: string; json?: boolean; status?: TrialStatus }): Promise<number> {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { takeLockNow } from '../util/lock.js';
@@ -24,12 +25,9 @@ export const jobDbOf = (jobDir: string): string => path.join(jobDir, 'job.db');
 /** The spec a job was last run with (to resume by name alone). */
 export function storedSpec(jobsDir: string, name: string): JobSpec {
   const dir = jobDirOf(jobsDir, name);
-  let store: JobStore;
-  try {
-    store = JobStore.open(jobDbOf(dir), { readonly: true });
-  } catch {
-    throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
-  }
+  if (!existsSync(jobDbOf(dir))) throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
+  // A store that exists but cannot be read says why (damaged, newer schema), never "no job".
+  const store = JobStore.open(jobDbOf(dir), { readonly: true });
   try {
     const raw = store.getMeta('spec');
     if (!raw) throw new TermgradeError('usage', `job "${name}" has no stored spec (an import?); give a job file or flags`);

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { ModelConfigSchema } from '../model/config.js';
+import { MAX_TIMEOUT_SEC } from '../util/time.js';
+
+const seconds = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOUT_SEC} s (about 24 days)`);
 
 /** One agent configuration of a job: what runs, against which model, under which cap. */
 export const AgentConfigSchema = z.object({
@@ -10,7 +13,7 @@ export const AgentConfigSchema = z.object({
   /** At most this many trials at once against this configuration's endpoint. */
   concurrency: z.number().int().positive().optional(),
   maxTurns: z.number().int().positive().optional(),
-  commandTimeoutSec: z.number().positive().optional(),
+  commandTimeoutSec: seconds.optional(),
 });
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
@@ -29,13 +32,13 @@ export const JobSpecSchema = z.object({
   k: z.number().int().positive().default(1),
   concurrency: z.number().int().positive().default(4),
   /** Wall-clock budget in seconds; at the end running trials stop and are recorded as not run. */
-  budgetSec: z.number().positive().optional(),
+  budgetSec: seconds.optional(),
   timeouts: z
     .object({
       agentMultiplier: z.number().positive().default(1),
       verifierMultiplier: z.number().positive().default(1),
-      environmentSec: z.number().positive().default(120),
-      agentSetupSec: z.number().positive().default(600),
+      environmentSec: seconds.default(120),
+      agentSetupSec: seconds.default(600),
     })
     .prefault({}),
   /**
@@ -50,7 +53,7 @@ export const JobSpecSchema = z.object({
    */
   network: z.string().min(1).optional(),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
-  infraRetries: z.number().int().nonnegative().default(2),
+  infraRetries: z.number().int().nonnegative().max(100).default(2),
 });
 export type JobSpec = z.infer<typeof JobSpecSchema>;
 export type JobSpecInput = z.input<typeof JobSpecSchema>;

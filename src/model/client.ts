@@ -32,6 +32,8 @@ export interface Completion {
   costUsd: number | null;
   /** Retries this call needed, and why (rate limit, 5xx, ...). */
   retries: Array<{ kind: string; waitMs: number }>;
+  /** Characters cut from an over-long reply (see MAX_REPLY_CHARS); 0 almost always. */
+  truncatedChars: number;
   /** vLLM's extensions, kept for RL: present only when the server returned them. */
   promptTokenIds: number[] | null;
   completionTokenIds: number[] | null;
@@ -42,6 +44,27 @@ export interface CompleteOptions {
   messages: Message[];
   tools?: Tool[];
   signal?: AbortSignal;
+}
+
+/**
+ * The most of one reply's text (content, reasoning, each tool call's arguments) that is kept. A
+ * model that writes megabytes in one turn would otherwise fill the trial's folder and the next
+ * prompt; the cut is counted in `truncatedChars` and shows in the transcript.
+ */
+export const MAX_REPLY_CHARS = 256 * 1024;
+
+function bounded(text: string, cut: { chars: number }): string {
+  if (typeof text !== 'string') text = String(text);
+  if (text.length <= MAX_REPLY_CHARS) return text;
+  cut.chars += text.length - MAX_REPLY_CHARS;
+  return `${text.slice(0, MAX_REPLY_CHARS)}\n[... ${text.length - MAX_REPLY_CHARS} characters of this reply cut by termgrade ...]`;
+}
+
+/** A usage field: absent is 0; anything but a whole number >= 0 is a malformed response. */
+function tokenCount(value: unknown, field: string): number {
+  if (value === undefined || value === null) return 0;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
+  throw new ModelError('transient', `malformed response: ${field} is ${JSON.stringify(value).slice(0, 40)}, not a token count`);
 }
 
 function toModelError(err: unknown, timeoutSec: number): ModelError {
@@ -135,17 +158,19 @@ export class ModelClient {
     }
     const u = resp.usage;
     const usage: Usage = {
-      prompt: u?.prompt_tokens ?? 0,
-      cached: u?.prompt_tokens_details?.cached_tokens ?? 0,
-      completion: u?.completion_tokens ?? 0,
+      prompt: tokenCount(u?.prompt_tokens, 'usage.prompt_tokens'),
+      cached: tokenCount(u?.prompt_tokens_details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens'),
+      completion: tokenCount(u?.completion_tokens, 'usage.completion_tokens'),
     };
     const ext = resp as unknown as { prompt_token_ids?: number[] };
     const extChoice = choice as unknown as { prompt_token_ids?: number[]; token_ids?: number[] };
     const logprobs = choice.logprobs?.content?.map((t) => t.logprob) ?? null;
+    const cut = { chars: 0 };
     return {
-      content: msg.content ?? '',
-      reasoning: msg.reasoning_content ?? null,
-      toolCalls: (msg.tool_calls ?? []).flatMap((t) => (t.type === 'function' ? [{ id: t.id, name: t.function.name, arguments: t.function.arguments }] : [])),
+      content: bounded(msg.content ?? '', cut),
+      reasoning: msg.reasoning_content == null ? null : bounded(msg.reasoning_content, cut),
+      toolCalls: (msg.tool_calls ?? []).flatMap((t) => (t.type === 'function' ? [{ id: String(t.id), name: String(t.function.name), arguments: bounded(String(t.function.arguments ?? ''), cut) }] : [])),
+      truncatedChars: cut.chars,
       finishReason: choice.finish_reason ?? 'stop',
       usage,
       latencyMs,

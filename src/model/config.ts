@@ -22,7 +22,7 @@ export const ModelConfigSchema = z.object({
   maxTokens: z.number().int().positive().optional(),
   /** Passed through in the request body as is (e.g. vLLM's return_token_ids, top_k). */
   extraBody: z.record(z.string(), z.unknown()).default({}),
-  requestTimeoutSec: z.number().positive().default(600),
+  requestTimeoutSec: z.number().positive().max(2_147_483).default(600),
   /** Retries of rate-limit / overload / transient failures inside the trial, with backoff. */
   maxRetries: z.number().int().nonnegative().default(6),
   backoffBaseSec: z.number().positive().default(1),

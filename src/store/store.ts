@@ -117,8 +117,15 @@ export class JobStore {
       throw storeError(file, err);
     }
     const store = new JobStore(file, db);
-    if (!options.readonly) store.migrate();
-    else if ((db.pragma('user_version', { simple: true }) as number) > MIGRATIONS.length) throw store.tooNew();
+    try {
+      if (!options.readonly) store.migrate();
+      else if ((db.pragma('user_version', { simple: true }) as number) > MIGRATIONS.length) throw store.tooNew();
+      // A damaged file can open and fail only at its first read: read the schema now, to say so here.
+      db.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'trials'").get();
+    } catch (err) {
+      db.close();
+      throw err instanceof TermgradeError ? err : storeError(file, err);
+    }
     return store;
   }
 

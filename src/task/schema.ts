@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { MAX_TIMEOUT_SEC } from '../util/time.js';
+
+const timeoutSec = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOUT_SEC} s (about 24 days)`);
 
 /**
  * task.toml, the Harbor / Terminal-Bench 2 contract (schema 1.0, 1.1 and Harbor's newer keys).
@@ -38,7 +41,7 @@ export const TaskConfigSchema = z.looseObject({
   metadata: z.record(z.string(), z.unknown()).prefault({}),
   verifier: z
     .looseObject({
-      timeout_sec: z.number().positive().default(900),
+      timeout_sec: timeoutSec.default(900),
       env: envMap.default({}),
       /**
        * termgrade extension: keep the processes the agent left running (a service the tests call)
@@ -50,13 +53,13 @@ export const TaskConfigSchema = z.looseObject({
     .prefault({}),
   agent: z
     .looseObject({
-      timeout_sec: z.number().positive().default(600),
+      timeout_sec: timeoutSec.default(600),
     })
     .prefault({}),
   solution: z.looseObject({ env: envMap.default({}) }).prefault({}),
   environment: z
     .looseObject({
-      build_timeout_sec: z.number().positive().default(600),
+      build_timeout_sec: timeoutSec.default(600),
       docker_image: z.string().min(1).optional(),
       cpus: z.number().positive().default(1),
       memory_mb: sizeInMb.optional(),

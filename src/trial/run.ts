@@ -21,6 +21,8 @@ export interface TrialTimeouts {
   /** Multipliers on the task's [agent] and [verifier] timeout_sec. Default 1. */
   agentMultiplier?: number;
   verifierMultiplier?: number;
+  /** Disk the agent may write in the sandbox, MB; default the task's storage_mb, else 10 GiB. */
+  diskLimitMb?: number;
 }
 
 export interface TrialOptions {
@@ -46,6 +48,47 @@ export interface TrialOptions {
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
+}
+
+/** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
+export const DEFAULT_DISK_LIMIT_MB = 10 * 1024;
+
+function diskLimitMb(task: Task, t: TrialTimeouts): number {
+  const env = task.config.environment;
+  return t.diskLimitMb ?? env.storage_mb ?? env.storage ?? DEFAULT_DISK_LIMIT_MB;
+}
+
+/**
+ * Polls the sandbox's disk use while the agent works and aborts the agent once it passes the
+ * limit: an agent must not fill the host's disk. Checked every few seconds (the engine walks the
+ * sandbox's files to answer), so a fast writer can pass the limit by a few seconds' worth.
+ */
+function watchDisk(sandbox: Sandbox, limitMb: number, everyMs = 5000): { signal: AbortSignal; over: () => boolean; message: () => string; stop: () => void } {
+  const ctl = new AbortController();
+  let used = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    sandbox
+      .diskUsage()
+      .then((bytes) => {
+        if (bytes !== null && bytes > limitMb * 1024 * 1024 && !ctl.signal.aborted) {
+          used = bytes;
+          ctl.abort();
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        busy = false;
+      });
+  }, everyMs);
+  return {
+    signal: ctl.signal,
+    over: () => ctl.signal.aborted,
+    message: () => `the agent wrote ${Math.round(used / 1024 / 1024)} MB to the sandbox's disk, over its limit of ${limitMb} MB; it was stopped and its work graded`,
+    stop: () => clearInterval(timer),
+  };
 }
 
 export function newTrialId(task: Task, agent: string, attempt: number): string {
@@ -139,10 +182,12 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
       if (setupOk) {
         await timed('agent_run', async () => {
           const timeoutSec = task.config.agent.timeout_sec * (t.agentMultiplier ?? 1);
-          const deadline = deadlineSignal(signal, timeoutSec * 1000);
+          const disk = watchDisk(box, diskLimitMb(task, t));
+          const deadline = deadlineSignal(AbortSignal.any([...(signal ? [signal] : []), disk.signal]), timeoutSec * 1000);
           try {
             outcome = await agent.run({ ...ctx, signal: deadline.signal });
             exitReason = outcome.exitReason;
+            if (disk.over()) throw new Error('disk limit');
             if (outcome.exitReason === 'agent_error') fail('agent_error', 'agent_run', outcome.message ?? 'agent failed');
             if (outcome.exitReason === 'model_error') {
               endpointFailed = ENDPOINT_FAILURE_KINDS.has(outcome.modelErrorKind ?? '');
@@ -150,7 +195,10 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             }
           } catch (err) {
             if (signal?.aborted) throw new CancelledError('trial');
-            if (err instanceof ModelError && ENDPOINT_FAILURE_KINDS.has(err.kind) && !deadline.timedOut()) {
+            if (disk.over()) {
+              exitReason = 'agent_error';
+              fail('disk_limit', 'agent_run', disk.message());
+            } else if (err instanceof ModelError && ENDPOINT_FAILURE_KINDS.has(err.kind) && !deadline.timedOut()) {
               exitReason = 'model_error';
               endpointFailed = true;
               fail('model_unavailable', 'agent_run', `${err.kind}: ${err.message}`);
@@ -163,6 +211,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             }
           } finally {
             deadline.clear();
+            disk.stop();
           }
         });
         // Graded whatever way the agent ended: partial work counts. Not when the model endpoint

@@ -26,6 +26,7 @@ export const TrialErrorClass = z.enum([
   'model_error',
   'model_unavailable',
   'tampering',
+  'disk_limit',
   'verifier_timeout',
   'verifier_no_reward',
   'verifier_bad_reward',

@@ -86,6 +86,13 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.deepEqual(r.tampering, []);
     });
 
+    it('stops an agent that fills the disk past its limit, and grades what it left', async () => {
+      const r = await trial(`echo hello > /app/out.txt; head -c 400000000 /dev/zero > /app/big; sleep 60`, { 'task.toml': '[environment]\nstorage_mb = 100\n[agent]\ntimeout_sec = 120\n' }, 100);
+      assert.equal(r.error?.class, 'disk_limit');
+      assert.equal(r.reward, 1, 'graded: the agent\'s own failure, its work still counts');
+      assert.ok(r.phases.agent_run!.durationMs < 40_000);
+    });
+
     it('runs a task that asks for the internet offline unless a network is given: the host loopback is out of reach', async () => {
       const server = createServer((_q, s) => s.end('host secret')).listen(0, '127.0.0.1');
       await new Promise((r) => server.once('listening', r));

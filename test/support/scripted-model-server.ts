@@ -11,7 +11,8 @@ export interface ScriptedReply {
   reasoning?: string;
   toolCalls?: Array<{ name: string; arguments: string; id?: string }>;
   finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
-  usage?: { prompt: number; completion: number; cached?: number };
+  /** Token counts as the server reports them; a fault can give any JSON value here. */
+  usage?: { prompt: unknown; completion: unknown; cached?: unknown };
   /** Return vLLM-style token ids and logprobs with the reply. */
   tokenIds?: boolean;
 }
@@ -131,9 +132,11 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 }
 
 function completion(req: ChatRequest, r: ScriptedReply): unknown {
-  const promptTokens = r.usage?.prompt ?? Math.ceil(JSON.stringify(req.messages).length / 4);
   const text = r.content ?? '';
-  const completionTokens = r.usage?.completion ?? Math.max(1, Math.ceil((text.length + JSON.stringify(r.toolCalls ?? []).length) / 4));
+  // Counts for token ids come from sane values; what is reported may be anything the script says.
+  const promptTokens = typeof r.usage?.prompt === 'number' && r.usage.prompt >= 0 ? r.usage.prompt : Math.ceil(JSON.stringify(req.messages).length / 4);
+  const completionTokens = typeof r.usage?.completion === 'number' && r.usage.completion >= 0 ? r.usage.completion : Math.max(1, Math.ceil((text.length + JSON.stringify(r.toolCalls ?? []).length) / 4));
+  const reported = { prompt: r.usage?.prompt ?? promptTokens, completion: r.usage?.completion ?? completionTokens };
   const ids = (n: number, base: number): number[] => Array.from({ length: n }, (_, i) => base + i);
   return {
     id: `chatcmpl-scripted-${Date.now()}`,
@@ -158,6 +161,6 @@ function completion(req: ChatRequest, r: ScriptedReply): unknown {
           : {}),
       },
     ],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: r.usage?.cached ?? 0 } },
+    usage: { prompt_tokens: reported.prompt, completion_tokens: reported.completion, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: r.usage?.cached ?? 0 } },
   };
 }
