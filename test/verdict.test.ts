@@ -25,6 +25,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     tokens: null,
     costUsd: null,
     image: null,
+    imageSource: null,
     imageCached: null,
     phases: {},
     startedAt: '',

@@ -108,3 +108,28 @@ describe('per-test reports', () => {
     assert.deepEqual(collectTests({ ctrf: null, stdout: null, junit: [] }), { tests: [], source: 'none' });
   });
 });
+
+describe('real pytest output', () => {
+  it('names a collection error (the missing module) instead of dropping it', () => {
+    const out = [
+      '==================================== ERRORS ====================================',
+      '____________________ ERROR collecting tests/test_outputs.py ____________________',
+      "E   ModuleNotFoundError: No module named 'numpy'",
+      '=========================== short test summary info ============================',
+      "ERROR tests/test_outputs.py - ModuleNotFoundError: No module named 'numpy'",
+      '!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!',
+    ].join('\n');
+    const { tests } = collectTests({ ctrf: null, stdout: out, junit: [] });
+    assert.deepEqual(tests, [{ name: 'test_outputs.py', status: 'error', durationMs: null, message: "collection error: ModuleNotFoundError: No module named 'numpy'" }]);
+  });
+
+  it('gives a test one name whatever directory pytest ran in', () => {
+    for (const prefix of ['', 'tests/', '/tests/', '../tests/', '../../tests/', './tests/']) {
+      const { tests } = collectTests({ ctrf: null, stdout: `PASSED ${prefix}test_outputs.py::test_a\nFAILED ${prefix}test_outputs.py::TestX::test_b - boom`, junit: [] });
+      assert.deepEqual(tests.map((t) => t.name), ['test_outputs.py::test_a', 'test_outputs.py::TestX::test_b'], prefix);
+    }
+    const ctrf = JSON.stringify({ results: { tests: [{ name: '/tests/test_outputs.py::test_a', status: 'passed' }] } });
+    assert.equal(collectTests({ ctrf, stdout: null, junit: [] }).tests[0]!.name, 'test_outputs.py::test_a');
+    assert.equal(collectTests({ ctrf: null, stdout: 'PASSED src/mytests/test_x.py::t', junit: [] }).tests[0]!.name, 'src/mytests/test_x.py::t', 'only the tests folder is stripped');
+  });
+});

@@ -19,6 +19,8 @@ export interface CheckOptions {
   repeat?: number;
   concurrency?: number;
   timeouts?: TrialTimeouts;
+  /** Build each task's Dockerfile even when it names an available prebuilt image. */
+  forceBuild?: boolean;
   signal?: AbortSignal;
   onEvent?: (event: CheckEvent) => void;
 }
@@ -72,7 +74,7 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
   emit({ type: 'phase', path: taskPath, phase: 'build' });
   const buildLog = path.join(options.outDir, 'builds', `${safeName(taskPath)}.log`);
   try {
-    const prepared = await options.provider.prepare(task, { signal: options.signal });
+    const prepared = await options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild });
     Object.assign(result, { image: prepared.image, imageCached: prepared.cached, buildMs: prepared.durationMs });
     if (prepared.log) await writeFile(buildLog, prepared.log);
   } catch (err) {
@@ -84,7 +86,8 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
   }
 
   const trial = async (agent: typeof oracleAgent, attempt: number): Promise<TrialResult> => {
-    const r = await runTrial({ task, agent, provider: options.provider, outDir: path.join(options.outDir, 'trials'), attempt, timeouts: options.timeouts, signal: options.signal });
+    // Admission is always offline (network null), whatever the task asks for.
+    const r = await runTrial({ task, agent, provider: options.provider, outDir: path.join(options.outDir, 'trials'), attempt, timeouts: options.timeouts, signal: options.signal, network: null, prepare: () => options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild, agentLayer: agent.imageLayer }) });
     result.trials.push(r.trialId);
     if (r.errors.some((e) => e.class === 'cancelled')) throw new CancelledError('check');
     for (const e of r.errors) result.details.push(`${agent.name} run ${attempt + 1}: ${e.class}: ${e.message}`);
@@ -97,9 +100,10 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
     emit({ type: 'phase', path: taskPath, phase: 'oracle', run: i + 1 });
     const r = await trial(oracleAgent, i);
     oracleRuns.push(r);
-    if (!oracleRunPassed(r) && r.errors.length === 0) {
-      const failed = r.tests.filter((t) => t.status !== 'passed' && t.status !== 'skipped').map((t) => t.name);
-      result.details.push(`oracle run ${i + 1}: reward ${r.reward}${failed.length ? `, failed: ${failed.join(', ')}` : ''}`);
+    if (!oracleRunPassed(r)) {
+      // Name what failed, with pytest's own words where it gave some (a collection error names the missing module).
+      const failed = r.tests.filter((t) => t.status !== 'passed' && t.status !== 'skipped').map((t) => (t.message ? `${t.name} (${t.message.slice(0, 200)})` : t.name));
+      result.details.push(`oracle run ${i + 1}: reward ${r.reward ?? 'none'}${failed.length ? `, failed: ${failed.join(', ')}` : ''}`);
     }
     // Once runs disagree the task is flaky; more runs would not change the verdict. A timeout
     // is not repeated either: every repeat would cost the full timeout again.

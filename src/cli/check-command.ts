@@ -1,8 +1,5 @@
 import path from 'node:path';
-import { checkTasks } from '../check/check.js';
-import { DockerProvider } from '../sandbox/docker/provider.js';
-import { removeLeftovers } from '../sandbox/docker/cleanup.js';
-import { findTaskDirs } from '../task/load.js';
+import { checkTasks, DockerProvider, findTaskDirs } from '../index.js';
 import { formatCheckReport } from './format.js';
 import { checkProgress } from './progress.js';
 import { EXIT, handleSignals } from './signals.js';
@@ -14,6 +11,7 @@ export interface CheckFlags {
   timeoutMultiplier: number;
   json?: boolean;
   quiet?: boolean;
+  forceBuild?: boolean;
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
@@ -25,7 +23,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   const taskDirs = await findTaskDirs(dirs);
   const provider = new DockerProvider();
   await provider.ping();
-  const removed = await removeLeftovers(provider.docker);
+  const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
 
   const outDir = path.resolve(flags.out ?? path.join('.termgrade', 'check', stamp()));
@@ -39,6 +37,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       repeat: flags.repeat,
       concurrency: flags.concurrency,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
+      forceBuild: flags.forceBuild,
       signal: signals.signal,
       onEvent: progress.onEvent,
     });

@@ -1,13 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { importHarbor } from '../job/import-harbor.js';
+import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, DockerProvider, TermgradeError } from '../index.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
-import { readJobFile, parseSpec } from '../job/load-spec.js';
-import { runJob } from '../job/run-job.js';
-import type { JobSpec, JobSpecInput } from '../job/spec.js';
-import { DockerProvider } from '../sandbox/docker/provider.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
-import { TermgradeError } from '../util/errors.js';
 import { jobProgress } from './job-progress.js';
 import { EXIT, handleSignals } from './signals.js';
 import { table } from './table.js';
@@ -35,6 +30,7 @@ export interface RunFlags {
   adaptiveBand?: [number, number];
   adaptiveRisk?: number;
   network?: string;
+  forceBuild?: boolean;
 }
 
 /** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
@@ -72,6 +68,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
     spec.timeouts.verifierMultiplier = f.timeoutMultiplier;
   }
   if (f.network !== undefined) spec.network = f.network;
+  if (f.forceBuild) spec.forceBuild = true;
   // Validated again after the flags are merged: a flag must meet the same schema as the file.
   return parseSpec(spec, file ? `${file} with the command-line flags` : 'command line');
 }

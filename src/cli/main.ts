@@ -58,6 +58,7 @@ program
   .option('-c, --concurrency <n>', 'tasks checked at once', positiveInt, 2)
   .option('-o, --out <dir>', 'where trial folders, build logs and check.json go (default .termgrade/check/<time>)')
   .option('--timeout-multiplier <x>', 'multiply every task agent and verifier timeout', positiveNumber, 1)
+  .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
   .option('--json', 'print exactly one JSON object on stdout (progress stays on stderr)')
   .option('-q, --quiet', 'no progress output')
   .action(async (dirs: string[], opts) => {
@@ -110,6 +111,7 @@ program
   .option('--budget <seconds>', 'wall-clock budget; running trials stop and are recorded as not run', positiveNumber)
   .option('--timeout-multiplier <x>', 'multiply every agent and verifier timeout', positiveNumber)
   .option('--infra-retries <n>', 'retries of a trial after an infrastructure failure', (v) => Number(v))
+  .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
   .option('--network <name>', 'an isolated Docker network for tasks that ask for the internet (default: every trial offline)')
   .option('--adaptive', 'adaptive sampling: trials in pairs, a task stops once its band decision is settled (k is the cap)')
   .option('--adaptive-band <lo:hi>', 'band of the adaptive decision', band)

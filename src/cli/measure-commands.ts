@@ -1,14 +1,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { configStats, countByTask, taskRates, type TaskRate } from '../report/aggregate.js';
-import { loadRecords } from '../report/load.js';
-import { selectTraining, selectValidation } from '../select/select.js';
-import { jaccard, sameModelCeiling } from '../stats/overlap.js';
-import { pairedCompare } from '../stats/paired.js';
+import { configStats, countByTask, taskRates, type TaskRate, loadRecords, selectTraining, selectValidation, jaccard, sameModelCeiling, pairedCompare, TermgradeError, statsJson } from '../index.js';
 import { inBand } from '../stats/band.js';
 import { readTaskList } from '../task/list.js';
-import { TermgradeError } from '../util/errors.js';
-import { statsJson } from '../util/json.js';
 import { EXIT } from './signals.js';
 import { num, pct, table } from './table.js';
 

@@ -1,9 +1,5 @@
 import path from 'node:path';
-import { createAgent, loadPrices } from '../agent/registry.js';
-import { DockerProvider } from '../sandbox/docker/provider.js';
-import { loadTask } from '../task/load.js';
-import { runTrial } from '../trial/run.js';
-import { TermgradeError } from '../util/errors.js';
+import { createAgent, loadPrices, DockerProvider, loadTask, runTrial, TermgradeError } from '../index.js';
 import { EXIT, handleSignals } from './signals.js';
 
 export interface RunTrialFlags {

@@ -122,6 +122,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       tokens: a && (a.n_input_tokens != null || a.n_output_tokens != null) ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 } : null,
       costUsd: a?.cost_usd ?? null,
       image: null,
+      imageSource: null,
       imageCached: null,
       phases: {},
       startedAt: started,

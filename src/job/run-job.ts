@@ -128,7 +128,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         let last: unknown;
         for (let i = 0; i <= spec.infraRetries; i++) {
           try {
-            const prepared = await provider.prepare(task, { signal: stop.signal, agentLayer: agent.imageLayer });
+            const prepared = await provider.prepare(task, { signal: stop.signal, agentLayer: agent.imageLayer, forceBuild: spec.forceBuild });
             emit({ type: 'build-done', task: task.name, cached: prepared.cached, ms: prepared.durationMs });
             return prepared;
           } catch (err) {

@@ -52,6 +52,8 @@ export const JobSpecSchema = z.object({
    * (allow_internet / network_mode). Without it every trial runs offline; never the host's network.
    */
   network: z.string().min(1).optional(),
+  /** Build each task's Dockerfile even when it names a prebuilt image (docker_image) that is available. */
+  forceBuild: z.boolean().default(false),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
   infraRetries: z.number().int().nonnegative().max(100).default(2),
 });

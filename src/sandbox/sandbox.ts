@@ -99,10 +99,19 @@ export interface PrepareOptions {
   agentLayer?: string;
   /** Receives build output lines as they come. */
   onLog?: (line: string) => void;
+  /** Build the task's Dockerfile even when it names a prebuilt image that is available. */
+  forceBuild?: boolean;
 }
+
+/**
+ * Which image a trial ran on: the task's prebuilt image (`docker_image`), one built from its
+ * Dockerfile, or one built because the named prebuilt image could not be had.
+ */
+export type ImageSource = 'prebuilt' | 'dockerfile' | 'dockerfile-fallback';
 
 export interface PreparedEnvironment {
   image: string;
+  source: ImageSource;
   /** True when the image was already there and nothing was built. */
   cached: boolean;
   durationMs: number;

@@ -104,7 +104,7 @@ export async function loadTask(dir: string): Promise<Task> {
   let environment: TaskEnvironment;
   if (await exists(dockerfile)) {
     await checkDockerfile(taskPath, dockerfile);
-    environment = { kind: 'dockerfile', contextDir: envDir, contentHash: await hashTree(envDir) };
+    environment = { kind: 'dockerfile', contextDir: envDir, contentHash: await hashTree(envDir), prebuilt: config.environment.docker_image ?? null };
   } else if (config.environment.docker_image) {
     environment = { kind: 'image', image: config.environment.docker_image };
   } else {

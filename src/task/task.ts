@@ -1,8 +1,12 @@
 import type { ResourceLimits, TaskConfig } from './schema.js';
 
-/** Where a task's environment comes from: a Dockerfile build context, or an image it names. */
+/**
+ * Where a task's environment comes from: a Dockerfile build context, or an image it names. A task
+ * with both (every Terminal-Bench 2 task) keeps both: as in Harbor, the named prebuilt image is
+ * used when it can be had, and the Dockerfile is built otherwise or when a build is forced.
+ */
 export type TaskEnvironment =
-  | { kind: 'dockerfile'; contextDir: string; contentHash: string }
+  | { kind: 'dockerfile'; contextDir: string; contentHash: string; prebuilt: string | null }
   | { kind: 'image'; image: string };
 
 /** A loaded, validated task folder (Harbor / Terminal-Bench 2 layout). */

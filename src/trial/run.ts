@@ -262,6 +262,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     costUsd: usage.costUsd,
     tampering: v?.tampering ?? [],
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
+    imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,
     imageCached: (prepared as PreparedEnvironment | null)?.cached ?? null,
     phases,
     startedAt,

@@ -12,6 +12,11 @@ export interface VerifierFiles {
 }
 
 export function collectTests(files: VerifierFiles): { tests: TestResult[]; source: TestReportSource } {
+  const found = findTests(files);
+  return { ...found, tests: found.tests.map((t) => ({ ...t, name: canonicalTestName(t.name) })) };
+}
+
+function findTests(files: VerifierFiles): { tests: TestResult[]; source: TestReportSource } {
   if (files.ctrf !== null) {
     const tests = parseCtrf(files.ctrf);
     if (tests) return { tests, source: 'ctrf' };
@@ -25,6 +30,20 @@ export function collectTests(files: VerifierFiles): { tests: TestResult[]; sourc
     if (tests.length > 0) return { tests, source: 'junit' };
   }
   return { tests: [], source: 'none' };
+}
+
+/**
+ * A test's name as if pytest had run in /tests: pytest prints node ids relative to its rootdir,
+ * which depends on where test.sh ran it (`test_outputs.py::t` from /tests, `tests/test_outputs.py::t`
+ * from /, `../tests/...` from /app, `/tests/...` with an absolute path). One task's tests keep one
+ * name whatever the verifier's working directory, so trials compare test by test.
+ */
+export function canonicalTestName(name: string): string {
+  const at = name.indexOf('::');
+  const file = at >= 0 ? name.slice(0, at) : name;
+  const rest = at >= 0 ? name.slice(at) : '';
+  const m = /^(?:\.\.\/)*\/?(?:\.\/)?tests\/(.+)$/.exec(file);
+  return m ? `${m[1]}${rest}` : name;
 }
 
 function normalizeStatus(s: unknown): TestStatus {
@@ -66,6 +85,8 @@ export function parseCtrf(text: string): TestResult[] | null {
 }
 
 const SUMMARY_LINE = /^(PASSED|FAILED|ERROR|XFAIL|XPASS)\s+(\S+::\S+?)(?:\s+-\s+(.*))?$/;
+/** A file pytest could not collect (an import error, say): `ERROR tests/test_x.py - ModuleNotFoundError: ...`. */
+const COLLECTION_ERROR_LINE = /^ERROR\s+(\S+\.py)(?:\s+-\s+(.*))?$/;
 
 /** pytest `-rA` short summary: `PASSED path::test`, `FAILED path::test - message`. Last word wins. */
 export function parsePytestSummary(text: string): TestResult[] {
@@ -73,7 +94,11 @@ export function parsePytestSummary(text: string): TestResult[] {
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.replace(/\x1b\[[0-9;]*m/g, '').trim();
     const m = SUMMARY_LINE.exec(line);
-    if (!m) continue;
+    if (!m) {
+      const c = COLLECTION_ERROR_LINE.exec(line);
+      if (c) byName.set(c[1]!, { name: c[1]!, status: 'error', durationMs: null, message: `collection error: ${c[2] ?? 'pytest could not collect this file'}` });
+      continue;
+    }
     const word = m[1]!;
     const status: TestStatus =
       word === 'PASSED' || word === 'XFAIL' ? 'passed' : word === 'FAILED' || word === 'XPASS' ? 'failed' : 'error';

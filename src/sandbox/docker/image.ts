@@ -17,6 +17,23 @@ export function imageTag(task: Task): string {
   return `${IMAGE_REPO}:${task.environment.contentHash.slice(0, 20)}`;
 }
 
+/**
+ * Harbor's precedence: a task that names a prebuilt image (`docker_image`) runs on it when it can
+ * be had (here, or pulled); its Dockerfile is built when it cannot, or when a build is forced.
+ */
+async function prebuiltIfAvailable(docker: Docker, task: Task, options: PrepareOptions): Promise<string | null> {
+  const env = task.environment;
+  if (env.kind !== 'dockerfile' || !env.prebuilt || options.forceBuild) return null;
+  if (await imageExists(docker, env.prebuilt)) return env.prebuilt;
+  try {
+    await pull(docker, env.prebuilt, task, options);
+    return (await imageExists(docker, env.prebuilt)) ? env.prebuilt : null;
+  } catch (err) {
+    if (err instanceof CancelledError) throw err;
+    return null;
+  }
+}
+
 export class BuildError extends TermgradeError {
   constructor(
     message: string,
@@ -131,13 +148,23 @@ export class ImageBuilder {
   constructor(private readonly docker: Docker) {}
 
   prepare(task: Task, options: PrepareOptions = {}): Promise<PreparedEnvironment> {
-    const base = this.once(imageTag(task), () => this.ensure(task, imageTag(task), options));
+    const env = task.environment;
+    const base =
+      env.kind === 'dockerfile' && env.prebuilt && !options.forceBuild
+        ? this.once(`prebuilt:${env.prebuilt}:${imageTag(task)}`, async () => {
+            const started = performance.now();
+            const prebuilt = await prebuiltIfAvailable(this.docker, task, options);
+            if (prebuilt) return { image: prebuilt, source: 'prebuilt' as const, cached: true, durationMs: performance.now() - started, log: '' };
+            const built = await this.once(imageTag(task), () => this.ensure(task, imageTag(task), options));
+            return { ...built, source: 'dockerfile-fallback' as const, log: `prebuilt image ${env.prebuilt} is not available here; built the task's Dockerfile instead\n${built.log}` };
+          })
+        : this.once(imageTag(task), () => this.ensure(task, imageTag(task), options));
     if (!options.agentLayer) return base;
     const layer = options.agentLayer;
     return base.then(async (prepared) => {
       const id = (await this.docker.getImage(prepared.image).inspect()).Id;
       const tag = `${AGENT_IMAGE_REPO}:${createHash('sha256').update(`${id}\0${layer}`).digest('hex').slice(0, 20)}`;
-      const derived = await this.once(tag, () => this.ensureDerived(task, prepared.image, layer, tag, options));
+      const derived = await this.once(tag, () => this.ensureDerived(task, prepared, layer, tag, options));
       return { ...derived, durationMs: prepared.durationMs + derived.durationMs, cached: prepared.cached && derived.cached, log: prepared.log + derived.log };
     });
   }
@@ -153,13 +180,13 @@ export class ImageBuilder {
   }
 
   /** The task's image plus an agent's layer (tmux, say), named by the base image id and the layer. */
-  private async ensureDerived(task: Task, base: string, layer: string, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
+  private async ensureDerived(task: Task, base: PreparedEnvironment, layer: string, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
     const started = performance.now();
-    const cached = (): PreparedEnvironment => ({ image: tag, cached: true, durationMs: performance.now() - started, log: '' });
+    const cached = (): PreparedEnvironment => ({ image: tag, source: base.source, cached: true, durationMs: performance.now() - started, log: '' });
     if (await imageExists(this.docker, tag)) return cached();
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
-      const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base}\n${layer}\n` }]);
+      const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
       const { note, log } = logCollector(options);
       const stream = await this.docker.buildImage(Readable.from([context]) as unknown as NodeJS.ReadableStream, {
         t: tag,
@@ -170,20 +197,21 @@ export class ImageBuilder {
       });
       await follow(this.docker, stream, 'agent image build', task.config.environment.build_timeout_sec * 1000, options, note, log);
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log());
-      return { image: tag, cached: false, durationMs: performance.now() - started, log: log() };
+      return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log: log() };
     }, options.signal);
   }
 
   private async ensure(task: Task, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
     const started = performance.now();
-    const cached = (): PreparedEnvironment => ({ image: tag, cached: true, durationMs: performance.now() - started, log: '' });
+    const source = task.environment.kind === 'image' ? ('prebuilt' as const) : ('dockerfile' as const);
+    const cached = (): PreparedEnvironment => ({ image: tag, source, cached: true, durationMs: performance.now() - started, log: '' });
     if (await imageExists(this.docker, tag)) return cached();
     // Another termgrade process may be building the same image: wait for it, then reuse its work.
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
       const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, task, tag, options);
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the ${task.environment.kind === 'image' ? 'pull' : 'build'}`, log);
-      return { image: tag, cached: false, durationMs: performance.now() - started, log };
+      return { image: tag, source, cached: false, durationMs: performance.now() - started, log };
     }, options.signal);
   }
 }

@@ -1,0 +1,62 @@
+/**
+ * termgrade's library API: everything the `termgrade` command does, as functions. The CLI is a
+ * thin layer over exactly these; a training pipeline or a notebook can call them the same way.
+ *
+ *   import { loadTask, DockerProvider, oracleAgent, runTrial } from 'termgrade';
+ *   const result = await runTrial({ task: await loadTask('tasks/x'), agent: oracleAgent,
+ *                                   provider: new DockerProvider(), outDir: 'runs' });
+ *
+ * Side effects live behind small interfaces (SandboxProvider / Sandbox, Agent, JobStore): a new
+ * sandbox backend or agent scaffold is one new implementation of one of them.
+ */
+
+// Tasks
+export type { Task, TaskEnvironment } from './task/task.js';
+export { loadTask, findTaskDirs } from './task/load.js';
+export { TaskConfigSchema, type TaskConfig } from './task/schema.js';
+
+// Sandboxes
+export type { Sandbox, SandboxProvider, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, PrepareOptions, StartOptions, ProviderHealth, ImageSource } from './sandbox/sandbox.js';
+export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';
+
+// Agents and models
+export type { Agent, AgentContext, AgentOutcome } from './agent/agent.js';
+export { oracleAgent, nopAgent } from './agent/oracle.js';
+export { createAgent, loadPrices, AGENT_NAMES } from './agent/registry.js';
+export { ModelConfigSchema, type ModelConfig } from './model/config.js';
+
+// Grading and trials
+export { verify } from './verifier/verify.js';
+export { findTampering, type Tampering } from './verifier/tampering.js';
+export { collectTests, canonicalTestName } from './verifier/test-report.js';
+export { runTrial, newTrialId, type TrialOptions, type TrialTimeouts } from './trial/run.js';
+export { TrialResultSchema, type TrialResult, type TrialErrorClass } from './trial/schema.js';
+export { accountingOf, INFRA_ERROR_CLASSES, type Accounting } from './trial/accounting.js';
+
+// Admission
+export { checkTasks, type CheckOptions, type CheckEvent } from './check/check.js';
+export { judge, ReasonCode } from './check/verdict.js';
+
+// Jobs and the store
+export { JobSpecSchema, type JobSpec, type JobSpecInput } from './job/spec.js';
+export { readJobFile, parseSpec } from './job/load-spec.js';
+export { openJob, storedSpec, type OpenedJob } from './job/job.js';
+export { runJob, type JobEvent, type JobSummary, type RunJobOptions } from './job/run-job.js';
+export { importHarbor } from './job/import-harbor.js';
+export { JobStore, type TrialRow, type Slot } from './store/store.js';
+
+// Measurement and selection (pure, no I/O but loadRecords)
+export { loadRecords } from './report/load.js';
+export type { StatsRecord } from './report/records.js';
+export { configStats, countByTask, taskRates, type ConfigStats, type TaskRate } from './report/aggregate.js';
+export { selectTraining, selectValidation } from './select/select.js';
+export { pairedCompare } from './stats/paired.js';
+export { passAtK, macroPassAtK } from './stats/pass-at-k.js';
+export { wilson, jeffreys } from './stats/intervals.js';
+export { jaccard, sameModelCeiling } from './stats/overlap.js';
+export { GmsEstimator, decide, DEFAULT_ADAPTIVE_RULE, type AdaptiveRule } from './stats/adaptive.js';
+
+// Errors and helpers
+export { TermgradeError, TaskError, CancelledError } from './util/errors.js';
+export { makeScrub } from './util/scrub.js';
+export { statsJson } from './util/json.js';

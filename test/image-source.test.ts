@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import Docker from 'dockerode';
+import { loadTask } from '../src/task/load.js';
+import { runTrial } from '../src/trial/run.js';
+import { docker, tempDir, trivialTask } from './helpers.js';
+import { scriptAgent } from './support/attack-suite.js';
+
+const PREBUILT = 'termgrade-test/prebuilt:1';
+
+/** Harbor's precedence between a task's prebuilt image (docker_image) and its Dockerfile. */
+describe('image source', () => {
+  before(async () => {
+    // A "prebuilt" image that differs from what the Dockerfile builds: no /from-dockerfile in it.
+    await new Docker().getImage('debian:bookworm-slim').tag({ repo: 'termgrade-test/prebuilt', tag: '1' });
+  });
+
+  const files = (image: string) => ({
+    'task.toml': `[environment]\ndocker_image = "${image}"\n`,
+    'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN touch /from-dockerfile\nWORKDIR /app\n',
+    'tests/test.sh': '#!/bin/bash\nif [ -f /from-dockerfile ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+  });
+
+  it('runs on the named prebuilt image when it is here, and says so', async () => {
+    const task = await loadTask(await trivialTask(files(PREBUILT)));
+    const r = await runTrial({ task, agent: scriptAgent('true'), provider: docker(), outDir: await tempDir() });
+    assert.equal(r.imageSource, 'prebuilt');
+    assert.equal(r.image, PREBUILT);
+    assert.equal(r.reward, 0, 'the prebuilt image has no /from-dockerfile');
+  });
+
+  it('builds the Dockerfile when the prebuilt image cannot be had, and says so', async () => {
+    const task = await loadTask(await trivialTask(files('termgrade-test/absent:1')));
+    const r = await runTrial({ task, agent: scriptAgent('true'), provider: docker(), outDir: await tempDir() });
+    assert.equal(r.imageSource, 'dockerfile-fallback');
+    assert.equal(r.reward, 1);
+  });
+
+  it('builds the Dockerfile when a build is forced', async () => {
+    const task = await loadTask(await trivialTask(files(PREBUILT)));
+    const prepared = await docker().prepare(task, { forceBuild: true });
+    assert.equal(prepared.source, 'dockerfile');
+    assert.notEqual(prepared.image, PREBUILT);
+  });
+});
