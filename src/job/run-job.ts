@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Agent } from '../agent/agent.js';
-import { createAgent } from '../agent/registry.js';
+import { createAgent, type CreatedAgent } from '../agent/registry.js';
 import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
 import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
@@ -8,7 +8,7 @@ import { runTrial } from '../trial/run.js';
 import type { Phase, TrialResult } from '../trial/schema.js';
 import { accountingOf } from '../trial/accounting.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
-import { configLabelOf, type JobSpec } from './spec.js';
+import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
 import { AdaptiveGate } from './adaptive-gate.js';
 import { WarmPool } from './warm-pool.js';
 
@@ -65,6 +65,8 @@ export interface RunJobOptions {
   jobDir: string;
   signal?: AbortSignal;
   onEvent?: (e: JobEvent) => void;
+  /** Makes each configuration's agent; default the built-in scaffolds. A custom agent plugs in here. */
+  agentFactory?: (config: AgentConfig) => CreatedAgent;
 }
 
 const imageKeyOf = (task: Task, agent: Agent): string => `${task.name}\u0000${agent.imageLayer ?? ''}`;
@@ -95,7 +97,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     : undefined;
 
   const configs: ConfigRuntime[] = spec.agents.map((a) => {
-    const { agent, secrets } = createAgent({ name: a.agent, model: a.model, maxTurns: a.maxTurns, commandTimeoutSec: a.commandTimeoutSec });
+    const { agent, secrets } = options.agentFactory ? options.agentFactory(a) : createAgent({ name: a.agent, model: a.model, maxTurns: a.maxTurns, commandTimeoutSec: a.commandTimeoutSec });
     return { label: configLabelOf(a), agent, secrets, endpoint: a.model?.baseUrl ?? `local:${a.agent}`, cap: a.concurrency ?? Number.POSITIVE_INFINITY, queue: [], running: 0 };
   });
   const endpointCap = new Map<string, number>();
@@ -152,7 +154,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       queued.set(key, (queued.get(key) ?? 0) + 1);
     }
   }
-  const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(spec.concurrency / 8)));
+  const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(spec.concurrency / 8)), spec.network ?? null);
 
   const counts = { completed: 0, errors: 0, notRun: 0 };
   let storeFailure: unknown = null;

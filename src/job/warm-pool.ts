@@ -14,10 +14,12 @@ export class WarmPool {
     private readonly signal: AbortSignal,
     /** Containers kept ready per image. */
     private readonly size: number,
+    /** The isolated network for tasks that ask for one; null: every sandbox offline. */
+    private readonly network: string | null = null,
   ) {}
 
   private start(task: Task, prepared: PreparedEnvironment): Promise<Sandbox> {
-    return this.provider.start(task, prepared, { signal: this.signal }).then(async (sandbox) => {
+    return this.provider.start(task, prepared, { signal: this.signal, network: task.limits.network ? this.network : null }).then(async (sandbox) => {
       await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']); // opens the helper shell too
       return sandbox;
     });

@@ -73,7 +73,7 @@ export async function takeLockNow(file: string): Promise<HeldLock | { ownerPid: 
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-        const stale = Number.isInteger(owner) && owner > 0 ? !processAlive(owner) || owner === process.pid : await olderThan(file, 10_000);
+        const stale = Number.isInteger(owner) && owner > 0 ? !processAlive(owner) : await olderThan(file, 10_000);
         if (!stale) return { ownerPid: owner };
         await rm(file, { force: true });
       }

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import type { Agent } from '../src/agent/agent.js';
+import { oracleAgent } from '../src/agent/oracle.js';
+import { openJob } from '../src/job/job.js';
+import { parseSpec } from '../src/job/load-spec.js';
+import { runJob } from '../src/job/run-job.js';
+import type { JobSpecInput } from '../src/job/spec.js';
+import { configStats } from '../src/report/aggregate.js';
+import { toStatsRecord } from '../src/report/records.js';
+import { tempDir, trivialTask } from './helpers.js';
+import { FakeProvider } from './support/fake-provider.js';
+
+/** Scheduler behaviour on the fake provider (a test double): fast, exact counts. */
+async function job(name: string, tasks: string[], extra: Partial<JobSpecInput> = {}) {
+  const jobsDir = await tempDir();
+  const spec = parseSpec({ name, tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 3, concurrency: 4, ...extra }, 'test');
+  return { spec, jobsDir };
+}
+
+const taskDirs = async (n: number): Promise<string[]> => Promise.all(Array.from({ length: n }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "t${i}"\n` })));
+
+describe('scheduler accounting (fake provider)', () => {
+  it('retries an infrastructure failure within the budget; a slot that keeps failing is recorded as infra (never 0) and a resume runs it again', async () => {
+    const { spec, jobsDir } = await job('infra', await taskDirs(3), { infraRetries: 2 });
+    const broken = new FakeProvider({ startFails: (t) => t.name === 't1' });
+    let opened = await openJob(spec, jobsDir);
+    try {
+      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: broken, jobDir: opened.jobDir });
+      const rows = [...opened.store.listTrials()];
+      assert.equal(rows.length, 9);
+      const t1 = rows.filter((r) => r.task === 't1');
+      assert.deepEqual(t1.map((r) => [r.status, r.reward, r.error_class, r.infra_attempts]), Array(3).fill(['error', null, 'environment_error', 3]));
+      const [s] = configStats(rows.map(toStatsRecord));
+      assert.equal(s!.pass1.mean, 1, 'the failing task is not counted as 0');
+      assert.deepEqual(s!.unmeasuredTasks, ['t1']);
+      assert.equal(s!.coverage.infra, 3);
+    } finally {
+      await opened.close();
+    }
+    // Resume on a healthy engine: only the three infra slots run again.
+    const healthy = new FakeProvider();
+    opened = await openJob(spec, jobsDir);
+    try {
+      const summary = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: healthy, jobDir: opened.jobDir });
+      assert.equal(summary.completed, 3);
+      assert.equal(summary.skipped, 6);
+      assert.equal(healthy.starts, 3);
+      assert.ok([...opened.store.listTrials()].every((r) => r.status === 'completed' && r.reward === 1));
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('a model endpoint that fails is retried as infrastructure and never graded 0', async () => {
+    const { spec, jobsDir } = await job('endpoint', await taskDirs(2), { infraRetries: 1 });
+ // Every first try of a slot meets an overloaded endpoint (after the client's own retries).
+    const flaky: Agent = {
+      name: 'flaky',
+      model: 'm',
+      setup: async () => {},
+      run: async ({ sessionId }) => (!sessionId.includes('__retry') ? { exitReason: 'model_error', message: 'overloaded: 503', modelErrorKind: 'overloaded' } : { exitReason: 'completed', message: null }),
+    };
+    const provider = new FakeProvider({ grade: () => 0 });
+    const opened = await openJob(spec, jobsDir);
+    try {
+      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir, agentFactory: () => ({ agent: flaky, secrets: [] }) });
+      const rows = [...opened.store.listTrials()];
+      assert.equal(rows.length, 6);
+      assert.ok(rows.every((r) => r.status === 'completed' && r.reward === 0 && r.infra_attempts === 2), JSON.stringify(rows.map((r) => [r.status, r.error_class, r.infra_attempts])));
+      assert.ok(rows.every((r) => JSON.parse(r.retry_reasons_json)[0].startsWith('model_unavailable')));
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('a verifier that gives no reward is not retried, not 0, and shown as coverage', async () => {
+    const { spec, jobsDir } = await job('noreward', await taskDirs(2));
+    const provider = new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) });
+    const opened = await openJob(spec, jobsDir);
+    try {
+      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
+      const rows = [...opened.store.listTrials()];
+      assert.deepEqual(rows.filter((r) => r.task === 't0').map((r) => [r.error_class, r.infra_attempts]), Array(3).fill(['verifier_no_reward', 1]));
+      const [s] = configStats(rows.map(toStatsRecord));
+      assert.equal(s!.coverage.ungraded, 3);
+      assert.equal(s!.pass1.mean, 1);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('ends the agent\'s processes before every grading', async () => {
+    const { spec, jobsDir } = await job('ends', await taskDirs(2));
+    const provider = new FakeProvider();
+    const opened = await openJob(spec, jobsDir);
+    try {
+      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
+      assert.equal(provider.processEnds, 6);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('keeps the concurrency cap', async () => {
+    const { spec, jobsDir } = await job('cap', await taskDirs(6), { concurrency: 3 });
+    let running = 0;
+    let most = 0;
+    const slow: Agent = {
+      ...oracleAgent,
+      name: 'slow',
+      setup: async () => {},
+      run: async () => {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise((r) => setTimeout(r, 20));
+        running -= 1;
+        return { exitReason: 'completed', message: null };
+      },
+    };
+    const opened = await openJob(spec, jobsDir);
+    try {
+      const summary = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir, agentFactory: () => ({ agent: slow, secrets: [] }) });
+      assert.equal(summary.completed, 18);
+      assert.equal(most, 3);
+    } finally {
+      await opened.close();
+    }
+  });
+});
+
+describe('one writer per job', () => {
+  it('refuses a second process on the same job, and takes over a lock whose owner died', async () => {
+    const { spec, jobsDir } = await job('lock', await taskDirs(1));
+    const first = await openJob(spec, jobsDir);
+    await assert.rejects(openJob(spec, jobsDir), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'job_busy');
+      assert.match(err.message, new RegExp(`pid ${process.pid}`));
+      return true;
+    });
+    await first.close();
+    const again = await openJob(spec, jobsDir);
+    await again.close();
+    // A lock left by a process that is gone (kill -9) does not block the job.
+    await writeFile(path.join(jobsDir, 'lock', 'job.lock'), '999999');
+    const afterCrash = await openJob(spec, jobsDir);
+    await afterCrash.close();
+  });
+});

@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { before, describe, it } from 'node:test';
+import type { Sandbox, SandboxProvider } from '../../src/sandbox/sandbox.js';
+import { loadTask } from '../../src/task/load.js';
+import type { Task } from '../../src/task/task.js';
+import { tempDir, trivialTask } from '../helpers.js';
+
+/**
+ * The Sandbox contract, as behaviour: every backend runs this suite (and the grading attack suite)
+ * against real sandboxes. The body names no backend; what is specific to one backend (its labels,
+ * its image builds) is tested beside it.
+ */
+export function sandboxBehaviour(label: string, provider: () => SandboxProvider): void {
+  describe(`sandbox behaviour (${label})`, () => {
+    let task: Task;
+    before(async () => {
+      task = await loadTask(await trivialTask({ 'task.toml': '[environment]\npids_limit = 128\nmemory_mb = 256\n' }));
+    });
+
+    async function withSandbox<T>(fn: (s: Sandbox) => Promise<T>): Promise<T> {
+      const p = provider();
+      const sandbox = await p.start(task, await p.prepare(task));
+      try {
+        return await fn(sandbox);
+      } finally {
+        await sandbox.close();
+      }
+    }
+
+    it('runs commands with exit code, stdout, stderr, env and cwd', async () => {
+      await withSandbox(async (s) => {
+        const r = await s.exec('echo out; echo err >&2; echo "$GREETING from $(pwd)"; exit 3', { env: { GREETING: 'hi' }, cwd: '/tmp' });
+        assert.equal(r.exitCode, 3);
+        assert.equal(r.stdout.text, 'out\nhi from /tmp\n');
+        assert.equal(r.stderr.text, 'err\n');
+        assert.equal(r.timedOut, false);
+        const argv = await s.exec(['printf', '%s|', 'a b', '$HOME']);
+        assert.equal(argv.stdout.text, 'a b|$HOME|');
+      });
+    });
+
+    it('returns 50 MB of output bounded: head and tail kept, the rest counted', async () => {
+      await withSandbox(async (s) => {
+        const r = await s.exec('head -c 52428800 /dev/zero | tr "\\0" x; echo END', { maxOutputBytes: 65536 });
+        assert.equal(r.exitCode, 0);
+        assert.equal(r.stdout.totalBytes, 52428800 + 4);
+        assert.equal(r.stdout.truncatedBytes, 52428804 - 65536);
+        assert.ok(r.stdout.text.startsWith('xxxx'));
+        assert.ok(r.stdout.text.endsWith('xxEND\n'));
+        assert.match(r.stdout.text, /\[\.\.\. 52363268 bytes omitted \.\.\.\]/);
+        assert.ok(r.stdout.text.length < 70000);
+      });
+    });
+
+    it('returns when the command exits although a background child keeps its stdout, and the child lives on', async () => {
+      await withSandbox(async (s) => {
+        const r = await s.exec('(while true; do echo tick; sleep 0.2; done) & echo $! > /tmp/ticker.pid; echo started', { timeoutSec: 20 });
+        assert.equal(r.exitCode, 0);
+        assert.equal(r.timedOut, false);
+        assert.ok(r.durationMs < 15000, `took ${r.durationMs} ms`);
+        assert.match(r.stdout.text, /started/);
+        await new Promise((res) => setTimeout(res, 3000));
+        const alive = await s.exec('kill -0 "$(cat /tmp/ticker.pid)" && echo alive');
+        assert.equal(alive.stdout.text, 'alive\n', 'the background process must survive the exec');
+      });
+    });
+
+    it('kills the whole process group on timeout and still returns the output so far', async () => {
+      await withSandbox(async (s) => {
+        const r = await s.exec('echo before; sleep 300 & sleep 300; echo never', { timeoutSec: 1 });
+        assert.equal(r.timedOut, true);
+        assert.equal(r.exitCode, null);
+        assert.equal(r.stdout.text, 'before\n');
+        const left = await s.exec('ls /proc | grep -E "^[0-9]+$" | while read p; do cat /proc/$p/cmdline 2>/dev/null | tr "\\0" " "; echo; done | grep -c "^sleep 300" || true');
+        assert.equal(left.stdout.text.trim(), '0', 'no sleep survives the timeout');
+      });
+    });
+
+    it('has no network but loopback', async () => {
+      await withSandbox(async (s) => {
+        const r = await s.exec('cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "');
+        assert.deepEqual(r.stdout.text.trim().split('\n'), ['lo']);
+      });
+    });
+
+    it('copies folders in and out, and refuses nothing but stays inside the host folder', async () => {
+      await withSandbox(async (s) => {
+        const src = await tempDir();
+        await mkdir(path.join(src, 'sub'), { recursive: true });
+        await writeFile(path.join(src, 'a.txt'), 'alpha');
+        await writeFile(path.join(src, 'sub', 'b.sh'), '#!/bin/sh\necho b\n', { mode: 0o755 });
+        await s.copyIn(src, '/data/in');
+        const r = await s.exec('cat /data/in/a.txt; /data/in/sub/b.sh');
+        assert.equal(r.stdout.text, 'alphab\n');
+        await s.putFiles([{ path: '/data/out/x.txt', content: 'x' }, { path: '/data/out/deep/y.txt', content: 'y' }]);
+        await s.exec('ln -s /etc/passwd /data/out/link');
+        const dest = await tempDir();
+        await s.copyOut('/data/out', dest);
+        assert.equal(await readFile(path.join(dest, 'x.txt'), 'utf8'), 'x');
+        assert.equal(await readFile(path.join(dest, 'deep', 'y.txt'), 'utf8'), 'y');
+        await assert.rejects(readFile(path.join(dest, 'link'), 'utf8'), 'links are not extracted');
+      });
+    });
+
+    it('ends every process but keeps the files, and revives a sandbox whose main process was killed', async () => {
+      await withSandbox(async (s) => {
+        await s.exec('echo kept > /tmp/file; nohup sleep 1000 >/dev/null 2>&1 & echo started');
+        await s.endProcesses();
+        const r = await s.exec('cat /tmp/file; for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done | grep -c "^sleep 1000" || true');
+        assert.equal(r.stdout.text, 'kept\n0\n');
+        // The command kills the sandbox's own helpers too; it may end in a rejection, as a lost sandbox does.
+        await s.exec('kill -9 -1').catch(() => undefined);
+        await s.endProcesses();
+        assert.equal((await s.exec('cat /tmp/file')).stdout.text, 'kept\n', 'live again, files kept');
+      });
+    });
+
+    it('lists filesystem changes against the image and reads files without running anything inside', async () => {
+      await withSandbox(async (s) => {
+        await s.exec('echo new > /app/new.txt; echo changed >> /etc/hostname.copy; rm -f /etc/issue');
+        const changes = await s.changes();
+        const kind = (p: string) => changes.find((c) => c.path === p)?.kind;
+        assert.equal(kind('/app/new.txt'), 'added');
+        assert.equal(kind('/etc/issue'), 'deleted');
+        assert.equal((await s.readFile('/app/new.txt', 100))?.toString(), 'new\n');
+        assert.equal((await s.readFile('/app/new.txt', 2))?.toString(), 'ne', 'bounded');
+        assert.equal(await s.readFile('/app/absent', 100), null);
+      });
+    });
+
+    it('reports the disk it has written', async () => {
+      await withSandbox(async (s) => {
+        const before = (await s.diskUsage()) ?? 0;
+        await s.exec('head -c 20000000 /dev/zero > /app/blob');
+        const after = await s.diskUsage();
+        if (after === null) return; // a backend that cannot tell says null, and the limit is not enforced
+        assert.ok(after - before >= 19_000_000, `${before} -> ${after}`);
+      });
+    });
+
+    it('copies in through the backend itself when asked to trust nothing inside', async () => {
+      await withSandbox(async (s) => {
+        const src = await tempDir();
+        await writeFile(path.join(src, 't.sh'), 'echo trusted\n');
+        // Programs the copy might use are gone: the trusted path must not need them.
+        await s.exec('rm -f "$(command -v tar)" "$(command -v base64)"');
+        await s.copyIn(src, '/tests', { trusted: true });
+        assert.equal((await s.readFile('/tests/t.sh', 100))?.toString(), 'echo trusted\n');
+        const out = await tempDir();
+        await s.copyOut('/tests', out, { trusted: true });
+        assert.equal(await readFile(path.join(out, 't.sh'), 'utf8'), 'echo trusted\n');
+      });
+    });
+
+    it('closes idempotently; a closed sandbox runs nothing', async () => {
+      const p = provider();
+      const s = await p.start(task, await p.prepare(task));
+      await Promise.all([s.close(), s.close()]);
+      await s.close();
+      await assert.rejects(s.exec('true'));
+    });
+
+    it('answers a health check', async () => {
+      const h = await provider().health();
+      assert.equal(h.ok, true, h.detail);
+    });
+  });
+}
