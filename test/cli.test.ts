@@ -80,8 +80,9 @@ describe('termgrade check', () => {
 
 describe('interrupting a check', () => {
   const docker = new Docker();
+  // The owner label is host:pid:start-time; the start time is not ours to know here.
   const owned = async (pid: number) =>
-    docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${hostname()}:${pid}`] } });
+    (await docker.listContainers({ all: true, filters: { label: [LABEL_OWNER] } })).filter((c) => c.Labels[LABEL_OWNER]!.startsWith(`${hostname()}:${pid}:`));
 
   /** Starts a check and resolves once it has a container running. */
   async function startCheck(): Promise<{ child: ReturnType<typeof spawn>; exited: Promise<number | null> }> {

@@ -316,13 +316,15 @@ describe('evaluation jobs', () => {
     assert.deepEqual(list.map((t) => [t.config, t.task, t.attempt, t.status, t.reward, t.error_class]), [
       ['terminus-2/m1', 'hello', 0, 'completed', 1, null],
       ['terminus-2/m1', 'hello', 1, 'completed', 0, 'agent_timeout'],
-      ['terminus-2/m1', 'hello', 2, 'error', null, 'verifier_no_reward'],
+      // Harbor counts a trial with no reward file as 0: an import keeps Harbor's accounting.
+      ['terminus-2/m1', 'hello', 2, 'completed', 0, 'verifier_no_reward'],
     ]);
     assert.equal(list[0]!.tests_passed, 1);
     assert.equal(list[0]!.duration_ms, 60_000);
     const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'harbor'), '--json'], { encoding: 'utf8' }).stdout);
-    assert.equal(stats.configs[0].trials, 2);
-    assert.deepEqual(stats.configs[0].errorsByClass, { verifier_no_reward: 1 });
+    assert.equal(stats.configs[0].trials, 3);
+    assert.deepEqual(stats.configs[0].errorsByClass, {});
+    assert.deepEqual(stats.configs[0].outcomesByClass, { agent_timeout: 1, verifier_no_reward: 1 });
   });
 });
 

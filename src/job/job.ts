@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { takeLockNow } from '../util/lock.js';
-import { JobStore } from '../store/store.js';
+import { JobStore, storeError } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { TermgradeError } from '../util/errors.js';
 import { parseSpec } from './load-spec.js';
@@ -46,9 +46,14 @@ export function storedSpec(jobsDir: string, name: string): JobSpec {
 export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob> {
   const jobDir = jobDirOf(jobsDir, spec.name);
   const { tasks, invalid } = await resolveTasks(spec);
-  await mkdir(jobDir, { recursive: true });
   // One writer per job: two processes would each run every open slot, and one's results be lost.
-  const lock = await takeLockNow(path.join(jobDir, 'job.lock'));
+  let lock: Awaited<ReturnType<typeof takeLockNow>>;
+  try {
+    await mkdir(jobDir, { recursive: true });
+    lock = await takeLockNow(path.join(jobDir, 'job.lock'));
+  } catch (err) {
+    throw storeError(jobDbOf(jobDir), err);
+  }
   if ('ownerPid' in lock) {
     throw new TermgradeError('job_busy', `job "${spec.name}" is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`);
   }

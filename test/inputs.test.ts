@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import type { Agent } from '../src/agent/agent.js';
+import { loadPrices } from '../src/agent/registry.js';
+import { openJob } from '../src/job/job.js';
+import { parseSpec } from '../src/job/load-spec.js';
+import { runJob } from '../src/job/run-job.js';
+import { loadTask } from '../src/task/load.js';
+import { CLI, tempDir, trivialTask } from './helpers.js';
+import { FakeProvider } from './support/fake-provider.js';
+
+function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('every input is validated where it enters', () => {
+  it('re-validates flags merged into a job spec: --infra-retries abc is bad usage, not an endless retry', async () => {
+    const task = await trivialTask();
+    const r = cli(['run', '--name', 'x', '--tasks', task, '--agent', 'nop', '--infra-retries', 'abc', '--jobs-dir', await tempDir(), '-q']);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /infraRetries/);
+  });
+
+  it('refuses a timeout no timer can hold, naming the file', async () => {
+    const dir = await trivialTask({ 'task.toml': '[agent]\ntimeout_sec = 3000000\n' });
+    await assert.rejects(loadTask(dir), (err: Error) => {
+      assert.match(err.message, /task\.toml/);
+      assert.match(err.message, /timeout_sec/);
+      return true;
+    });
+  });
+
+  it('refuses a price file that is not a table of prices, naming it', async () => {
+    const dir = await tempDir();
+    for (const [name, text] of [
+      ['null.json', 'null'],
+      ['neg.json', '{"m": {"input": -1, "output": 2}}'],
+      ['str.json', '{"m": {"input": "cheap", "output": 2}}'],
+    ]) {
+      const file = path.join(dir, name!);
+      await writeFile(file, text!);
+      await assert.rejects(loadPrices(file), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'bad_input');
+        assert.ok(err.message.includes(file), err.message);
+        return true;
+      });
+    }
+    assert.deepEqual(await loadPrices(await (async () => {
+      const f = path.join(dir, 'ok.json');
+      await writeFile(f, '{"m": {"input": 1, "output": 2}}');
+      return f;
+    })()), { m: { input: 1, output: 2 } });
+  });
+
+  it('says a damaged job store is damaged (exit 5), not that the job does not exist', async () => {
+    const jobsDir = await tempDir();
+    await mkdir(path.join(jobsDir, 'broken'), { recursive: true });
+    await writeFile(path.join(jobsDir, 'broken', 'job.db'), 'this is not a database, just text long enough to look like a file header '.repeat(20));
+    const r = cli(['trials', '--job', 'broken', '--jobs-dir', jobsDir]);
+    assert.equal(r.status, 5, r.stderr);
+    assert.match(r.stderr, /damaged|not a termgrade store/);
+    const none = cli(['trials', '--job', 'absent', '--jobs-dir', jobsDir]);
+    assert.equal(none.status, 2);
+    assert.match(none.stderr, /no job "absent"/);
+  });
+
+  it('refuses a second run of the same job while the first holds it (exit 2, a clear message)', async () => {
+    const jobsDir = await tempDir();
+    const spec = parseSpec({ name: 'busy', tasks: { paths: [await trivialTask()] }, agents: [{ agent: 'nop' }] }, 'test');
+    const held = await openJob(spec, jobsDir);
+    try {
+      const r = cli(['run', '--job', 'busy', '--jobs-dir', jobsDir, '-q']);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /being run by another termgrade process/);
+    } finally {
+      await held.close();
+    }
+  });
+});
+
+describe('secrets never reach a record', () => {
+  it('keeps a key out of the store and the listing, raw or JSON-escaped, even in error messages', async () => {
+    const SECRET = 'sk-"tricky\\key"-0123456789';
+    const jobsDir = await tempDir();
+    const spec = parseSpec({ name: 'secret', tasks: { paths: [await trivialTask()] }, agents: [{ agent: 'nop' }] }, 'test');
+    const leaky: Agent = {
+      name: 'leaky',
+      model: null,
+      setup: async () => {},
+      run: async () => {
+        throw new Error(`endpoint said: invalid key ${SECRET} (${JSON.stringify(SECRET)}, ${encodeURIComponent(SECRET)})`);
+      },
+    };
+    const opened = await openJob(spec, jobsDir);
+    try {
+      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir, agentFactory: () => ({ agent: leaky, secrets: [SECRET] }) });
+    } finally {
+      await opened.close();
+    }
+    const listing = cli(['trials', '--job', 'secret', '--jobs-dir', jobsDir, '--json']);
+    assert.equal(listing.status, 0, listing.stderr);
+    assert.match(listing.stdout, /REDACTED/);
+    const db = await readFile(path.join(jobsDir, 'secret', 'job.db'));
+    for (const text of [listing.stdout, db.toString('latin1')]) {
+      for (const form of [SECRET, JSON.stringify(SECRET).slice(1, -1), encodeURIComponent(SECRET), 'tricky']) assert.ok(!text.includes(form), `found ${form}`);
+    }
+  });
+});
