@@ -95,6 +95,17 @@ describe('docker backend specifics', () => {
     });
   });
 
+  it("reads changes from the overlay layer exactly as the engine's diff reports them", async () => {
+    await withSandbox(async (s) => {
+      await s.exec('mkdir -p /app/new/deep; echo a > /app/new/deep/f; echo b >> /etc/issue; rm -f /etc/debian_version; rm -rf /usr/share/doc/apt');
+      const fast = (await s.changes()).map((c) => `${c.kind} ${c.path}`).sort();
+      const container = new Docker().getContainer(s.id);
+      const kinds = ['changed', 'added', 'deleted'];
+      const engine = ((await container.changes()) as Array<{ Path: string; Kind: number }>).map((c) => `${kinds[c.Kind]} ${c.Path}`).sort();
+      assert.deepEqual(fast, engine);
+    });
+  });
+
   it("cleanup removes only dead owners' containers: never a live process's, never an ownerless one (an image build)", async () => {
     const engine = new Docker();
     const make = async (labels: Record<string, string>) => {
