@@ -1,11 +1,13 @@
 /**
  * Harness cost per oracle trial on a cached trivial task, against the bare Engine API operations
- * the trial performs (create, start, one attached shell carrying the commands and the small
- * copies in and out, remove), measured interleaved in the same run.
+ * the trial performs (create, start, one attached shell carrying the commands, then the grading
+ * protections: kill and restart to end the agent's processes, tests copied in and logs copied out
+ * through the archive API; remove), measured interleaved in the same run. A third sequence, the
+ * same without the protections, shows what they cost.
  *
  *   npm run bench            (or: node dist/bench/trial-overhead.js [iterations])
  *
- * Prints both medians and their ratio; the target is a ratio of at most 1.5.
+ * Prints the medians and the ratio harness / bare; the target is a ratio of at most 1.5.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { writeTask } from './write-task.js';
@@ -59,16 +61,29 @@ async function tarBase64(dir: string, dest: string): Promise<string> {
 }
 
 /** The same engine work a trial does, with none of the harness around it. */
-async function bareTrial(docker: Docker, task: Task, image: string): Promise<void> {
+async function bareTrial(docker: Docker, task: Task, image: string, protect = true): Promise<void> {
   const c = await docker.createContainer(containerSpec(task, image));
   await c.start();
-  const sh = await bareShell(docker, c);
+  let sh = await bareShell(docker, c);
   await sh.run('mkdir -p /logs/agent /logs/verifier');
   await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.solutionDir!, '/solution')}\nEOF`);
   await sh.run('bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1');
-  await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
-  await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
-  await sh.run('tar -c -C /logs -f - verifier | base64');
+  if (protect) {
+    sh.close();
+    await c.kill({ signal: 'SIGKILL' });
+    await c.wait({ condition: 'not-running' });
+    await c.start();
+    sh = await bareShell(docker, c);
+    await sh.run('rm -rf /tests /logs/verifier && mkdir -p /logs/verifier');
+    await c.putArchive(packDir(task.testsDir, '/tests') as unknown as NodeJS.ReadableStream, { path: '/' });
+    await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
+    const tar = (await c.getArchive({ path: '/logs/verifier' })) as unknown as Readable;
+    for await (const _ of tar) void _;
+  } else {
+    await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
+    await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
+    await sh.run('tar -c -C /logs -f - verifier | base64');
+  }
   sh.close();
   await c.remove({ force: true, v: true });
 }
@@ -89,6 +104,7 @@ async function main(): Promise<void> {
     const { image } = await provider.prepare(task); // cached from here on
     const harness: number[] = [];
     const bare: number[] = [];
+    const unprotected: number[] = [];
     // One warm-up of each, then interleave so drift on a shared machine hits both alike.
     await bareTrial(provider.docker, task, image);
     await runTrial({ task, agent: oracleAgent, provider, outDir: path.join(work, 'trials') });
@@ -100,13 +116,19 @@ async function main(): Promise<void> {
       t = performance.now();
       await bareTrial(provider.docker, task, image);
       bare.push(performance.now() - t);
+      t = performance.now();
+      await bareTrial(provider.docker, task, image, false);
+      unprotected.push(performance.now() - t);
     }
     const h = median(harness);
     const b = median(bare);
+    const u = median(unprotected);
     console.log(`oracle trial on a cached trivial task, ${iterations} interleaved runs each`);
-    console.log(`  harness (runTrial)        median ${h.toFixed(0)} ms`);
-    console.log(`  bare Engine API sequence  median ${b.toFixed(0)} ms`);
-    console.log(`  ratio harness/bare        ${(h / b).toFixed(2)}  (target <= 1.5)`);
+    console.log(`  harness (runTrial)                         median ${h.toFixed(0)} ms`);
+    console.log(`  bare Engine API sequence                   median ${b.toFixed(0)} ms`);
+    console.log(`  bare, without the grading protections      median ${u.toFixed(0)} ms`);
+    console.log(`  ratio harness/bare                         ${(h / b).toFixed(2)}  (target <= 1.5)`);
+    console.log(`  grading protections, bare cost             ${(b - u).toFixed(0)} ms per trial`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
