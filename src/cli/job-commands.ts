@@ -80,6 +80,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   const log = (m: string): void => {
     if (!flags.quiet && !flags.jsonl) process.stderr.write(`${m}\n`);
   };
+  // A network named for internet tasks must exist and be isolated: refused now, not per trial.
+  if (spec.network) await provider.checkNetwork(spec.network);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by runs that were killed`);
   const job = await openJob(spec, flags.jobsDir);

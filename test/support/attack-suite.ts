@@ -7,7 +7,8 @@ import type { SandboxProvider } from '../../src/sandbox/sandbox.js';
 import { loadTask } from '../../src/task/load.js';
 import { runTrial } from '../../src/trial/run.js';
 import type { TrialResult } from '../../src/trial/schema.js';
-import { tempDir, trivialTask } from '../helpers.js';
+import path from 'node:path';
+import { EXAMPLES, tempDir, trivialTask } from '../helpers.js';
 
 /** An adversarial agent: runs one shell script in the sandbox, then says it is done. */
 export function scriptAgent(script: string, timeoutSec = 60): Agent {
@@ -78,6 +79,35 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.equal(r.reward, 0);
       assert.equal(r.error?.class, 'tampering');
       assert.ok(r.tampering.some((t) => /\/bash$/.test(t.path)), JSON.stringify(r.tampering));
+    });
+
+    describe('against a real pytest verifier', () => {
+      const PASS_ALL = [
+        'import pytest',
+        '@pytest.hookimpl(hookwrapper=True)',
+        'def pytest_runtest_makereport(item, call):',
+        '    outcome = yield',
+        '    outcome.get_result().outcome = "passed"',
+      ].join('\\n');
+      const onExample = async (script: string): Promise<TrialResult> => {
+        const task = await loadTask(path.join(EXAMPLES, 'csv-summary'));
+        return runTrial({ task, agent: scriptAgent(script), provider: provider(), outDir: await tempDir() });
+      };
+
+      it('a conftest.py planted in /tests is gone before pytest runs', async () => {
+        const r = await onExample(`mkdir -p /tests && printf '${PASS_ALL}\\n' > /tests/conftest.py`);
+        assert.equal(r.reward, 0);
+        assert.ok(r.tests.some((t) => t.status === 'failed'));
+      });
+
+      it('a conftest.py above /tests, or a sitecustomize hook, is tampering: reward 0, paths named', async () => {
+        for (const where of ['/conftest.py', '$(python3 -c "import site; print(site.getsitepackages()[0])")/sitecustomize.py']) {
+          const r = await onExample(`mkdir -p "$(dirname ${where})"; printf '${PASS_ALL}\\n' > ${where}`);
+          assert.equal(r.reward, 0, where);
+          assert.equal(r.error?.class, 'tampering', where);
+          assert.equal(r.tampering.length, 1, JSON.stringify(r.tampering));
+        }
+      });
     });
 
     it('does not call ordinary work tampering', async () => {

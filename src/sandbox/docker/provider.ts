@@ -86,7 +86,7 @@ export class DockerProvider implements SandboxProvider {
   }
 
   /** An isolated network the user made for tasks that need one; refuses host, none and missing ones. */
-  private async checkNetwork(name: string): Promise<void> {
+  async checkNetwork(name: string): Promise<void> {
     if (name === 'host' || name === 'none' || name === 'bridge' || name === 'default') {
       throw new TermgradeError('bad_input', `network "${name}" is not an isolated network: name one made for tasks (docker network create --internal ...), or run offline`);
     }
