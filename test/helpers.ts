@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after } from 'node:test';
+import { after, before, describe } from 'node:test';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 
 /** The repository root, from dist/test/helpers.js or test/helpers.ts alike. */
@@ -55,4 +55,23 @@ export function docker(): DockerProvider {
     after(() => p.closeAll());
   }
   return provider;
+}
+
+/**
+ * Registers suites once per command path of the Docker backend: through the sandbox's helper
+ * shell, and through a new engine exec per command (TERMGRADE_EXEC_VIA=engine). Both keep the
+ * Sandbox contract, so backend-neutral suites run on both.
+ */
+export function onEachDockerExecPath(register: (label: string) => void): void {
+  for (const via of ['helper shell', 'engine exec'] as const) {
+    describe(`docker backend, commands via ${via}`, () => {
+      before(() => {
+        if (via === 'engine exec') process.env.TERMGRADE_EXEC_VIA = 'engine';
+      });
+      after(() => {
+        delete process.env.TERMGRADE_EXEC_VIA;
+      });
+      register(`docker, ${via}`);
+    });
+  }
 }

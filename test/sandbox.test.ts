@@ -1,25 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_OWNER, ownerId } from '../src/sandbox/docker/labels.js';
 import type { Sandbox } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
-import { docker, trivialTask } from './helpers.js';
+import { CLI, docker, onEachDockerExecPath, trivialTask } from './helpers.js';
 import { sandboxBehaviour } from './support/sandbox-suite.js';
 
 // The backend-neutral behaviour suite, on both of the Docker backend's command paths.
-for (const via of ['helper shell', 'engine exec'] as const) {
-  describe(`docker backend, commands via ${via}`, () => {
-    before(() => {
-      if (via === 'engine exec') process.env.TERMGRADE_EXEC_VIA = 'engine';
-    });
-    after(() => {
-      delete process.env.TERMGRADE_EXEC_VIA;
-    });
-    sandboxBehaviour(`docker, ${via}`, docker);
-  });
-}
+onEachDockerExecPath((label) => sandboxBehaviour(label, docker));
 
 /** What only the Docker backend has: limits as the engine reports them, labels, image builds, cleanup. */
 describe('docker backend specifics', () => {
@@ -104,6 +95,26 @@ describe('docker backend specifics', () => {
       const engine = ((await container.changes()) as Array<{ Path: string; Kind: number }>).map((c) => `${kinds[c.Kind]} ${c.Path}`).sort();
       assert.deepEqual(fast, engine);
     });
+  });
+
+  it('a cleanup in another process leaves a running image build alone', async () => {
+    const engine = new Docker();
+    const stamp = `${Date.now()}-${process.pid}`;
+    const base = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp\n` }));
+    // The agent layer builds FROM the task image, whose termgrade labels its build containers inherit.
+    const building = docker().prepare(base, { agentLayer: `RUN sleep 6 && echo layer-${stamp}` });
+    building.catch(() => undefined);
+    const deadline = Date.now() + 120_000;
+    const buildContainers = async () =>
+      (await engine.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } })).filter((c) => !c.Labels[LABEL_OWNER] && c.State === 'running' && c.Command.includes(`layer-${stamp}`));
+    while ((await buildContainers()).length === 0) {
+      assert.ok(Date.now() < deadline, 'no build container appeared');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const r = spawnSync(process.execPath, [CLI, 'cleanup'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const prepared = await building;
+    assert.match(prepared.image, /^termgrade-agent:/);
   });
 
   it("cleanup removes only dead owners' containers: never a live process's, never an ownerless one (an image build)", async () => {
