@@ -93,7 +93,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     progress.stop();
     if (!flags.jsonl && !flags.quiet) {
       process.stdout.write(
-        `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward), ` +
+        `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward${summary.infra ? `: ${summary.infra} infrastructure failures, run again on resume` : ''}), ` +
           `${summary.notRun} not run, ${summary.skipped} recorded before` +
           `${spec.adaptive ? `, ${summary.settledEarly} not needed (settled early by adaptive sampling)` : ''}; ${summary.total} slots in all` +
           `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}\n` +

@@ -26,9 +26,10 @@ export type JobEvent =
 export interface JobSummary {
   job: string;
   total: number;
-  /** Recorded in this run: graded, errors; and slots not run (budget or interrupt). */
+  /** Recorded in this run: graded, errors (no reward; `infra` of them infrastructure failures); and slots not run (budget or interrupt). */
   completed: number;
   errors: number;
+  infra: number;
   notRun: number;
   /** Already recorded before this run (resumed). */
   skipped: number;
@@ -156,7 +157,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   }
   const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(spec.concurrency / 8)), spec.network ?? null);
 
-  const counts = { completed: 0, errors: 0, notRun: 0 };
+  const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
   let storeFailure: unknown = null;
   const record = (fn: () => void): void => {
     try {
@@ -203,7 +204,10 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     record(() => store.recordTrial(r, { slot, trialDir: path.join(options.jobDir, 'trials', trialId), infraAttempts: runs, retryReasons: reasons }));
     const status = r.error?.class === 'cancelled' ? 'not_run' : r.reward === null ? 'error' : 'completed';
     if (status === 'not_run') counts.notRun += 1;
-    else if (status === 'error') counts.errors += 1;
+    else if (status === 'error') {
+      counts.errors += 1;
+      if (accountingOf(r.reward, r.error?.class) === 'infra') counts.infra += 1;
+    }
     else counts.completed += 1;
     emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: runs, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
   };

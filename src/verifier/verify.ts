@@ -49,6 +49,11 @@ async function scanForTampering(sandbox: Sandbox): Promise<Tampering[]> {
  */
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
   if (!task.config.verifier.keep_agent_processes) await sandbox.endProcesses();
+  else {
+    // Processes are kept for the tests; a sandbox the agent brought down is revived all the same.
+    const alive = await sandbox.exec(['true'], { timeoutSec: 30 }).then((r) => r.exitCode === 0, () => false);
+    if (!alive) await sandbox.endProcesses();
+  }
   const tampering = await scanForTampering(sandbox);
   const none = { tests: [], testsSource: 'none' as const, exitCode: null, durationMs: 0, rewardSource: null };
   if (tampering.length > 0) {

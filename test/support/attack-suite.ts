@@ -68,6 +68,11 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.ok(r.phases.verification);
     });
 
+    it('revives a killed sandbox for grading even when the task keeps the agent\'s processes', async () => {
+      const r = await trial(`echo hello > /app/out.txt; kill -9 -1`, { 'task.toml': '[verifier]\nkeep_agent_processes = true\n' });
+      assert.equal(r.reward, 1, JSON.stringify(r.errors));
+    });
+
     it('grades a sandbox after a fork bomb, as a failure of the agent', async () => {
       const r = await trial(`b() { b | b & }; b`, { 'task.toml': '[environment]\npids_limit = 64\n[agent]\ntimeout_sec = 30\n' }, 5);
       assert.equal(r.reward, 0, JSON.stringify(r.errors));
