@@ -16,6 +16,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     passed: reward !== null && reward >= 1,
     tests: tests.map((status, i) => ({ name: `t${i}`, status, durationMs: null, message: null })),
     testsSource: 'pytest-rA',
+    testsSourceCounts: {},
     testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
     tampering: [],
     error: errors[0] ?? null,

@@ -93,19 +93,19 @@ describe('per-test reports', () => {
       <testsuite name="inner"><testcase name="test_c"><skipped/></testcase></testsuite>
     </testsuite></testsuites>`;
     assert.deepEqual(parseJunit(xml), [
-      { name: 'test_outputs::test_a', status: 'passed', durationMs: 10, message: null },
-      { name: 'test_outputs::test_b', status: 'failed', durationMs: 2, message: 'assert 1 == 2' },
+      { name: 'test_outputs.py::test_a', status: 'passed', durationMs: 10, message: null },
+      { name: 'test_outputs.py::test_b', status: 'failed', durationMs: 2, message: 'assert 1 == 2' },
       { name: 'test_c', status: 'skipped', durationMs: null, message: null },
     ]);
     assert.deepEqual(parseJunit('<broken'), []);
   });
 
-  it('trusts CTRF first, then -rA lines, then JUnit', () => {
+  it('on equally complete reports, trusts CTRF first, then -rA lines, then JUnit', () => {
     const xml = '<testsuite><testcase name="x"/></testsuite>';
     assert.equal(collectTests({ ctrf, stdout: 'PASSED a.py::b', junit: [xml] }).source, 'ctrf');
     assert.equal(collectTests({ ctrf: null, stdout: 'PASSED a.py::b', junit: [xml] }).source, 'pytest-rA');
     assert.equal(collectTests({ ctrf: 'garbage', stdout: 'no summary', junit: [xml] }).source, 'junit');
-    assert.deepEqual(collectTests({ ctrf: null, stdout: null, junit: [] }), { tests: [], source: 'none' });
+    assert.deepEqual(collectTests({ ctrf: null, stdout: null, junit: [] }), { tests: [], source: 'none', counts: {} });
   });
 });
 
@@ -131,5 +131,50 @@ describe('real pytest output', () => {
     const ctrf = JSON.stringify({ results: { tests: [{ name: '/tests/test_outputs.py::test_a', status: 'passed' }] } });
     assert.equal(collectTests({ ctrf, stdout: null, junit: [] }).tests[0]!.name, 'test_outputs.py::test_a');
     assert.equal(collectTests({ ctrf: null, stdout: 'PASSED src/mytests/test_x.py::t', junit: [] }).tests[0]!.name, 'src/mytests/test_x.py::t', 'only the tests folder is stripped');
+  });
+});
+
+describe('pytest node ids in every form', () => {
+  const cases: Array<[string, string, string | null]> = [
+    // [line after the status word, expected id, expected message]
+    ['tests/test_outputs.py::test_required_files[/app/results.txt-results file]', 'tests/test_outputs.py::test_required_files[/app/results.txt-results file]', null],
+    ['a.py::t[z w] - boom', 'a.py::t[z w]', 'boom'],
+    ['a.py::t[x - y] - assert [1] - 2 == 0', 'a.py::t[x - y]', 'assert [1] - 2 == 0'],
+    ['a.py::t[[nested]-list]', 'a.py::t[[nested]-list]', null],
+    ['a.py::t[caf\\xe9-\\u65e5\\u672c]', 'a.py::t[caf\\xe9-\\u65e5\\u672c]', null],
+    ['a.py::t[café-日本] - unicode left unescaped', 'a.py::t[café-日本]', 'unicode left unescaped'],
+    ['a.py::TestOuter::TestInner::test_x', 'a.py::TestOuter::TestInner::test_x', null],
+    ['a.py::TestOuter::test_x[p::q] - AssertionError: no', 'a.py::TestOuter::test_x[p::q]', 'AssertionError: no'],
+    ['a.py::test_plain - AssertionError: x - y', 'a.py::test_plain', 'AssertionError: x - y'],
+  ];
+  for (const [rest, id, message] of cases) {
+    it(`reads ${rest}`, () => {
+      for (const word of ['PASSED', 'FAILED', 'ERROR']) {
+        const [t] = parsePytestSummary(`${word} ${rest}`);
+        assert.ok(t, `${word} ${rest} parsed`);
+        assert.equal(t.name, id);
+        assert.equal(t.message, message);
+        assert.equal(t.status, word === 'PASSED' ? 'passed' : word === 'FAILED' ? 'failed' : 'error');
+      }
+    });
+  }
+
+  it('keeps every parametrised test of a real summary, the failing one included', () => {
+    const tests = parsePytestSummary('PASSED a.py::t[x y]\nFAILED a.py::t[z w] - boom\nPASSED a.py::u\n');
+    assert.deepEqual(tests.map((t) => [t.name, t.status]), [['a.py::t[x y]', 'passed'], ['a.py::t[z w]', 'failed'], ['a.py::u', 'passed']]);
+  });
+
+  it('takes the most complete report when reports disagree, and says which', () => {
+    const junit = `<testsuites><testsuite>
+      <testcase classname="tests.test_outputs" name="test_a" file="tests/test_outputs.py"/>
+      <testcase classname="tests.test_outputs" name="test_b[x y]"><failure message="boom"/></testcase>
+      <testcase classname="tests.test_outputs.TestC" name="test_c"/>
+    </testsuite></testsuites>`;
+    const r = collectTests({ ctrf: null, stdout: 'PASSED tests/test_outputs.py::test_a\nsome line pytest printed oddly\n', junit: [junit] });
+    assert.equal(r.source, 'junit');
+    assert.deepEqual(r.counts, { 'pytest-rA': 1, junit: 3 });
+    assert.deepEqual(r.tests.map((t) => [t.name, t.status]), [['test_outputs.py::test_a', 'passed'], ['test_outputs.py::test_b[x y]', 'failed'], ['test_outputs.py::TestC::test_c', 'passed']]);
+    const tie = collectTests({ ctrf: JSON.stringify({ results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed' }] } }), stdout: 'PASSED test_outputs.py::test_a', junit: [] });
+    assert.equal(tie.source, 'ctrf', 'on a tie, the most trusted report');
   });
 });

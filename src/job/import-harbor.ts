@@ -113,6 +113,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       passed: reward !== null && reward >= 1,
       tests,
       testsSource: tests.length ? 'ctrf' : 'none',
+      testsSourceCounts: tests.length ? { ctrf: tests.length } : {},
       testsSummary: summarizeTests(tests),
       tampering: [],
       error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,

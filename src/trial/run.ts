@@ -253,6 +253,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     passed: reward !== null && reward >= 1,
     tests: v?.tests ?? [],
     testsSource: v?.testsSource ?? 'none',
+    testsSourceCounts: v?.testsSourceCounts ?? {},
     testsSummary: summarizeTests(v?.tests ?? []),
     error: primary ?? null,
     errors,

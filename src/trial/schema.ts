@@ -51,6 +51,8 @@ export const TrialResultSchema = z.object({
   passed: z.boolean(),
   tests: z.array(TestResultSchema),
   testsSource: TestReportSource,
+  /** Tests found in each report the verifier left (the most complete one is `testsSource`). */
+  testsSourceCounts: z.partialRecord(TestReportSource, z.number()).default({}),
   testsSummary: z.object({ total: z.number(), passed: z.number(), failed: z.number(), skipped: z.number(), other: z.number() }),
   /**
    * The error that decides the trial's accounting: with a reward, the first thing that went wrong;

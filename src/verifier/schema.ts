@@ -26,6 +26,8 @@ export const VerifierOutcomeSchema = z.object({
   rewardSource: z.enum(['reward.json', 'reward.txt']).nullable(),
   tests: z.array(TestResultSchema),
   testsSource: TestReportSource,
+  /** Tests found in each report the verifier left; the most complete one is `testsSource`. */
+  testsSourceCounts: z.partialRecord(TestReportSource, z.number()).default({}),
   error: z.object({ class: VerifierErrorClass, message: z.string() }).nullable(),
   exitCode: z.number().nullable(),
   durationMs: z.number(),

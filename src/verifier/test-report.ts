@@ -11,25 +11,33 @@ export interface VerifierFiles {
   junit: string[];
 }
 
-export function collectTests(files: VerifierFiles): { tests: TestResult[]; source: TestReportSource } {
-  const found = findTests(files);
-  return { ...found, tests: found.tests.map((t) => ({ ...t, name: canonicalTestName(t.name) })) };
+export interface CollectedTests {
+  tests: TestResult[];
+  /** The report the tests were taken from. */
+  source: TestReportSource;
+  /** How many tests each report held: the choice is the most complete one. */
+  counts: Partial<Record<TestReportSource, number>>;
 }
 
-function findTests(files: VerifierFiles): { tests: TestResult[]; source: TestReportSource } {
+/**
+ * Every report the verifier left is read, and the most complete one wins (most tests; on a tie,
+ * CTRF, then pytest's summary, then JUnit): reports disagree when one drops tests another keeps
+ * (a summary line a parser cannot read, a plugin that was not loaded), and a dropped failing test
+ * would make a failed trial look clean. Names are made canonical (see `canonicalTestName`).
+ */
+export function collectTests(files: VerifierFiles): CollectedTests {
+  const candidates: Array<{ source: TestReportSource; tests: TestResult[] }> = [];
   if (files.ctrf !== null) {
     const tests = parseCtrf(files.ctrf);
-    if (tests) return { tests, source: 'ctrf' };
+    if (tests) candidates.push({ source: 'ctrf', tests });
   }
-  if (files.stdout !== null) {
-    const tests = parsePytestSummary(files.stdout);
-    if (tests.length > 0) return { tests, source: 'pytest-rA' };
-  }
-  for (const xml of files.junit) {
-    const tests = parseJunit(xml);
-    if (tests.length > 0) return { tests, source: 'junit' };
-  }
-  return { tests: [], source: 'none' };
+  if (files.stdout !== null) candidates.push({ source: 'pytest-rA', tests: parsePytestSummary(files.stdout) });
+  if (files.junit.length) candidates.push({ source: 'junit', tests: files.junit.flatMap(parseJunit) });
+  const counts: CollectedTests['counts'] = {};
+  for (const c of candidates) counts[c.source] = c.tests.length;
+  const best = candidates.reduce<(typeof candidates)[number] | null>((a, c) => (c.tests.length > 0 && (!a || c.tests.length > a.tests.length) ? c : a), null);
+  if (!best) return { tests: [], source: 'none', counts };
+  return { tests: best.tests.map((t) => ({ ...t, name: canonicalTestName(t.name) })), source: best.source, counts };
 }
 
 /**
@@ -84,30 +92,70 @@ export function parseCtrf(text: string): TestResult[] | null {
     }));
 }
 
-const SUMMARY_LINE = /^(PASSED|FAILED|ERROR|XFAIL|XPASS)\s+(\S+::\S+?)(?:\s+-\s+(.*))?$/;
+const SUMMARY_WORDS: Record<string, TestStatus> = { PASSED: 'passed', XFAIL: 'passed', FAILED: 'failed', XPASS: 'failed', ERROR: 'error', SKIPPED: 'skipped' };
+
+/**
+ * Splits what follows the status word of a `-rA` line into the node id and the message. A node id
+ * may hold spaces, ` - ` and `::` inside its parametrisation brackets (`t[/app/x.txt-results file]`),
+ * so the id runs to the first `]` that closes the last `[` of the id and is followed by the end of
+ * the line or by ` - ` (the message separator); an id without brackets ends at the first ` - `.
+ */
+export function splitSummaryLine(rest: string): { id: string; message: string | null } | null {
+  const sep = rest.indexOf('::');
+  if (sep <= 0 || /\s/.test(rest.slice(0, sep))) return null; // not path::name
+  const open = rest.indexOf('[', sep);
+  const firstDash = rest.indexOf(' - ', sep);
+  if (open >= 0 && (firstDash < 0 || open < firstDash)) {
+    for (let i = rest.indexOf(']', open); i >= 0; i = rest.indexOf(']', i + 1)) {
+      const after = rest.slice(i + 1);
+      if (after === '') return { id: rest, message: null };
+      if (after.startsWith(' - ')) return { id: rest.slice(0, i + 1), message: after.slice(3) };
+    }
+  }
+  if (firstDash >= 0) return { id: rest.slice(0, firstDash), message: rest.slice(firstDash + 3) };
+  return /\s/.test(rest) ? null : { id: rest, message: null };
+}
+
 /** A file pytest could not collect (an import error, say): `ERROR tests/test_x.py - ModuleNotFoundError: ...`. */
 const COLLECTION_ERROR_LINE = /^ERROR\s+(\S+\.py)(?:\s+-\s+(.*))?$/;
 
-/** pytest `-rA` short summary: `PASSED path::test`, `FAILED path::test - message`. Last word wins. */
+/** pytest `-rA` short summary: `PASSED path::test`, `FAILED path::test[p q] - message`. Last word wins. */
 export function parsePytestSummary(text: string): TestResult[] {
   const byName = new Map<string, TestResult>();
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.replace(/\x1b\[[0-9;]*m/g, '').trim();
-    const m = SUMMARY_LINE.exec(line);
-    if (!m) {
-      const c = COLLECTION_ERROR_LINE.exec(line);
-      if (c) byName.set(c[1]!, { name: c[1]!, status: 'error', durationMs: null, message: `collection error: ${c[2] ?? 'pytest could not collect this file'}` });
+    const space = line.indexOf(' ');
+    const status = space > 0 ? SUMMARY_WORDS[line.slice(0, space)] : undefined;
+    if (!status) continue;
+    const rest = line.slice(space + 1).trimStart();
+    // SKIPPED lines name a location and a reason (`SKIPPED [1] t.py:3: why`), not a node id.
+    const parsed = status === 'skipped' ? null : splitSummaryLine(rest);
+    if (parsed) {
+      byName.set(parsed.id, { name: parsed.id, status, durationMs: null, message: parsed.message });
       continue;
     }
-    const word = m[1]!;
-    const status: TestStatus =
-      word === 'PASSED' || word === 'XFAIL' ? 'passed' : word === 'FAILED' || word === 'XPASS' ? 'failed' : 'error';
-    byName.set(m[2]!, { name: m[2]!, status, durationMs: null, message: m[3] ?? null });
+    const c = COLLECTION_ERROR_LINE.exec(line);
+    if (c) byName.set(c[1]!, { name: c[1]!, status: 'error', durationMs: null, message: `collection error: ${c[2] ?? 'pytest could not collect this file'}` });
   }
   return [...byName.values()];
 }
 
 type XmlNode = Record<string, unknown>;
+
+/**
+ * pytest's JUnit classname is the dotted module path plus any classes (`tests.test_outputs.TestX`);
+ * written as a node id path (`tests/test_outputs.py::TestX`) so names match the other reports.
+ * The module ends where the file attribute says, else before the first part that starts with a
+ * capital letter (a class, by Python's convention). Names of other runners pass through unchanged.
+ */
+export function junitClassToPath(classname: string, file: string | null): string {
+  const parts = classname.split('.');
+  let moduleParts = parts.findIndex((p) => /^[A-Z]/.test(p));
+  if (file && file.endsWith('.py')) moduleParts = file.replace(/\.py$/, '').split('/').filter(Boolean).length;
+  if (moduleParts === -1) moduleParts = parts.length;
+  if (moduleParts === 0 || parts.slice(0, moduleParts).some((p) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p))) return classname;
+  return [`${parts.slice(0, moduleParts).join('/')}.py`, ...parts.slice(moduleParts)].join('::');
+}
 const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 /** JUnit XML (pytest --junitxml and most runners): testcase with failure / error / skipped children. */
@@ -123,7 +171,7 @@ export function parseJunit(xml: string): TestResult[] {
     for (const tc of asArray(suite.testcase as XmlNode | XmlNode[])) {
       const name = String(tc['@name'] ?? '');
       if (!name) continue;
-      const cls = tc['@classname'] ? `${String(tc['@classname'])}::` : '';
+      const cls = tc['@classname'] ? `${junitClassToPath(String(tc['@classname']), tc['@file'] === undefined ? null : String(tc['@file']))}::` : '';
       const failure = (tc.failure ?? tc.error) as XmlNode | string | undefined;
       const status: TestStatus = tc.failure !== undefined ? 'failed' : tc.error !== undefined ? 'error' : tc.skipped !== undefined ? 'skipped' : 'passed';
       const message = failure === undefined ? null : typeof failure === 'object' ? String(failure['@message'] ?? '') || null : String(failure) || null;

@@ -55,7 +55,7 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     if (!alive) await sandbox.endProcesses();
   }
   const tampering = await scanForTampering(sandbox);
-  const none = { tests: [], testsSource: 'none' as const, exitCode: null, durationMs: 0, rewardSource: null };
+  const none = { tests: [], testsSource: 'none' as const, testsSourceCounts: {}, exitCode: null, durationMs: 0, rewardSource: null };
   if (tampering.length > 0) {
     const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
     return { ...none, reward: 0, rewards: {}, tampering, error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` } };
@@ -73,12 +73,12 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   const local = (name: string): string => path.join(options.hostLogsDir, name);
   const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
   const junit = await Promise.all(files.filter((f) => f.endsWith('.xml')).sort().map((f) => readFile(local(f), 'utf8')));
-  const { tests, source } = collectTests({
+  const { tests, source, counts } = collectTests({
     ctrf: await readIfThere(local('ctrf.json')),
     stdout: await readIfThere(local('test-stdout.txt')),
     junit,
   });
-  const base = { tests, testsSource: source, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [] };
+  const base = { tests, testsSource: source, testsSourceCounts: counts, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [] };
 
   if (run.timedOut) {
     return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s` } };
