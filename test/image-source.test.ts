@@ -43,3 +43,27 @@ describe('image source', () => {
     assert.notEqual(prepared.image, PREBUILT);
   });
 });
+
+describe('task image identity', () => {
+  it('a base tag that moves to another image makes the next prepare rebuild, and trials record the image id', async () => {
+    const engine = new Docker();
+    const base = `termgrade-test/base-${process.pid}`;
+    await engine.getImage('debian:bookworm-slim').tag({ repo: base, tag: '1' });
+    const task = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM ${base}:1\nWORKDIR /app\n`, 'tests/test.sh': '#!/bin/bash\nif [ -f /v2 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n' }));
+    const first = await docker().prepare(task);
+    assert.equal((await docker().prepare(task)).cached, true);
+    // The tag moves to a new image (what a registry push or a re-made base image does).
+    const { packEntries } = await import('../src/sandbox/docker/tar.js');
+    const { Readable } = await import('node:stream');
+    const stream = await engine.buildImage(Readable.from([await packEntries([{ path: 'Dockerfile', content: 'FROM debian:bookworm-slim\nRUN touch /v2\n' }])]) as unknown as NodeJS.ReadableStream, { t: `${base}:1` });
+    await new Promise((resolve, reject) => engine.modem.followProgress(stream, (err) => (err ? reject(err) : resolve(null))));
+    const second = await docker().prepare(task);
+    assert.equal(second.cached, false, 'rebuilt on the new base');
+    assert.notEqual(second.image, first.image);
+    const r = await runTrial({ task, agent: scriptAgent('true'), provider: docker(), outDir: await tempDir() });
+    assert.equal(r.reward, 1, 'the trial ran on the new base');
+    assert.equal(r.imageId, second.imageId);
+    assert.match(r.imageId ?? '', /^sha256:/);
+    await engine.getImage(`${base}:1`).remove({ force: true }).catch(() => undefined);
+  });
+});

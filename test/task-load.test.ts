@@ -129,3 +129,25 @@ describe('task loading', () => {
     await assert.rejects(findTaskDirs(['/no/such/place']), /no such folder/);
   });
 });
+
+describe('Dockerfile reading', () => {
+  it('finds every external image a Dockerfile builds from', async () => {
+    const { baseImages, usesHeredocs } = await import('../src/task/dockerfile.js');
+    const text = [
+      '# syntax=docker/dockerfile:1',
+      'ARG PY=3.13',
+      'ARG BASE=python:${PY}-slim-bookworm',
+      'FROM --platform=linux/amd64 ${BASE} AS build',
+      'RUN echo \\',
+      '  continued',
+      'FROM build AS test',
+      'COPY --from=build /a /a',
+      'COPY --from=ghcr.io/astral-sh/uv:0.5 /uv /bin/uv',
+      'FROM scratch',
+      'FROM ubuntu:24.04',
+    ].join('\n');
+    assert.deepEqual(baseImages(text), ['python:3.13-slim-bookworm', 'ghcr.io/astral-sh/uv:0.5', 'ubuntu:24.04']);
+    assert.equal(usesHeredocs(text), false);
+    assert.equal(usesHeredocs('FROM x\nCOPY <<EOT /f\nhello\nEOT\n'), true);
+  });
+});

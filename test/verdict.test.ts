@@ -27,6 +27,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     costUsd: null,
     image: null,
     imageSource: null,
+    imageId: null,
     imageCached: null,
     phases: {},
     startedAt: '',

@@ -124,6 +124,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       costUsd: a?.cost_usd ?? null,
       image: null,
       imageSource: null,
+      imageId: null,
       imageCached: null,
       phases: {},
       startedAt: started,

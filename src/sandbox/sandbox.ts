@@ -111,6 +111,8 @@ export type ImageSource = 'prebuilt' | 'dockerfile' | 'dockerfile-fallback';
 
 export interface PreparedEnvironment {
   image: string;
+  /** The engine's id of the image (content-addressed): what a trial really ran on. */
+  imageId?: string | null;
   source: ImageSource;
   /** True when the image was already there and nothing was built. */
   cached: boolean;

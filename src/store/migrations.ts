@@ -57,4 +57,11 @@ export const MIGRATIONS: string[] = [
     PRIMARY KEY (trial_id, name)
   );
   `,
+  // 2: which image a trial really ran on (engine id, and where it came from), and what the
+  // verifier found the agent had tampered with.
+  `
+  ALTER TABLE trials ADD COLUMN image_id TEXT;
+  ALTER TABLE trials ADD COLUMN image_source TEXT;
+  ALTER TABLE trials ADD COLUMN tampering_json TEXT NOT NULL DEFAULT '[]';
+  `,
 ];

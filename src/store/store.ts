@@ -45,6 +45,9 @@ export interface TrialRow {
   retry_reasons_json: string;
   trial_dir: string | null;
   source: string;
+  image_id: string | null;
+  image_source: string | null;
+  tampering_json: string;
 }
 
 export interface RecordExtra {
@@ -207,11 +210,11 @@ export class JobStore {
           `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
             error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
             task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
-            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source)
+            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json)
            VALUES (@trial_id, @config, @task, @attempt, @agent, @model, @status, @reward, @rewards_json, @passed, @error_class,
             @error_message, @error_phase, @exit_reason, @turns, @input_tokens, @cached_tokens, @output_tokens, @cost_usd, @task_path,
             @task_checksum, @image, @tests_source, @tests_total, @tests_passed, @tests_failed, @phases_json, @started_at, @finished_at,
-            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source)`,
+            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json)`,
       ),
     };
   }
@@ -258,6 +261,9 @@ export class JobStore {
           retry_reasons_json: JSON.stringify(extra.retryReasons),
           trial_dir: extra.trialDir,
           source: extra.source ?? 'termgrade',
+          image_id: result.imageId,
+          image_source: result.imageSource,
+          tampering_json: JSON.stringify(result.tampering),
         });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
@@ -285,7 +291,7 @@ export class JobStore {
   *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
     const sql = `SELECT trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
       turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
-      infra_attempts, retry_reasons_json, trial_dir, source FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
+      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
     const stmt = this.db.prepare(sql);
     yield* (filter.status ? stmt.iterate(filter.status) : stmt.iterate()) as IterableIterator<TrialRow>;
   }

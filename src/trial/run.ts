@@ -264,6 +264,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     tampering: v?.tampering ?? [],
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,
+    imageId: (prepared as PreparedEnvironment | null)?.imageId ?? null,
     imageCached: (prepared as PreparedEnvironment | null)?.cached ?? null,
     phases,
     startedAt,

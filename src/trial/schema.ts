@@ -68,6 +68,8 @@ export const TrialResultSchema = z.object({
   /** Set when the verifier found the agent had tampered with its machinery (the reward is then 0). */
   tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
   image: z.string().nullable(),
+  /** The engine's id of that image: trials on different builds of one tag are told apart by it. */
+  imageId: z.string().nullable().default(null),
   /** Which image source was used: the task's prebuilt image, its Dockerfile, or the Dockerfile because the prebuilt one could not be had. */
   imageSource: z.enum(['prebuilt', 'dockerfile', 'dockerfile-fallback']).nullable().default(null),
   imageCached: z.boolean().nullable(),

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
+import { baseImages } from '../../task/dockerfile.js';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
 import { withFileLock } from '../../util/lock.js';
@@ -11,10 +14,27 @@ import { packDir, packEntries } from './tar.js';
 export const IMAGE_REPO = 'termgrade-env';
 export const AGENT_IMAGE_REPO = 'termgrade-agent';
 
-/** Images are named by the environment's content, so an unchanged task never builds twice. */
-export function imageTag(task: Task): string {
-  if (task.environment.kind === 'image') return task.environment.image;
-  return `${IMAGE_REPO}:${task.environment.contentHash.slice(0, 20)}`;
+/** The engine's id of an image, or null when the engine does not have it. */
+async function imageIdOf(docker: Docker, ref: string): Promise<string | null> {
+  try {
+    return (await docker.getImage(ref).inspect()).Id;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A task image's name: a hash of the environment's content and of the resolved id of every image
+ * it builds from (each FROM and COPY --from). A base tag that moves to another image names a new
+ * task image, so a stale environment is never reused; an unchanged task never builds twice.
+ */
+export async function imageTag(docker: Docker, task: Task): Promise<string> {
+  const env = task.environment;
+  if (env.kind === 'image') return env.image;
+  const text = await readFile(path.join(env.contextDir, 'Dockerfile'), 'utf8');
+  const bases = await Promise.all(baseImages(text).map(async (ref) => `${ref}=${(await imageIdOf(docker, ref)) ?? 'absent'}`));
+  const hash = createHash('sha256').update(`${env.contentHash}\0${bases.join('\0')}`).digest('hex');
+  return `${IMAGE_REPO}:${hash.slice(0, 20)}`;
 }
 
 /**
@@ -149,23 +169,28 @@ export class ImageBuilder {
 
   prepare(task: Task, options: PrepareOptions = {}): Promise<PreparedEnvironment> {
     const env = task.environment;
-    const base =
+    const build = async (): Promise<PreparedEnvironment> => {
+      const tag = await imageTag(this.docker, task);
+      return this.once(tag, () => this.ensure(task, tag, options));
+    };
+    const base = (
       env.kind === 'dockerfile' && env.prebuilt && !options.forceBuild
-        ? this.once(`prebuilt:${env.prebuilt}:${imageTag(task)}`, async () => {
+        ? this.once(`prebuilt:${env.prebuilt}:${env.contentHash}`, async () => {
             const started = performance.now();
             const prebuilt = await prebuiltIfAvailable(this.docker, task, options);
             if (prebuilt) return { image: prebuilt, source: 'prebuilt' as const, cached: true, durationMs: performance.now() - started, log: '' };
-            const built = await this.once(imageTag(task), () => this.ensure(task, imageTag(task), options));
+            const built = await build();
             return { ...built, source: 'dockerfile-fallback' as const, log: `prebuilt image ${env.prebuilt} is not available here; built the task's Dockerfile instead\n${built.log}` };
           })
-        : this.once(imageTag(task), () => this.ensure(task, imageTag(task), options));
+        : build()
+    ).then(async (prepared) => ({ ...prepared, imageId: await imageIdOf(this.docker, prepared.image) }));
     if (!options.agentLayer) return base;
     const layer = options.agentLayer;
     return base.then(async (prepared) => {
-      const id = (await this.docker.getImage(prepared.image).inspect()).Id;
+      const id = prepared.imageId ?? (await this.docker.getImage(prepared.image).inspect()).Id;
       const tag = `${AGENT_IMAGE_REPO}:${createHash('sha256').update(`${id}\0${layer}`).digest('hex').slice(0, 20)}`;
       const derived = await this.once(tag, () => this.ensureDerived(task, prepared, layer, tag, options));
-      return { ...derived, durationMs: prepared.durationMs + derived.durationMs, cached: prepared.cached && derived.cached, log: prepared.log + derived.log };
+      return { ...derived, imageId: await imageIdOf(this.docker, derived.image), durationMs: prepared.durationMs + derived.durationMs, cached: prepared.cached && derived.cached, log: prepared.log + derived.log };
     });
   }
 
