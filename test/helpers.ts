@@ -9,6 +9,7 @@ import { DockerProvider } from '../src/sandbox/docker/provider.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), fileURLToPath(import.meta.url).includes('/dist/') ? '../..' : '..');
 export const EXAMPLES = path.join(ROOT, 'examples', 'tasks');
 export const BROKEN = path.join(ROOT, 'test', 'fixtures', 'broken');
+export const BUILDKIT = path.join(ROOT, 'test', 'fixtures', 'buildkit');
 export const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 
 const temps: string[] = [];

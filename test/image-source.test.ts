@@ -3,6 +3,7 @@ import { before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { loadTask } from '../src/task/load.js';
 import { runTrial } from '../src/trial/run.js';
+import path from 'node:path';
 import { docker, tempDir, trivialTask } from './helpers.js';
 import { scriptAgent } from './support/attack-suite.js';
 
@@ -65,5 +66,26 @@ describe('task image identity', () => {
     assert.equal(r.imageId, second.imageId);
     assert.match(r.imageId ?? '', /^sha256:/);
     await engine.getImage(`${base}:1`).remove({ force: true }).catch(() => undefined);
+  });
+});
+
+describe('BuildKit-only Dockerfiles', () => {
+  it('the heredoc fixture builds (with BuildKit, its log kept and readable) and is admitted by check', async () => {
+    const { cp, readFile: read, appendFile } = await import('node:fs/promises');
+    const { checkTasks } = await import('../src/check/check.js');
+    const { BUILDKIT } = await import('./helpers.js');
+    const dir = path.join(await tempDir(), 'heredocs');
+    await cp(path.join(BUILDKIT, 'heredocs'), dir, { recursive: true });
+    // A fresh build every run: a line no cache holds.
+    await appendFile(path.join(dir, 'environment', 'Dockerfile'), `RUN <<EOF\necho ${Date.now()}-${process.pid} > /stamp\nEOF\n`);
+    const out = await tempDir();
+    const report = await checkTasks([dir], { provider: docker(), outDir: out, repeat: 1 });
+    const t = report.tasks[0]!;
+    assert.equal(t.verdict, 'admissible', t.details.join(' | '));
+    assert.equal(t.imageCached, false);
+    const log = await read(path.join(out, 'builds', 'heredocs.log'), 'utf8');
+    assert.match(log, /^Dockerfile heredocs rewritten/);
+    assert.match(log, /builder: BuildKit/);
+    assert.match(log, /#\d+ \[\d\/\d\] COPY --chmod=755/, 'BuildKit steps decoded into a plain log');
   });
 });

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_OWNER, ownerId } from '../src/sandbox/docker/labels.js';
+import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import type { Sandbox } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
@@ -68,7 +69,7 @@ describe('docker backend specifics', () => {
     const fresh = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${Date.now()}-${process.pid} > /stamp\n` }));
     const provider = docker();
     const [a, b] = await Promise.all([provider.prepare(fresh), provider.prepare(fresh)]);
-    assert.equal(a, b, 'one build shared by both callers');
+    assert.deepEqual(a, b, 'one build shared by both callers (the same result, timing included)');
     assert.equal(a.cached, false);
     const again = await provider.prepare(fresh);
     assert.equal(again.cached, true);
@@ -80,7 +81,7 @@ describe('docker backend specifics', () => {
     const bad = await loadTask(await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN echo broken-step && exit 7\n' }));
     await assert.rejects(docker().prepare(bad), (err: Error & { code?: string; log?: string }) => {
       assert.equal(err.code, 'build_failed');
-      assert.match(err.message, /returned a non-zero code: 7/);
+      assert.match(err.message, /returned a non-zero code: 7|exit code: 7/);
       assert.match(err.log ?? '', /broken-step/);
       return true;
     });
@@ -101,8 +102,11 @@ describe('docker backend specifics', () => {
     const engine = new Docker();
     const stamp = `${Date.now()}-${process.pid}`;
     const base = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp\n` }));
-    // The agent layer builds FROM the task image, whose termgrade labels its build containers inherit.
-    const building = docker().prepare(base, { agentLayer: `RUN sleep 6 && echo layer-${stamp}` });
+    // The legacy builder runs build steps in containers (BuildKit does not); the agent layer builds
+    // FROM the task image, whose termgrade labels those containers inherit.
+    process.env.TERMGRADE_BUILDER = 'legacy';
+    const legacy = new DockerProvider({ docker: new Docker() });
+    const building = legacy.prepare(base, { agentLayer: `RUN sleep 6 && echo layer-${stamp}` });
     building.catch(() => undefined);
     const deadline = Date.now() + 120_000;
     const buildContainers = async () =>
@@ -113,7 +117,7 @@ describe('docker backend specifics', () => {
     }
     const r = spawnSync(process.execPath, [CLI, 'cleanup'], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const prepared = await building;
+    const prepared = await building.finally(() => delete process.env.TERMGRADE_BUILDER);
     assert.match(prepared.image, /^termgrade-agent:/);
   });
 

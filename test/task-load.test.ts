@@ -151,3 +151,24 @@ describe('Dockerfile reading', () => {
     assert.equal(usesHeredocs('FROM x\nCOPY <<EOT /f\nhello\nEOT\n'), true);
   });
 });
+
+describe('Dockerfile heredocs rewritten for any builder', () => {
+  it('turns RUN and COPY heredocs into exec-form RUNs and context files, flags kept', async () => {
+    const { translateHeredocs } = await import('../src/task/dockerfile.js');
+    const r = translateHeredocs(
+      ['FROM x', 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]', 'RUN <<EOF', '#!/usr/bin/env python3', 'print(1)', 'EOF', 'RUN --mount=type=cache,target=/c python3 - <<PY > /out', 'print("$HOME")', 'PY', 'COPY --chmod=600 <<a <<b /etc/', 'A', 'a', 'B', 'b', 'RUN echo plain'].join('\n'),
+    )!;
+    const lines = r.dockerfile.split('\n');
+    assert.equal(lines[0], 'FROM x');
+    const run1 = JSON.parse(lines[2]!.slice('RUN '.length)) as string[];
+    assert.deepEqual(run1.slice(0, 4), ['/bin/bash', '-o', 'pipefail', '-c'], 'the SHELL in force is used');
+    assert.match(run1[4]!, /cat > "\$f" <<'TG_HEREDOC_\d+'\n#!\/usr\/bin\/env python3\nprint\(1\)\nTG_HEREDOC_\d+\nchmod \+x "\$f" && "\$f"/);
+    assert.ok(lines[3]!.startsWith('RUN --mount=type=cache,target=/c ['));
+    const run2 = JSON.parse(lines[3]!.slice(lines[3]!.indexOf('['))) as string[];
+    assert.equal(run2[4], 'python3 - <<PY > /out\nprint("$HOME")\nPY\n', 'the shell reads the heredoc itself, expansion as BuildKit would');
+    assert.equal(lines[4], 'COPY --chmod=600 .termgrade-heredocs/0/a .termgrade-heredocs/0/b /etc/');
+    assert.deepEqual(r.files, [{ path: '.termgrade-heredocs/0/a', content: 'A\n' }, { path: '.termgrade-heredocs/0/b', content: 'B\n' }]);
+    assert.equal(lines[5], 'RUN echo plain');
+    assert.equal(translateHeredocs('FROM x\nRUN echo hi\n'), null, 'a file without heredocs is left alone');
+  });
+});

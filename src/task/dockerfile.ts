@@ -93,3 +93,80 @@ export function baseImages(text: string): string[] {
 export function usesHeredocs(text: string): boolean {
   return parseDockerfile(text).some((i) => i.heredocs.length > 0);
 }
+
+/** Where translated heredoc files go in the build context. */
+export const HEREDOC_DIR = '.termgrade-heredocs';
+
+/**
+ * Rewrites Dockerfile heredocs (`RUN <<EOF`, `RUN cmd <<EOF`, `COPY <<EOT /dest`) into the forms
+ * every builder accepts, for engines whose BuildKit frontend predates them (and the legacy
+ * builder): a RUN becomes an exec-form RUN whose shell gets the original text (shell heredocs are
+ * the shell's own syntax; a bare `RUN <<EOF` script is written to a temporary file and run, so a
+ * shebang line still picks its interpreter); a COPY/ADD heredoc becomes a file in the build context
+ * (under HEREDOC_DIR) copied the same way. Flags (--mount, --chmod ...) are kept. Content is copied
+ * verbatim: variables in a COPY heredoc are not expanded (BuildKit would expand unquoted ones).
+ * Returns null when the file has no heredoc.
+ */
+export function translateHeredocs(text: string): { dockerfile: string; files: Array<{ path: string; content: string }> } | null {
+  const lines = text.split(/\r?\n/);
+  const out: string[] = [];
+  const files: Array<{ path: string; content: string }> = [];
+  let shell = ['/bin/sh', '-c'];
+  let i = 0;
+  let changed = false;
+  while (i < lines.length) {
+    let line = lines[i++]!;
+    if (/^\s*#/.test(line) || /^\s*$/.test(line)) {
+      out.push(line);
+      continue;
+    }
+    while (/\\\s*$/.test(line) && i < lines.length) line = line.replace(/\\\s*$/, ' ') + lines[i++]!;
+    const m = /^(\s*)([A-Za-z]+)(\s+)([\s\S]*)$/.exec(line);
+    const keyword = m?.[2]!.toUpperCase();
+    if (keyword === 'SHELL') {
+      try {
+        shell = JSON.parse(m![4]!) as string[];
+      } catch {
+        // not the JSON form: keep the default
+      }
+    }
+    const markers = m && (keyword === 'RUN' || keyword === 'COPY' || keyword === 'ADD') ? [...m[4]!.matchAll(HEREDOC)] : [];
+    if (!m || markers.length === 0) {
+      out.push(line);
+      continue;
+    }
+    changed = true;
+    const bodies: string[] = [];
+    for (const h of markers) {
+      const body: string[] = [];
+      const strip = h[1] === '-';
+      while (i < lines.length && (strip ? lines[i]!.replace(/^\t+/, '') : lines[i]!) !== h[3]) body.push(strip ? lines[i++]!.replace(/^\t+/, '') : lines[i++]!);
+      i += 1;
+      bodies.push(body.length ? `${body.join('\n')}\n` : '');
+    }
+    const args = m[4]!;
+    const flags = /^((?:--\S+\s+)*)/.exec(args)?.[1] ?? '';
+    const rest = args.slice(flags.length);
+    if (keyword === 'RUN') {
+      let script: string;
+      if (markers.length === 1 && rest.trim() === markers[0]![0]) {
+        // The heredoc is the script itself: run it as a file, so a shebang picks its interpreter.
+        const tag = `TG_HEREDOC_${out.length}`;
+        script = `f=$(mktemp) && cat > "$f" <<'${tag}'\n${bodies[0]}${tag}\nchmod +x "$f" && "$f"; rc=$?; rm -f "$f"; exit $rc`;
+      } else {
+        // The shell reads heredocs itself: give it the line and the bodies as written.
+        script = `${rest}\n${markers.map((h, k) => `${bodies[k]}${h[3]}\n`).join('')}`;
+      }
+      out.push(`${m[1]}RUN ${flags}${JSON.stringify([...shell, script])}`);
+    } else {
+      let k = 0;
+      const dir = `${HEREDOC_DIR}/${files.length}`;
+      const replaced = rest.replace(HEREDOC, (_all, _dash, _q, name: string) => {
+        files.push({ path: `${dir}/${name}`, content: bodies[k++]! });
+        return `${dir}/${name}`;
+      });
+      out.push(`${m[1]}${keyword} ${flags}${replaced}`);
+    }
+  }
+  return changed ? { dockerfile: out.join('\n'), files } : null;
+}

@@ -3,13 +3,14 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { baseImages } from '../../task/dockerfile.js';
+import { baseImages, translateHeredocs } from '../../task/dockerfile.js';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
 import { withFileLock } from '../../util/lock.js';
 import type { PreparedEnvironment, PrepareOptions } from '../sandbox.js';
 import { LABEL_MANAGED, LABEL_TASK } from './labels.js';
-import { packDir, packEntries } from './tar.js';
+import { BuildkitLog } from './buildkit-log.js';
+import { packContext, packDir, packEntries } from './tar.js';
 
 export const IMAGE_REPO = 'termgrade-env';
 export const AGENT_IMAGE_REPO = 'termgrade-agent';
@@ -84,6 +85,7 @@ function follow(
   note: (line: string) => void,
   log: () => string,
 ): Promise<void> {
+  const trace = new BuildkitLog();
   return new Promise<void>((resolve, reject) => {
     let failed: string | null = null;
     const stop = (): void => (stream as unknown as { destroy(): void }).destroy();
@@ -106,8 +108,9 @@ function follow(
         else if (failed) reject(new BuildError(`${what} failed: ${failed}`, log()));
         else resolve();
       },
-      (event: { stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
-        if (event.stream) note(event.stream);
+      (event: { id?: string; aux?: unknown; stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
+        if (event.id === 'moby.buildkit.trace' && typeof event.aux === 'string') for (const line of trace.lines(event.aux)) note(line);
+        else if (event.stream) note(event.stream);
         else if (event.status) note(`${event.status}\n`);
         if (event.error) {
           failed = event.errorDetail?.message ?? event.error;
@@ -144,18 +147,68 @@ async function pull(docker: Docker, tag: string, task: Task, options: PrepareOpt
   return log();
 }
 
+/**
+ * Which builder the engine offers: BuildKit (Engine API 1.39+, on Linux) or only the legacy one.
+ * Asked once per engine. TERMGRADE_BUILDER=legacy forces the legacy builder.
+ */
+const builders = new WeakMap<Docker, Promise<'buildkit' | 'legacy'>>();
+function builderOf(docker: Docker): Promise<'buildkit' | 'legacy'> {
+  let b = builders.get(docker);
+  if (!b) {
+    b = (async () => {
+      if (process.env.TERMGRADE_BUILDER === 'legacy') return 'legacy' as const;
+      const v = (await docker.version().catch(() => null)) as { ApiVersion?: string; Os?: string } | null;
+      const [major, minor] = (v?.ApiVersion ?? '0.0').split('.').map(Number) as [number, number];
+      return v?.Os === 'linux' && (major > 1 || (major === 1 && minor >= 39)) ? ('buildkit' as const) : ('legacy' as const);
+    })();
+    builders.set(docker, b);
+  }
+  return b;
+}
+
+/**
+ * Runs one image build: with BuildKit where the engine offers it (as Harbor does), else with the
+ * legacy builder, saying which in the log's first line. A BuildKit build the engine refuses as
+ * such is tried once more with the legacy builder. The build log is kept either way.
+ */
+async function runBuild(docker: Docker, context: () => NodeJS.ReadableStream, tag: string, task: Task, options: PrepareOptions, what: string): Promise<string> {
+  const { note, log } = logCollector(options);
+  const builder = await builderOf(docker);
+  const attempt = async (version: '1' | '2'): Promise<void> => {
+    const stream = await docker.buildImage(context(), {
+      t: tag,
+      networkmode: 'host', // builds reach Debian's packages through the host; trials never do
+      rm: true,
+      forcerm: true,
+      labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
+      ...(version === '2' ? { version: '2' } : {}),
+    } as Docker.ImageBuildOptions);
+    await follow(docker, stream, what, task.config.environment.build_timeout_sec * 1000, options, note, log);
+  };
+  if (builder === 'buildkit') {
+    note('builder: BuildKit\n');
+    try {
+      await attempt('2');
+      return log();
+    } catch (err) {
+      if (!(err instanceof BuildError) || !/buildkit|session|not supported|unknown parameter/i.test(err.message) || /dockerfile parse error|returned a non-zero|exit code/i.test(err.message)) throw err;
+      note(`BuildKit refused the build (${err.message}); building with the legacy builder\n`);
+    }
+  } else {
+    note('builder: legacy (this engine offers no BuildKit: BuildKit-only Dockerfile syntax other than heredocs will not build)\n');
+  }
+  await attempt('1');
+  return log();
+}
+
 async function build(docker: Docker, task: Task, tag: string, options: PrepareOptions): Promise<string> {
   if (task.environment.kind !== 'dockerfile') throw new Error('build needs a Dockerfile');
-  const { note, log } = logCollector(options);
-  const stream = await docker.buildImage(packDir(task.environment.contextDir, '') as unknown as NodeJS.ReadableStream, {
-    t: tag,
-    networkmode: 'host', // builds reach Debian's packages through the host; trials never do
-    rm: true,
-    forcerm: true,
-    labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
-  });
-  await follow(docker, stream, 'build', task.config.environment.build_timeout_sec * 1000, options, note, log);
-  return log();
+  const contextDir = task.environment.contextDir;
+  // Heredocs are rewritten for every builder: this engine's BuildKit frontend may predate them.
+  const translated = translateHeredocs(await readFile(path.join(contextDir, 'Dockerfile'), 'utf8'));
+  const overrides = translated ? [{ path: 'Dockerfile', content: translated.dockerfile }, ...translated.files] : [];
+  const log = await runBuild(docker, () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream, tag, task, options, 'build');
+  return translated ? `Dockerfile heredocs rewritten for this engine (${translated.files.length} file(s) from COPY/ADD heredocs)\n${log}` : log;
 }
 
 /**
@@ -212,17 +265,9 @@ export class ImageBuilder {
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
       const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
-      const { note, log } = logCollector(options);
-      const stream = await this.docker.buildImage(Readable.from([context]) as unknown as NodeJS.ReadableStream, {
-        t: tag,
-        networkmode: 'host',
-        rm: true,
-        forcerm: true,
-        labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
-      });
-      await follow(this.docker, stream, 'agent image build', task.config.environment.build_timeout_sec * 1000, options, note, log);
-      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log());
-      return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log: log() };
+      const log = await runBuild(this.docker, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, task, options, 'agent image build');
+      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log);
+      return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log };
     }, options.signal);
   }
 

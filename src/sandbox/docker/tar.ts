@@ -21,6 +21,27 @@ export function packDir(hostDir: string, destDir: string): Readable {
   }) as unknown as Readable;
 }
 
+/**
+ * A build context: `hostDir`'s contents with some files replaced or added (a rewritten Dockerfile,
+ * generated files), streamed without copying the folder.
+ */
+export function packContext(hostDir: string, overrides: Array<{ path: string; content: string }>): Readable {
+  const replaced = new Set(overrides.map((o) => o.path));
+  return tarFs.pack(hostDir, {
+    ignore: (name) => replaced.has(path.relative(hostDir, name).split(path.sep).join('/')),
+    map: (header) => {
+      header.uid = 0;
+      header.gid = 0;
+      return header;
+    },
+    finalize: false,
+    finish: (pack) => {
+      for (const o of overrides) pack.entry({ name: o.path, mode: 0o644, uid: 0, gid: 0 }, o.content);
+      pack.finalize();
+    },
+  }) as unknown as Readable;
+}
+
 /** A tar (to extract at /) of in-memory files and folders, parents included. */
 export async function packEntries(entries: FileEntry[]): Promise<Buffer> {
   const pack = tarStream.pack();
