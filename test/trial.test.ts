@@ -113,3 +113,15 @@ describe('trial', () => {
     assert.ok(r.phases.agent_run!.durationMs < 20000);
   });
 });
+
+describe('check details', () => {
+  it('a reference solution that exits non-zero: the details name its exit, the reward and the failing test', async () => {
+    const { checkTasks } = await import('../src/check/check.js');
+    const dir = await trivialTask({ 'solution/solve.sh': '#!/bin/bash\necho goodbye > /app/out.txt\nexit 3\n' });
+    const report = await checkTasks([dir], { provider: docker(), outDir: await tempDir(), repeat: 1 });
+    const details = report.tasks[0]!.details.join(' | ');
+    assert.deepEqual(report.tasks[0]!.reasons, ['oracle_failed']);
+    assert.match(details, /solve\.sh exited with code 3/);
+    assert.match(details, /reward 0, failed: t\.py::test_hello \(no\)/);
+  });
+});
