@@ -175,14 +175,22 @@ async function runBuild(docker: Docker, context: () => NodeJS.ReadableStream, ta
   const { note, log } = logCollector(options);
   const builder = await builderOf(docker);
   const attempt = async (version: '1' | '2'): Promise<void> => {
-    const stream = await docker.buildImage(context(), {
-      t: tag,
-      networkmode: 'host', // builds reach Debian's packages through the host; trials never do
-      rm: true,
-      forcerm: true,
-      labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
-      ...(version === '2' ? { version: '2' } : {}),
-    } as Docker.ImageBuildOptions);
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await docker.buildImage(context(), {
+        t: tag,
+        networkmode: 'host', // builds reach Debian's packages through the host; trials never do
+        rm: true,
+        forcerm: true,
+        labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
+        ...(version === '2' ? { version: '2' } : {}),
+      } as Docker.ImageBuildOptions);
+    } catch (err) {
+      // Refused before any progress (a Dockerfile the engine cannot parse, say): still a build
+      // failure with a log that says so.
+      note(`ERROR: ${errorMessage(err)}\n`);
+      throw new BuildError(`${what} failed: ${errorMessage(err)}`, log());
+    }
     await follow(docker, stream, what, task.config.environment.build_timeout_sec * 1000, options, note, log);
   };
   if (builder === 'buildkit') {
