@@ -209,6 +209,23 @@ program
   });
 
 program
+  .command('serve')
+  .description('Serve tasks to RL trainers over HTTP: sessions (create, exec, verify) and whole episodes against a model endpoint.')
+  .requiredOption('-t, --tasks <paths...>', 'task folders, or folders of task folders')
+  .option('--selection <dir>', 'a `select --out` folder: serve only its training and validation tasks, with their rates')
+  .option('--host <host>', 'address to bind (anything but loopback needs --token-env)', '127.0.0.1')
+  .option('--port <n>', 'port (0: any free one)', (v) => Number(v), 8080)
+  .option('--token-env <var>', 'environment variable holding the bearer token clients must send')
+  .option('--max-sessions <n>', 'sandboxes alive at once', positiveInt, 32)
+  .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
+  .option('--data-dir <dir>', 'verifier logs, episode folders and grades.jsonl', '.termgrade/serve')
+  .addHelpText('after', '\nPrints one JSON line {"url", "tasks"} on stdout once listening. Stops on SIGINT / SIGTERM, removing every sandbox.')
+  .action(async (opts) => {
+    const { serveCommand } = await import('./serve-command.js');
+    process.exitCode = await serveCommand(opts);
+  });
+
+program
   .command('cleanup')
   .description('Remove containers left by termgrade runs that were killed.')
   .option('--all', 'remove every termgrade container, even those of live runs')

@@ -100,6 +100,7 @@ export class ModelClient {
       apiKey: process.env[config.apiKeyEnv] ?? 'none',
       timeout: config.requestTimeoutSec * 1000,
       maxRetries: 0, // ours, below: classified, bounded, abortable
+      defaultHeaders: config.headers,
     });
     this.random = options.random ?? Math.random;
   }

@@ -22,6 +22,8 @@ export const ModelConfigSchema = z.object({
   maxTokens: z.number().int().positive().optional(),
   /** Passed through in the request body as is (e.g. vLLM's return_token_ids, top_k). */
   extraBody: z.record(z.string(), z.unknown()).default({}),
+  /** Sent with every request (a trainer's session id for its gateway, say). Never a key: use apiKeyEnv. */
+  headers: z.record(z.string(), z.string()).default({}),
   requestTimeoutSec: z.number().positive().max(2_147_483).default(600),
   /** Retries of rate-limit / overload / transient failures inside the trial, with backoff. */
   maxRetries: z.number().int().nonnegative().default(6),

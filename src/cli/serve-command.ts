@@ -1,0 +1,37 @@
+import path from 'node:path';
+import { DockerProvider } from '../index.js';
+import { startServer } from '../serve/server.js';
+import { loadServedTasks } from '../serve/tasks.js';
+import { TermgradeError } from '../util/errors.js';
+
+export interface ServeFlags {
+  tasks: string[];
+  selection?: string;
+  host: string;
+  port: number;
+  tokenEnv?: string;
+  maxSessions: number;
+  idleTtl: number;
+  dataDir: string;
+}
+
+/** Serves until SIGINT / SIGTERM, then removes every sandbox it made. */
+export async function serveCommand(flags: ServeFlags): Promise<number> {
+  let token: string | null = null;
+  if (flags.tokenEnv) {
+    token = process.env[flags.tokenEnv] ?? null;
+    if (!token) throw new TermgradeError('usage', `--token-env ${flags.tokenEnv}: the variable is not set`);
+  }
+  const provider = new DockerProvider();
+  await provider.ping();
+  const tasks = await loadServedTasks(flags.tasks, flags.selection);
+  const server = await startServer({ provider, tasks, dataDir: path.resolve(flags.dataDir), host: flags.host, port: flags.port, token, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl });
+  process.stderr.write(`termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(flags.dataDir, 'grades.jsonl')})\n`);
+  process.stdout.write(`${JSON.stringify({ url: server.url, tasks: tasks.length })}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await server.close();
+  return 0;
+}

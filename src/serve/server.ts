@@ -1,0 +1,147 @@
+import { timingSafeEqual } from 'node:crypto';
+import { appendFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { SandboxProvider } from '../sandbox/sandbox.js';
+import { TermgradeError } from '../util/errors.js';
+import { CreateSessionBody, EpisodeBody, ERROR_STATUS, ExecBody, ServeError, type Grade } from './contract.js';
+import { EpisodeRunner } from './episodes.js';
+import { SessionManager, type ServedTask } from './sessions.js';
+
+export interface ServeOptions {
+  provider: SandboxProvider;
+  tasks: ServedTask[];
+  /** Verifier logs, episode folders and the grade record live here. */
+  dataDir: string;
+  host?: string;
+  port?: number;
+  /** Required for any bind other than loopback: clients send `Authorization: Bearer <token>`. */
+  token?: string | null;
+  maxSessions?: number;
+  idleTtlSec?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  app: FastifyInstance;
+  sessions: SessionManager;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+function send(reply: FastifyReply, err: ServeError): FastifyReply {
+  if (err.retryAfterSec !== undefined) reply.header('retry-after', String(err.retryAfterSec));
+  return reply.code(ERROR_STATUS[err.code]).send({ error: { code: err.code, message: err.message } });
+}
+
+function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const r = schema.safeParse(body ?? {});
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new ServeError('bad_request', `${i.path.join('.') || 'body'}: ${i.message}`);
+  }
+  return r.data;
+}
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const given = Buffer.from(/^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '');
+  const want = Buffer.from(token);
+  return given.length === want.length && timingSafeEqual(given, want);
+}
+
+/**
+ * `termgrade serve`: the environments of a task set over HTTP for RL trainers. Step level
+ * (sessions: create, exec, verify, delete) for trainers that own the loop; episode level for
+ * trainers that hand over an OpenAI-compatible endpoint. Grades follow the accounting policy: an
+ * infrastructure failure comes back with `reward: null` and its status, never 0. Every grade is
+ * appended to `<dataDir>/grades.jsonl` in the job-listing shape, so `stats` reads it.
+ */
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const host = options.host ?? '127.0.0.1';
+  const token = options.token ?? null;
+  if (!LOOPBACK.test(host) && !token) throw new TermgradeError('usage', `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`);
+  await mkdir(options.dataDir, { recursive: true });
+  // Sandboxes left by an earlier server that was killed are removed before serving.
+  await options.provider.cleanup();
+
+  const gradesFile = path.join(options.dataDir, 'grades.jsonl');
+  let recorded = 0;
+  const record = (g: { kind: string; id: string; task: string; policy: string | null; grade: Grade }): void => {
+    recorded += 1;
+    const line = { trial_id: `${g.kind}:${g.id}`, task: g.task, agent: `serve-${g.kind}`, model: g.policy, config: `serve/${g.policy ?? 'unlabelled'}`, status: g.grade.status === 'graded' ? 'completed' : 'error', reward: g.grade.reward, error_class: g.grade.error_class, tests_passed: g.grade.metrics.tests_passed, tests_failed: g.grade.metrics.tests_total - g.grade.metrics.tests_passed, finished_at: new Date().toISOString() };
+    void appendFile(gradesFile, `${JSON.stringify(line)}\n`).catch(() => undefined);
+  };
+  const sessions = new SessionManager({ provider: options.provider, tasks: options.tasks, dataDir: options.dataDir, maxSessions: options.maxSessions ?? 32, idleTtlSec: options.idleTtlSec ?? 600, onGrade: record });
+  const episodes = new EpisodeRunner(options.provider, sessions, options.dataDir, record);
+
+  const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 });
+  app.setErrorHandler((err, _req, reply) => {
+    if (err instanceof ServeError) return send(reply, err);
+    const e = err as { statusCode?: number; code?: string; message: string };
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, new ServeError('bad_request', e.message));
+    return send(reply, new ServeError('unavailable', `internal error: ${e.message}`, 5));
+  });
+  app.setNotFoundHandler((req, reply) => send(reply, new ServeError('not_found', `no route ${req.method} ${req.url}`)));
+  app.addHook('onRequest', async (req, reply) => {
+    if (!token || req.url === '/healthz') return;
+    if (!tokenMatches(req.headers.authorization, token)) return send(reply, new ServeError('unauthorized', 'missing or wrong bearer token'));
+  });
+
+  app.get('/healthz', async () => {
+    const h = await options.provider.health();
+    if (!h.ok) throw new ServeError('unavailable', `sandbox engine unavailable: ${h.detail}`, 10);
+    return { ok: true, engine: h.detail, live: sessions.live() };
+  });
+  app.get('/metrics', async (_req, reply) => {
+    const lines = [
+      '# HELP termgrade_sandboxes_live Sandboxes alive now (sessions and episodes).',
+      '# TYPE termgrade_sandboxes_live gauge',
+      `termgrade_sandboxes_live ${sessions.live()}`,
+      '# TYPE termgrade_sessions_created_total counter',
+      `termgrade_sessions_created_total ${sessions.counters.created}`,
+      '# TYPE termgrade_sessions_verified_total counter',
+      `termgrade_sessions_verified_total ${sessions.counters.verified}`,
+      '# TYPE termgrade_sessions_expired_total counter',
+      `termgrade_sessions_expired_total ${sessions.counters.expired}`,
+      '# TYPE termgrade_episodes_started_total counter',
+      `termgrade_episodes_started_total ${episodes.counters.started}`,
+      '# TYPE termgrade_grades_recorded_total counter',
+      `termgrade_grades_recorded_total ${recorded}`,
+      '# TYPE termgrade_errors_total counter',
+      ...[...sessions.counters.errors].map(([cls, n]) => `termgrade_errors_total{class="${cls}"} ${n}`),
+    ];
+    return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`);
+  });
+
+  app.get('/v1/tasks', async () => ({
+    tasks: sessions.tasks().map((t) => ({ task: t.task.name, split: t.split, rate: t.rate, interval: t.interval, instruction: t.task.instruction })),
+  }));
+  app.post('/v1/sessions', async (req, reply) => {
+    const body = parse(CreateSessionBody, req.body);
+    return reply.code(201).send(await sessions.create(body.task, body.policy ?? null));
+  });
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/exec', async (req) => {
+    const body = parse(ExecBody, req.body);
+    return sessions.exec(req.params.id, body.command, body.timeout_sec);
+  });
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/verify', async (req) => sessions.verify(req.params.id));
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req, reply) => {
+    await sessions.delete(req.params.id);
+    return reply.code(204).send();
+  });
+  app.post('/v1/episodes', async (req) => episodes.run(parse(EpisodeBody, req.body)));
+
+  const address = await app.listen({ host, port: options.port ?? 0 });
+  return {
+    url: address,
+    app,
+    sessions,
+    close: async () => {
+      await app.close();
+      await sessions.closeAll();
+      await options.provider.closeAll();
+    },
+  };
+}

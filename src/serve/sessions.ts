@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { truncateMiddle } from '../agent/truncate.js';
+import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import type { Task } from '../task/task.js';
+import { errorMessage } from '../util/errors.js';
+import { verify } from '../verifier/verify.js';
+import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
+import { gradeOf } from './grade.js';
+
+/** A task the server offers, with what the selection measured of it (when served from one). */
+export interface ServedTask {
+  task: Task;
+  split: 'train' | 'validation' | null;
+  rate: number | null;
+  interval: [number, number] | null;
+}
+
+type SessionState = 'starting' | 'live' | 'verifying' | 'verified' | 'deleted' | 'expired';
+
+interface Session {
+  id: string;
+  task: ServedTask;
+  policy: string | null;
+  state: SessionState;
+  sandbox: Sandbox | null;
+  lastUsed: number;
+  grade: Grade | null;
+  endedAt: number | null;
+}
+
+export interface SessionOptions {
+  provider: SandboxProvider;
+  tasks: ServedTask[];
+  /** Folder for verifier logs of graded sessions. */
+  dataDir: string;
+  /** Sandboxes alive at once (sessions and episodes together). */
+  maxSessions: number;
+  /** A session unused this long is closed and its sandbox removed. */
+  idleTtlSec: number;
+  /** Called with every grade given (recording, drift). */
+  onGrade?: (g: { kind: 'session' | 'episode'; id: string; task: string; policy: string | null; grade: Grade }) => void;
+}
+
+/** How long an ended session is remembered, so late calls get 410 rather than 404. */
+const TOMBSTONE_MS = 3600_000;
+
+/**
+ * Sessions for trainers that own the loop: a sandbox per session, commands run in it, one grade
+ * at the end (the same verifier and accounting as `run`), then the sandbox is removed. Idle
+ * sessions expire; capacity is bounded; every sandbox is closed on shutdown.
+ */
+export class SessionManager {
+  private readonly sessions = new Map<string, Session>();
+  private readonly byName: Map<string, ServedTask>;
+  private readonly reaper: NodeJS.Timeout;
+  /** Slots taken by episodes (run elsewhere) against the same capacity. */
+  private borrowed = 0;
+  readonly counters = { created: 0, verified: 0, expired: 0, errors: new Map<string, number>() };
+
+  constructor(private readonly options: SessionOptions) {
+    this.byName = new Map(options.tasks.map((t) => [t.task.name, t]));
+    this.reaper = setInterval(() => void this.reap(), Math.min(5000, Math.max(250, (options.idleTtlSec * 1000) / 4)));
+    this.reaper.unref();
+  }
+
+  tasks(): ServedTask[] {
+    return [...this.byName.values()];
+  }
+
+  task(name: string): ServedTask {
+    const t = this.byName.get(name);
+    if (!t) throw new ServeError('not_found', `no task "${name}" is served here`);
+    return t;
+  }
+
+  live(): number {
+    return [...this.sessions.values()].filter((s) => s.state === 'starting' || s.state === 'live' || s.state === 'verifying').length + this.borrowed;
+  }
+
+  /** Takes one unit of capacity for work run elsewhere (an episode); returns its release. */
+  borrow(): () => void {
+    this.ensureRoom();
+    this.borrowed += 1;
+    let released = false;
+    return () => {
+      if (!released) this.borrowed -= 1;
+      released = true;
+    };
+  }
+
+  private ensureRoom(): void {
+    if (this.live() >= this.options.maxSessions) throw new ServeError('over_capacity', `all ${this.options.maxSessions} sandboxes are in use; try again shortly`, 5);
+  }
+
+  countError(cls: string): void {
+    this.counters.errors.set(cls, (this.counters.errors.get(cls) ?? 0) + 1);
+  }
+
+  async create(taskName: string, policy: string | null): Promise<Record<string, unknown>> {
+    const served = this.task(taskName);
+    this.ensureRoom();
+    const s: Session = { id: randomUUID(), task: served, policy, state: 'starting', sandbox: null, lastUsed: Date.now(), grade: null, endedAt: null };
+    this.sessions.set(s.id, s);
+    try {
+      const prepared = await this.options.provider.prepare(served.task);
+      s.sandbox = await this.options.provider.start(served.task, prepared, { labels: { 'io.termgrade.session': s.id } });
+      const made = await s.sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
+      if (made.exitCode !== 0) throw new Error(`cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
+    } catch (err) {
+      await s.sandbox?.close();
+      this.sessions.delete(s.id);
+      this.countError('environment_error');
+      throw new ServeError('unavailable', `the sandbox for ${taskName} could not be started: ${errorMessage(err)}`, 10);
+    }
+    // Deleted while starting: do not leave the sandbox behind.
+    if (s.state !== 'starting') {
+      await s.sandbox.close();
+      throw new ServeError('gone', `session ${s.id} was deleted while it started`);
+    }
+    s.state = 'live';
+    s.lastUsed = Date.now();
+    this.counters.created += 1;
+    return {
+      session_id: s.id,
+      task: served.task.name,
+      instruction: served.task.instruction,
+      tools: SESSION_TOOLS,
+      expires_at: new Date(s.lastUsed + this.options.idleTtlSec * 1000).toISOString(),
+    };
+  }
+
+  private get(id: string): Session {
+    const s = this.sessions.get(id);
+    if (!s) throw new ServeError('not_found', `no session "${id}"`);
+    return s;
+  }
+
+  private usable(id: string): Session & { sandbox: Sandbox } {
+    const s = this.get(id);
+    if (s.state === 'verifying') throw new ServeError('conflict', `session ${id} is being verified`);
+    if (s.state !== 'live' || !s.sandbox) throw new ServeError('gone', `session ${id} is ${s.state === 'starting' ? 'still starting' : s.state}`);
+    return s as Session & { sandbox: Sandbox };
+  }
+
+  async exec(id: string, command: string, timeoutSec: number): Promise<Record<string, unknown>> {
+    const s = this.usable(id);
+    s.lastUsed = Date.now();
+    try {
+      const r = await s.sandbox.exec(['bash', '-lc', command], { timeoutSec });
+      const raw = `${r.stdout.text}${r.stderr.text}`;
+      const output = truncateMiddle(raw);
+      return { output, exit_code: r.exitCode, timed_out: r.timedOut, truncated: output !== raw || r.stdout.truncatedBytes + r.stderr.truncatedBytes > 0 };
+    } catch (err) {
+      this.countError('environment_error');
+      throw new ServeError('unavailable', `the sandbox of session ${id} failed: ${errorMessage(err)}`, 5);
+    } finally {
+      s.lastUsed = Date.now();
+    }
+  }
+
+  /** Grades the session (the agent phase is over), removes its sandbox; a second call returns the same grade. */
+  async verify(id: string): Promise<Grade> {
+    const existing = this.get(id);
+    if (existing.state === 'verified' && existing.grade) return existing.grade;
+    const s = this.usable(id);
+    s.state = 'verifying';
+    const logs = path.join(this.options.dataDir, 'sessions', s.id, 'verifier');
+    let grade: Grade;
+    try {
+      await mkdir(logs, { recursive: true });
+      const v = await verify(s.sandbox, s.task.task, { hostLogsDir: logs });
+      grade = gradeOf(v.reward, v.error?.class ?? null, v.tests);
+    } catch (err) {
+      // The sandbox or engine failed under the verifier: no grade at all, never a 0.
+      grade = { ...gradeOf(null, 'verifier_crash', []), status: 'infra' };
+      this.countError('verifier_crash');
+      void err;
+    }
+    await s.sandbox.close();
+    s.state = 'verified';
+    s.grade = grade;
+    s.endedAt = Date.now();
+    this.counters.verified += 1;
+    if (grade.error_class) this.countError(grade.error_class);
+    this.options.onGrade?.({ kind: 'session', id: s.id, task: s.task.task.name, policy: s.policy, grade });
+    return grade;
+  }
+
+  async delete(id: string): Promise<void> {
+    const s = this.get(id);
+    if (s.state === 'verifying') throw new ServeError('conflict', `session ${id} is being verified`);
+    const box = s.sandbox;
+    s.sandbox = null;
+    if (s.state === 'live' || s.state === 'starting') {
+      s.state = 'deleted';
+      s.endedAt = Date.now();
+    }
+    await box?.close();
+    await rm(path.join(this.options.dataDir, 'sessions', s.id), { recursive: true, force: true }).catch(() => undefined);
+  }
+
+  private async reap(): Promise<void> {
+    const now = Date.now();
+    for (const s of this.sessions.values()) {
+      if (s.state === 'live' && now - s.lastUsed > this.options.idleTtlSec * 1000) {
+        s.state = 'expired';
+        s.endedAt = now;
+        this.counters.expired += 1;
+        const box = s.sandbox;
+        s.sandbox = null;
+        await box?.close();
+      } else if (s.endedAt !== null && now - s.endedAt > TOMBSTONE_MS) {
+        this.sessions.delete(s.id);
+      }
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    clearInterval(this.reaper);
+    await Promise.all(
+      [...this.sessions.values()].map(async (s) => {
+        const box = s.sandbox;
+        s.sandbox = null;
+        if (s.state === 'live' || s.state === 'starting') s.state = 'deleted';
+        await box?.close();
+      }),
+    );
+  }
+}

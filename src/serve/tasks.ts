@@ -1,0 +1,38 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { findTaskDirs, loadTask } from '../task/load.js';
+import { TermgradeError } from '../util/errors.js';
+import type { ServedTask } from './sessions.js';
+
+interface ManifestRow {
+  task: string;
+  rate: number;
+  interval?: [number, number];
+}
+
+/**
+ * The tasks a server offers: task folders, narrowed to a `select` output folder's training and
+ * validation sets when one is given (with their measured rates). A task the selection names that
+ * no folder holds is an error naming it.
+ */
+export async function loadServedTasks(paths: string[], selectionDir?: string): Promise<ServedTask[]> {
+  const tasks = await Promise.all((await findTaskDirs(paths)).map((d) => loadTask(d)));
+  if (!selectionDir) return tasks.map((task) => ({ task, split: null, rate: null, interval: null }));
+  const file = path.join(selectionDir, 'manifest.json');
+  let manifest: { training?: ManifestRow[]; validation?: ManifestRow[] };
+  try {
+    manifest = JSON.parse(await readFile(file, 'utf8')) as typeof manifest;
+  } catch (err) {
+    throw new TermgradeError('bad_input', `${file}: cannot read the selection manifest (${(err as Error).message})`);
+  }
+  const byName = new Map(tasks.map((t) => [t.name, t]));
+  const out: ServedTask[] = [];
+  for (const [split, rows] of [['train', manifest.training ?? []], ['validation', manifest.validation ?? []]] as const) {
+    for (const row of rows) {
+      const task = byName.get(row.task);
+      if (!task) throw new TermgradeError('bad_input', `${file}: task "${row.task}" is selected but no task folder given holds it`);
+      out.push({ task, split, rate: row.rate ?? null, interval: row.interval ?? null });
+    }
+  }
+  return out;
+}
