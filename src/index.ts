@@ -56,6 +56,13 @@ export { wilson, jeffreys } from './stats/intervals.js';
 export { jaccard, sameModelCeiling } from './stats/overlap.js';
 export { GmsEstimator, decide, DEFAULT_ADAPTIVE_RULE, type AdaptiveRule } from './stats/adaptive.js';
 
+// Serving and export (the bridge to RL trainers)
+export { startServer, type ServeOptions, type RunningServer } from './serve/server.js';
+export { loadServedTasks } from './serve/tasks.js';
+export type { ServedTask } from './serve/sessions.js';
+export { exportTrials, collectTrialRows } from './export/trials.js';
+export { exportSelection } from './export/tasks.js';
+
 // Errors and helpers
 export { TermgradeError, TaskError, CancelledError } from './util/errors.js';
 export { makeScrub } from './util/scrub.js';

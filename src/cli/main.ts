@@ -208,6 +208,29 @@ program
     process.exitCode = await overlapCommand(sources, opts);
   });
 
+const exporter = program.command('export').description('Write trials or a selection out as datasets for training.');
+exporter
+  .command('trials')
+  .description('Trials as a Hugging Face-style dataset folder: data/trials.parquet (one row per trial: record, tests, messages, tools, ATIF trajectory) and a dataset card.')
+  .argument('<sources...>', 'job folders or folders of trial folders')
+  .requiredOption('-o, --out <dir>', 'the dataset folder')
+  .option('--jsonl', 'write data/trials.jsonl instead of Parquet')
+  .action(async (sources: string[], opts) => {
+    const { exportTrialsCommand } = await import('./export-command.js');
+    process.exitCode = await exportTrialsCommand(sources, opts);
+  });
+exporter
+  .command('tasks')
+  .description("A `select --out` folder as training data: Harbor task folders carrying their measured rate, and verl's RL rows (rl/train.parquet, rl/validation.parquet).")
+  .requiredOption('--selection <dir>', 'the `select --out` folder')
+  .requiredOption('-t, --tasks <paths...>', 'task folders, or folders of task folders, holding the selected tasks')
+  .requiredOption('-o, --out <dir>', 'where train/, validation/ and rl/ go')
+  .option('--agent-name <name>', "the agent loop verl should use for these rows (its agent_name column)", 'termgrade_agent')
+  .action(async (opts) => {
+    const { exportTasksCommand } = await import('./export-command.js');
+    process.exitCode = await exportTasksCommand(opts);
+  });
+
 program
   .command('serve')
   .description('Serve tasks to RL trainers over HTTP: sessions (create, exec, verify) and whole episodes against a model endpoint.')

@@ -1,0 +1,167 @@
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { JobStore } from '../store/store.js';
+import { accountingOf } from '../trial/accounting.js';
+import { TermgradeError } from '../util/errors.js';
+import { MESSAGE, writeParquet, type Column } from './parquet.js';
+
+/** One trial as a dataset row: the record, its per-test results, and the full episode. */
+export interface TrialRowOut {
+  trial_id: string;
+  task: string;
+  config: string;
+  agent: string;
+  model: string | null;
+  attempt: number;
+  reward: number | null;
+  status: string;
+  error_class: string | null;
+  exit_reason: string | null;
+  tests: Array<{ name: string; status: string; message: string | null }>;
+  messages: Array<Record<string, unknown>>;
+  tools: string | null;
+  trajectory: string | null;
+  input_tokens: number | null;
+  cached_tokens: number | null;
+  output_tokens: number | null;
+  cost_usd: number | null;
+  duration_ms: number | null;
+  phases: string;
+  image_id: string | null;
+}
+
+async function readText(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** OpenAI messages with non-string content written as JSON text (Parquet wants one type). */
+function normaliseMessages(raw: unknown): Array<Record<string, unknown>> {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((m: Record<string, unknown>) => ({ ...m, content: m.content === null || m.content === undefined || typeof m.content === 'string' ? m.content : JSON.stringify(m.content) }));
+}
+
+async function fromResult(result: Record<string, any>, trialDir: string | null, config?: string): Promise<TrialRowOut> {
+  const agentDir = trialDir ? path.join(trialDir, 'agent') : null;
+  const messages = agentDir ? await readText(path.join(agentDir, 'messages.json')) : null;
+  const errorClass = result.error?.class ?? null;
+  return {
+    trial_id: result.trialId,
+    task: result.task?.name,
+    config: config ?? (result.agent?.model ? `${result.agent.name}/${result.agent.model}` : result.agent?.name),
+    agent: result.agent?.name,
+    model: result.agent?.model ?? null,
+    attempt: result.attempt ?? 0,
+    reward: result.reward ?? null,
+    status: accountingOf(result.reward ?? null, errorClass),
+    error_class: errorClass,
+    exit_reason: result.exitReason ?? null,
+    tests: (result.tests ?? []).map((t: { name: string; status: string; message?: string | null }) => ({ name: t.name, status: t.status, message: t.message ?? null })),
+    messages: messages ? normaliseMessages(JSON.parse(messages)) : [],
+    tools: agentDir ? await readText(path.join(agentDir, 'tools.json')) : null,
+    trajectory: agentDir ? await readText(path.join(agentDir, 'trajectory.json')) : null,
+    input_tokens: result.tokens?.input ?? null,
+    cached_tokens: result.tokens?.cached ?? null,
+    output_tokens: result.tokens?.output ?? null,
+    cost_usd: result.costUsd ?? null,
+    duration_ms: result.durationMs ?? null,
+    phases: JSON.stringify(result.phases ?? {}),
+    image_id: result.imageId ?? null,
+  };
+}
+
+async function* resultFiles(dir: string): AsyncGenerator<string> {
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) yield* resultFiles(p);
+    else if (e.name === 'result.json') yield p;
+  }
+}
+
+/** Trials from job folders (their store, and each trial's folder) or folders of trial folders. */
+export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]> {
+  const rows: TrialRowOut[] = [];
+  for (const source of sources) {
+    const st = await stat(source).catch(() => null);
+    if (!st?.isDirectory()) throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
+    if (await stat(path.join(source, 'job.db')).catch(() => null)) {
+      const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
+      try {
+        for (const r of store.listTrials()) {
+          if (r.status === 'not_run') continue;
+          const text = r.trial_dir ? await readText(path.join(r.trial_dir, 'result.json')) : null;
+          if (text) rows.push({ ...(await fromResult(JSON.parse(text), r.trial_dir, r.config)), attempt: r.attempt });
+          else rows.push({ ...(await fromResult({ trialId: r.trial_id, task: { name: r.task }, agent: { name: r.agent, model: r.model }, reward: r.reward, error: r.error_class ? { class: r.error_class } : null, exitReason: r.exit_reason, durationMs: r.duration_ms, costUsd: r.cost_usd }, null, r.config)), attempt: r.attempt });
+        }
+      } finally {
+        store.close();
+      }
+    } else {
+      for await (const file of resultFiles(source)) rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), path.dirname(file)));
+    }
+  }
+  return rows;
+}
+
+const TRIAL_COLUMNS: Array<Column<TrialRowOut>> = [
+  { name: 'trial_id', shape: 'string', value: (r) => r.trial_id },
+  { name: 'task', shape: 'string', value: (r) => r.task },
+  { name: 'config', shape: 'string', value: (r) => r.config },
+  { name: 'agent', shape: 'string', value: (r) => r.agent },
+  { name: 'model', shape: 'string', value: (r) => r.model },
+  { name: 'attempt', shape: 'int64', value: (r) => r.attempt },
+  { name: 'reward', shape: 'double', value: (r) => r.reward },
+  { name: 'status', shape: 'string', value: (r) => r.status },
+  { name: 'error_class', shape: 'string', value: (r) => r.error_class },
+  { name: 'exit_reason', shape: 'string', value: (r) => r.exit_reason },
+  { name: 'tests', shape: { list: { struct: { name: 'string', status: 'string', message: 'string' } } }, value: (r) => r.tests },
+  { name: 'messages', shape: { list: MESSAGE }, value: (r) => r.messages },
+  { name: 'tools', shape: 'string', value: (r) => r.tools },
+  { name: 'trajectory', shape: 'string', value: (r) => r.trajectory },
+  { name: 'input_tokens', shape: 'int64', value: (r) => r.input_tokens },
+  { name: 'cached_tokens', shape: 'int64', value: (r) => r.cached_tokens },
+  { name: 'output_tokens', shape: 'int64', value: (r) => r.output_tokens },
+  { name: 'cost_usd', shape: 'double', value: (r) => r.cost_usd },
+  { name: 'duration_ms', shape: 'double', value: (r) => r.duration_ms },
+  { name: 'phases', shape: 'string', value: (r) => r.phases },
+  { name: 'image_id', shape: 'string', value: (r) => r.image_id },
+];
+
+function datasetCard(rows: TrialRowOut[]): string {
+  const configs = [...new Set(rows.map((r) => r.config))].sort();
+  const tasks = new Set(rows.map((r) => r.task)).size;
+  const graded = rows.filter((r) => r.status === 'graded').length;
+  return `---
+configs:
+  - config_name: default
+    data_files: data/*.parquet
+---
+# Terminal-agent trials (termgrade export)
+
+${rows.length} trials of ${configs.length} configuration(s) on ${tasks} task(s); ${graded} graded, ${rows.length - graded} without a reward (infrastructure or verifier failures: \`reward\` is null, never 0).
+
+Configurations: ${configs.map((c) => `\`${c}\``).join(', ')}.
+
+## Columns
+- \`trial_id\`, \`task\`, \`config\`, \`agent\`, \`model\`, \`attempt\`: which trial.
+- \`reward\` (null without a grade), \`status\` (\`graded\`, \`infra\`, \`ungraded\`), \`error_class\`, \`exit_reason\`.
+- \`tests\`: per-test results (\`name\`, \`status\`, \`message\`).
+- \`messages\`: the episode in OpenAI chat format (\`role\`, \`content\`, \`tool_calls\` with \`arguments\` as JSON text, \`tool_call_id\`), ready for a chat template; \`tools\`: the tool schemas as JSON text.
+- \`trajectory\`: the full ATIF v1.7 trajectory as JSON text, with per-turn token ids and logprobs where the server returned them.
+- \`input_tokens\`, \`cached_tokens\`, \`output_tokens\`, \`cost_usd\`, \`duration_ms\`, \`phases\` (JSON text), \`image_id\`.
+`;
+}
+
+/** Trials as a Hugging Face-style dataset folder: data/trials.parquet (or .jsonl) and a card. */
+export async function exportTrials(sources: string[], outDir: string, options: { format?: 'parquet' | 'jsonl' } = {}): Promise<{ rows: number; file: string }> {
+  const rows = await collectTrialRows(sources);
+  await mkdir(path.join(outDir, 'data'), { recursive: true });
+  const file = path.join(outDir, 'data', options.format === 'jsonl' ? 'trials.jsonl' : 'trials.parquet');
+  if (options.format === 'jsonl') await writeFile(file, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  else await writeParquet(file, rows, TRIAL_COLUMNS);
+  await writeFile(path.join(outDir, 'README.md'), datasetCard(rows));
+  return { rows: rows.length, file };
+}
