@@ -1,0 +1,98 @@
+"""A small client for `termgrade serve` (Python standard library only).
+
+    from termgrade_client import TermgradeClient
+    tg = TermgradeClient("http://127.0.0.1:8080", token=None)
+    with tg.session("csv-summary", policy="step-100") as s:
+        print(s.instruction)
+        print(s.exec("ls /app")["output"])
+        grade = s.verify()          # {"reward", "status", "metrics": {"acc", ...}, "tests"}
+
+Step level (sessions) for trainers that own the loop; `episode()` for trainers that hand termgrade
+an OpenAI-compatible endpoint. A grade's `reward` is None when the infrastructure failed: skip such
+a rollout, never train on it as 0.
+"""
+import json
+import urllib.error
+import urllib.request
+
+
+class TermgradeAPIError(Exception):
+    """An error answer of the server: HTTP status, code (not_found, gone, over_capacity ...), message."""
+
+    def __init__(self, status, code, message, retry_after=None):
+        super().__init__(f"{status} {code}: {message}")
+        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+
+class TermgradeClient:
+    def __init__(self, base_url, token=None, timeout=3600):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def request(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("content-type", "application/json")
+        if self.token:
+            req.add_header("authorization", "Bearer " + self.token)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as res:
+                text = res.read().decode()
+                return json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            try:
+                err = json.loads(e.read().decode())["error"]
+            except Exception:
+                err = {"code": "http_error", "message": str(e)}
+            raise TermgradeAPIError(e.code, err.get("code"), err.get("message"), e.headers.get("retry-after")) from None
+
+    def tasks(self):
+        return self.request("GET", "/v1/tasks")["tasks"]
+
+    def session(self, task, policy=None):
+        body = {"task": task}
+        if policy is not None:
+            body["policy"] = policy
+        return Session(self, self.request("POST", "/v1/sessions", body))
+
+    def episode(self, task, agent, model, session_id=None, episode_id=None, policy=None):
+        body = {"task": task, "agent": agent, "model": model}
+        for key, value in (("session_id", session_id), ("episode_id", episode_id), ("policy", policy)):
+            if value is not None:
+                body[key] = value
+        return self.request("POST", "/v1/episodes", body)
+
+
+class Session:
+    """One sandbox: run commands, then verify once. Use it as a context manager to always release it."""
+
+    def __init__(self, client, info):
+        self.client = client
+        self.id = info["session_id"]
+        self.task = info["task"]
+        self.instruction = info["instruction"]
+        self.tools = info["tools"]
+        self.grade = None
+
+    def exec(self, command, timeout_sec=180):
+        return self.client.request("POST", f"/v1/sessions/{self.id}/exec", {"command": command, "timeout_sec": timeout_sec})
+
+    def verify(self):
+        self.grade = self.client.request("POST", f"/v1/sessions/{self.id}/verify")
+        return self.grade
+
+    def close(self):
+        try:
+            self.client.request("DELETE", f"/v1/sessions/{self.id}")
+        except TermgradeAPIError as e:
+            if e.code not in ("gone", "not_found"):
+                raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

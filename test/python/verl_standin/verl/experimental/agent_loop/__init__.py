@@ -1,0 +1,1 @@
+from .agent_loop import AgentLoopBase, AgentLoopOutput, register  # noqa: F401
