@@ -204,3 +204,23 @@ describe('Harbor import accounting', () => {
     }
   });
 });
+
+describe('drift while training', () => {
+  it('flags selected tasks that left the band over their recent rollouts, by policy, infra grades not counted', async () => {
+    const { driftReport } = await import('../src/report/drift.js');
+    const g = (task: string, policy: string, reward: number | null, i: number) => ({ task, policy, reward, at: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString() });
+    const grades = [
+      // t1: solved half the time at step-1, always by step-2 (its last 8)
+      ...Array.from({ length: 8 }, (_, i) => g('t1', 'step-1', i % 2, i)),
+      ...Array.from({ length: 8 }, (_, i) => g('t1', 'step-2', 1, 100 + i)),
+      ...Array.from({ length: 8 }, (_, i) => g('t2', 'step-2', 0, 100 + i)),
+      ...Array.from({ length: 3 }, (_, i) => g('t3', 'step-2', null, 100 + i)),
+      // t4: old failures, recent successes: only the recent 8 count
+      ...Array.from({ length: 20 }, (_, i) => g('t4', 'step-2', 0, i)),
+      ...Array.from({ length: 8 }, (_, i) => g('t4', 'step-2', i < 4 ? 1 : 0, 200 + i)),
+    ];
+    const rows = driftReport(grades, { band: [0.25, 0.75], recent: 8, minTrials: 4, selected: new Set(['t1', 't2', 't4']) });
+    const v = Object.fromEntries(rows.map((r) => [`${r.policy}/${r.task}`, [r.n, r.c, r.verdict]]));
+    assert.deepEqual(v, { 'step-1/t1': [8, 4, 'in_band'], 'step-2/t1': [8, 8, 'always_solved'], 'step-2/t2': [8, 0, 'never_solved'], 'step-2/t4': [8, 4, 'in_band'] });
+  });
+});

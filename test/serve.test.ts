@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -140,6 +140,13 @@ describe('serve: episodes against a scripted model endpoint', () => {
     assert.equal(model.requests.length, 2, 'the same episode id ran once');
     const grades = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(grades.map((g) => [g.task, g.config, g.reward]), [['hello', 'serve/step-100', 1]]);
+    // The record reads like any other: stats, and drift by policy label.
+    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(dataDir, 'grades.jsonl'), '--json'], { encoding: 'utf8' }).stdout);
+    assert.equal(stats.configs[0].config, 'serve/step-100');
+    assert.equal(stats.configs[0].pass1.mean, 1);
+    const drift = spawnSync(process.execPath, [CLI, 'drift', dataDir, '--json', '--min-trials', '1'], { encoding: 'utf8' });
+    assert.equal(drift.status, 0, drift.stderr);
+    assert.deepEqual(JSON.parse(drift.stdout).rows.map((r: { policy: string; task: string; verdict: string }) => [r.policy, r.task, r.verdict]), [['step-100', 'hello', 'always_solved']]);
   });
 
   it('an endpoint that refuses the key is an infrastructure failure: reward null, never 0', async () => {

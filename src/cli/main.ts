@@ -232,6 +232,20 @@ exporter
   });
 
 program
+  .command('drift')
+  .description("Per task, the success rate over the recent rollouts a server graded, by the trainer's policy label, and which tasks left the band.")
+  .argument('<source>', 'a `serve --data-dir` folder (or its grades.jsonl)')
+  .option('--selection <dir>', 'a `select --out` folder: report on its selected tasks')
+  .option('--band <lo:hi>', 'the band tasks were selected for', band, [0.25, 0.75])
+  .option('--recent <n>', 'graded rollouts per task and policy to look at', positiveInt, 32)
+  .option('--min-trials <n>', 'fewer graded rollouts than this: too few to judge', positiveInt, 8)
+  .option('--json', 'one JSON object')
+  .action(async (source: string, opts) => {
+    const { driftCommand } = await import('./drift-command.js');
+    process.exitCode = await driftCommand(source, opts);
+  });
+
+program
   .command('serve')
   .description('Serve tasks to RL trainers over HTTP: sessions (create, exec, verify) and whole episodes against a model endpoint.')
   .requiredOption('-t, --tasks <paths...>', 'task folders, or folders of task folders')
