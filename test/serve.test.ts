@@ -25,9 +25,21 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
   let server: RunningServer;
   let base: string;
   let taskDir: string;
+  let prepared: Array<Promise<unknown>>;
   before(async () => {
     taskDir = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n[verifier]\ntimeout_sec = 30\n' });
-    server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([taskDir]), dataDir: await tempDir(), maxSessions: 3, idleTtlSec: 60 });
+    const broken = await trivialTask({ 'task.toml': '[task]\nname = "broken"\n', 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN exit 4\n' });
+    const fresh = await trivialTask({ 'task.toml': '[task]\nname = "fresh"\n', 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${Date.now()}-${process.pid} > /stamp\nWORKDIR /app\n` });
+    // Every image a session asked for, to show concurrent sessions share one build.
+    const provider = new DockerProvider();
+    const prepare = provider.prepare.bind(provider);
+    prepared = [];
+    provider.prepare = (task, options) => {
+      const p = prepare(task, options);
+      if (task.name === 'fresh') prepared.push(p);
+      return p;
+    };
+    server = await startServer({ provider, tasks: await loadServedTasks([taskDir, broken, fresh]), dataDir: await tempDir(), maxSessions: 3, idleTtlSec: 60 });
     base = server.url;
   });
   after(() => server.close());
@@ -35,7 +47,7 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
   it('lists its tasks and answers health and metrics', async () => {
     const tasks = await call(base, 'GET', '/v1/tasks');
     assert.equal(tasks.status, 200);
-    assert.deepEqual(tasks.json.tasks.map((t: { task: string }) => t.task), ['hello']);
+    assert.deepEqual(tasks.json.tasks.map((t: { task: string }) => t.task).sort(), ['broken', 'fresh', 'hello']);
     assert.equal((await call(base, 'GET', '/healthz')).json.ok, true);
     const metrics = await fetch(`${base}/metrics`).then((r) => r.text());
     assert.match(metrics, /^termgrade_sandboxes_live \d+$/m);
@@ -91,9 +103,29 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
     }
   });
 
+  it('a verify already running is a conflict (409), for verify and exec alike', async () => {
+    const id = (await call(base, 'POST', '/v1/sessions', { task: 'hello' })).json.session_id;
+    const [a, b, c] = await Promise.all([call(base, 'POST', `/v1/sessions/${id}/verify`), call(base, 'POST', `/v1/sessions/${id}/verify`), call(base, 'POST', `/v1/sessions/${id}/exec`, { command: 'true' })]);
+    assert.equal(a.status, 200);
+    assert.deepEqual([b.status, b.json.error.code, c.status, c.json.error.code], [409, 'conflict', 409, 'conflict']);
+  });
+
+  it('a sandbox that cannot be made is 503 with Retry-After, and takes no capacity', async () => {
+    const r = await call(base, 'POST', '/v1/sessions', { task: 'broken' });
+    assert.equal(r.status, 503);
+    assert.equal(r.json.error.code, 'unavailable');
+    assert.match(r.json.error.message, /broken/);
+    assert.ok(Number(r.headers.get('retry-after')) > 0);
+    assert.equal(server.sessions.live(), 0);
+  });
+
   it('refuses sessions over capacity with 429 and Retry-After, and concurrent sessions share one image build', async () => {
-    const made = await Promise.all([1, 2, 3].map(() => call(base, 'POST', '/v1/sessions', { task: 'hello' })));
+    const made = await Promise.all([1, 2, 3].map(() => call(base, 'POST', '/v1/sessions', { task: 'fresh' })));
     assert.deepEqual(made.map((m) => m.status), [201, 201, 201]);
+    const images = (await Promise.all(prepared)) as Array<{ image: string; cached: boolean; durationMs: number }>;
+    assert.equal(images.length, 3);
+    assert.equal(images[0]!.cached, false, 'the image was built for these sessions');
+    assert.ok(images.every((p) => p.image === images[0]!.image && p.durationMs === images[0]!.durationMs), 'one build, shared by all three');
     const over = await call(base, 'POST', '/v1/sessions', { task: 'hello' });
     assert.equal(over.status, 429);
     assert.equal(over.json.error.code, 'over_capacity');
