@@ -205,6 +205,20 @@ describe('serve: binding and lifecycle', () => {
     }
   });
 
+  it('expires an idle session and removes its sandbox', async () => {
+    const server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' })]), dataDir: await tempDir(), idleTtlSec: 1 });
+    try {
+      const id = (await call(server.url, 'POST', '/v1/sessions', { task: 'hello' })).json.session_id;
+      await new Promise((r) => setTimeout(r, 2500));
+      const r = await call(server.url, 'POST', `/v1/sessions/${id}/exec`, { command: 'true' });
+      assert.equal(r.status, 410);
+      assert.match(r.json.error.message, /expired/);
+      assert.equal((await new Docker().listContainers({ all: true, filters: { label: [`io.termgrade.session=${id}`] } })).length, 0);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a killed server leaves no sandbox behind once the next one starts', async () => {
     const taskDir = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
     const child = spawn(process.execPath, [CLI, 'serve', '--tasks', taskDir, '--port', '0', '--data-dir', await tempDir()], { stdio: ['ignore', 'pipe', 'pipe'] });

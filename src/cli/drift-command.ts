@@ -7,8 +7,10 @@ import { statsJson } from '../util/json.js';
 import { EXIT } from './signals.js';
 import { num, pct, table } from './table.js';
 
-/** Grades a server recorded: its data folder (grades.jsonl inside) or the file itself. */
+/** Grades a server recorded: a --record name, its data folder (grades.jsonl inside) or the file itself. */
 async function readGrades(source: string): Promise<ServedGrade[]> {
+  const named = path.join('.termgrade', 'serve', source);
+  if (!(await stat(source).catch(() => null)) && /^[A-Za-z0-9._-]+$/.test(source) && (await stat(named).catch(() => null))) source = named;
   const file = (await stat(source).catch(() => null))?.isDirectory() ? path.join(source, 'grades.jsonl') : source;
   let text: string;
   try {

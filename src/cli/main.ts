@@ -234,7 +234,7 @@ exporter
 program
   .command('drift')
   .description("Per task, the success rate over the recent rollouts a server graded, by the trainer's policy label, and which tasks left the band.")
-  .argument('<source>', 'a `serve --data-dir` folder (or its grades.jsonl)')
+  .argument('<source>', 'a `serve --record` name, a `serve --data-dir` folder, or its grades.jsonl')
   .option('--selection <dir>', 'a `select --out` folder: report on its selected tasks')
   .option('--band <lo:hi>', 'the band tasks were selected for', band, [0.25, 0.75])
   .option('--recent <n>', 'graded rollouts per task and policy to look at', positiveInt, 32)
@@ -255,7 +255,8 @@ program
   .option('--token-env <var>', 'environment variable holding the bearer token clients must send')
   .option('--max-sessions <n>', 'sandboxes alive at once', positiveInt, 32)
   .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
-  .option('--data-dir <dir>', 'verifier logs, episode folders and grades.jsonl', '.termgrade/serve')
+  .option('--record <name>', 'keep this server\'s grades under .termgrade/serve/NAME (for `termgrade drift NAME`)')
+  .option('--data-dir <dir>', 'verifier logs, episode folders and grades.jsonl (default .termgrade/serve, or .termgrade/serve/NAME with --record)')
   .addHelpText('after', '\nPrints one JSON line {"url", "tasks"} on stdout once listening. Stops on SIGINT / SIGTERM, removing every sandbox.')
   .action(async (opts) => {
     const { serveCommand } = await import('./serve-command.js');

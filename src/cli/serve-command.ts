@@ -12,7 +12,14 @@ export interface ServeFlags {
   tokenEnv?: string;
   maxSessions: number;
   idleTtl: number;
-  dataDir: string;
+  dataDir?: string;
+  record?: string;
+}
+
+/** Where a server keeps its records: --data-dir, else .termgrade/serve/NAME for --record NAME. */
+export function serveDataDir(flags: { dataDir?: string; record?: string }): string {
+  if (flags.record && !/^[A-Za-z0-9._-]+$/.test(flags.record)) throw new TermgradeError('usage', `--record ${flags.record}: letters, digits, dot, dash and underscore only`);
+  return path.resolve(flags.dataDir ?? path.join('.termgrade', 'serve', flags.record ?? ''));
 }
 
 /** Serves until SIGINT / SIGTERM, then removes every sandbox it made. */
@@ -25,8 +32,9 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const provider = new DockerProvider();
   await provider.ping();
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
-  const server = await startServer({ provider, tasks, dataDir: path.resolve(flags.dataDir), host: flags.host, port: flags.port, token, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl });
-  process.stderr.write(`termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(flags.dataDir, 'grades.jsonl')})\n`);
+  const dataDir = serveDataDir(flags);
+  const server = await startServer({ provider, tasks, dataDir, host: flags.host, port: flags.port, token, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl });
+  process.stderr.write(`termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(dataDir, 'grades.jsonl')})\n`);
   process.stdout.write(`${JSON.stringify({ url: server.url, tasks: tasks.length })}\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
