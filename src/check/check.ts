@@ -10,6 +10,9 @@ import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js'
 import { mapPool } from '../util/pool.js';
 import type { CheckedTask, CheckReport } from './schema.js';
 import { judge, oracleRunPassed, type ReasonCode } from './verdict.js';
+import { TaskProber, type ProbeLevel } from './probes.js';
+import { findDuplicates, type DuplicateCandidate } from './probe-logic.js';
+import { hashTree } from '../util/walk.js';
 
 export interface CheckOptions {
   provider: SandboxProvider;
@@ -21,13 +24,19 @@ export interface CheckOptions {
   timeouts?: TrialTimeouts;
   /** Build each task's Dockerfile even when it names an available prebuilt image. */
   forceBuild?: boolean;
+  /**
+   * Probes for exploitable tasks, run on tasks that pass the admission rule: none; fast
+   * (reward_forgeable, solution_leaked, verifier_nondeterministic, duplicate); all (also weak_tests,
+   * which reruns the solution many times). Default fast.
+   */
+  probes?: ProbeLevel;
   signal?: AbortSignal;
   onEvent?: (event: CheckEvent) => void;
 }
 
 export type CheckEvent =
   | { type: 'task-start'; path: string }
-  | { type: 'phase'; path: string; phase: 'build' | 'oracle' | 'nop'; run?: number }
+  | { type: 'phase'; path: string; phase: 'build' | 'oracle' | 'nop' | 'probes'; run?: number }
   | { type: 'task-done'; task: CheckedTask };
 
 function safeName(p: string): string {
@@ -50,6 +59,8 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
     oracle: { runs: 0, passed: 0, rewards: [] },
     nop: null,
     trials: [],
+    findings: [],
+    probeMs: null,
     durationMs: 0,
   };
   const finish = (reasons: ReasonCode[]): CheckedTask => {
@@ -118,7 +129,37 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
   const nop = await trial(nopAgent, 0);
   result.nop = { reward: nop.reward };
   if (nop.passed) result.details.push(`nop: reward ${nop.reward}: the tests pass with no work done`);
-  return finish(judge(oracleRuns, nop));
+  const reasons = judge(oracleRuns, nop);
+  const level = options.probes ?? 'fast';
+  if (reasons.length === 0 && level !== 'none') {
+    const p0 = performance.now();
+    const prober = new TaskProber(task, options.provider, path.join(options.outDir, 'probes', safeName(taskPath)), options.signal);
+    emit({ type: 'phase', path: taskPath, phase: 'probes' });
+    for (const probe of [() => prober.forgeable().then((f) => (f ? [f] : [])), () => prober.fromOracle(level)]) {
+      try {
+        result.findings.push(...(await probe()));
+      } catch (err) {
+        if (err instanceof CancelledError || options.signal?.aborted) throw err;
+        result.details.push(`a probe could not run: ${errorMessage(err)}`);
+      }
+    }
+    result.probeMs = performance.now() - p0;
+    for (const f of result.findings) {
+      reasons.push(f.probe);
+      result.details.push(`${f.probe}: ${f.did}: ${f.saw}`);
+    }
+  }
+  return finish([...new Set(reasons)]);
+}
+
+/** What the duplicate probe compares: environment and tests content, and the instruction. */
+async function duplicateKey(taskPath: string): Promise<DuplicateCandidate | null> {
+  try {
+    const t = await loadTask(taskPath);
+    return { name: taskPath, environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image, tests: await hashTree(t.testsDir), instruction: t.instruction };
+  } catch {
+    return null;
+  }
 }
 
 /** Checks every task folder; one bad task never stops the others. */
@@ -143,6 +184,21 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
     options.signal,
   );
   const tasks = results.filter((r): r is CheckedTask => r !== undefined);
+  const level = options.probes ?? 'fast';
+  const p0 = performance.now();
+  if (level !== 'none') {
+    // The same task twice: the later one (by path) is the duplicate, naming the earlier.
+    const keys = (await Promise.all(tasks.map((t) => duplicateKey(t.path)))).filter((k): k is DuplicateCandidate => k !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const pair of findDuplicates(keys)) {
+      const dup = tasks.find((t) => t.path === pair.b)!;
+      const finding = { probe: 'duplicate' as const, did: `compared ${path.basename(pair.b)} with every other task`, saw: `the same task as ${path.basename(pair.a)}: ${pair.why}` };
+      dup.findings.push(finding);
+      dup.details.push(`duplicate: ${finding.saw}`);
+      if (!dup.reasons.includes('duplicate')) dup.reasons.push('duplicate');
+      dup.verdict = 'rejected';
+    }
+  }
+  const probeMs = tasks.reduce((a, t) => a + (t.probeMs ?? 0), 0) + (performance.now() - p0);
   const reasons: Record<string, number> = {};
   for (const t of tasks) for (const r of t.reasons) reasons[r] = (reasons[r] ?? 0) + 1;
   const admissible = tasks.filter((t) => t.verdict === 'admissible').length;
@@ -155,6 +211,8 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
       yield: tasks.length ? admissible / tasks.length : 0,
       reasons,
       cancelled: cancelled || (options.signal?.aborted ?? false),
+      probes: level,
+      probeMs,
       durationMs: performance.now() - started,
       outDir: options.outDir,
     },

@@ -16,6 +16,10 @@ export const CheckedTaskSchema = z.object({
   oracle: z.object({ runs: z.number(), passed: z.number(), rewards: z.array(z.number().nullable()) }),
   nop: z.object({ reward: z.number().nullable() }).nullable(),
   trials: z.array(z.string()),
+  /** What each probe that rejected the task did and saw (the evidence behind a probe's reason code). */
+  findings: z.array(z.object({ probe: ReasonCode, did: z.string(), saw: z.string() })).default([]),
+  /** Time spent probing, ms (null when no probe ran). */
+  probeMs: z.number().nullable().default(null),
   durationMs: z.number(),
 });
 export type CheckedTask = z.infer<typeof CheckedTaskSchema>;
@@ -29,6 +33,9 @@ export const CheckReportSchema = z.object({
     yield: z.number(),
     reasons: z.record(z.string(), z.number().int()),
     cancelled: z.boolean(),
+    /** The probe level, and the time all probing took, ms. */
+    probes: z.enum(['none', 'fast', 'all']).default('none'),
+    probeMs: z.number().default(0),
     durationMs: z.number(),
     outDir: z.string(),
   }),

@@ -2,7 +2,21 @@ import { z } from 'zod';
 import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
 
 /** Why a candidate task is rejected. These exact codes are part of `check --json`'s contract. */
-export const ReasonCode = z.enum(['invalid_task', 'build_failed', 'oracle_failed', 'nop_passed', 'flaky', 'verifier_error', 'timeout']);
+export const ReasonCode = z.enum([
+  'invalid_task',
+  'build_failed',
+  'oracle_failed',
+  'nop_passed',
+  'flaky',
+  'verifier_error',
+  'timeout',
+  // Probes (check --probes): weaknesses proven by executing them.
+  'reward_forgeable',
+  'solution_leaked',
+  'weak_tests',
+  'verifier_nondeterministic',
+  'duplicate',
+]);
 export type ReasonCode = z.infer<typeof ReasonCode>;
 
 /** An oracle run counts as a pass only with reward 1 and no test that did not pass. */

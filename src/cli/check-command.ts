@@ -12,6 +12,7 @@ export interface CheckFlags {
   json?: boolean;
   quiet?: boolean;
   forceBuild?: boolean;
+  probes: 'none' | 'fast' | 'all';
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
@@ -38,6 +39,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       concurrency: flags.concurrency,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       forceBuild: flags.forceBuild,
+      probes: flags.probes,
       signal: signals.signal,
       onEvent: progress.onEvent,
     });

@@ -59,6 +59,7 @@ program
   .option('-o, --out <dir>', 'where trial folders, build logs and check.json go (default .termgrade/check/<time>)')
   .option('--timeout-multiplier <x>', 'multiply every task agent and verifier timeout', positiveNumber, 1)
   .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
+  .addOption(new Option('--probes <level>', 'probes for exploitable tasks: none; fast (forgeable reward, leaked solution, nondeterministic verifier, duplicates); all (also weak tests)').choices(['none', 'fast', 'all']).default('fast'))
   .option('--json', 'print exactly one JSON object on stdout (progress stays on stderr)')
   .option('-q, --quiet', 'no progress output')
   .action(async (dirs: string[], opts) => {

@@ -31,3 +31,12 @@ def test_whitespace(data):
 def test_matches_wc_on_source():
     data = open('/app/wc-lite.c', 'rb').read()
     assert run(data) == wc(data)
+
+
+def test_fixed_source_builds_the_fixed_program(tmp_path):
+    # The fix belongs in the source: a fresh build of /app/wc-lite.c must behave like wc too.
+    fresh = tmp_path / 'wc-lite'
+    subprocess.run(['cc', '-O2', '-o', str(fresh), '/app/wc-lite.c'], check=True, capture_output=True, timeout=60)
+    for data in [b'', b'one two three', b'a\tb  c\n', b'  lead and trail  \n\n']:
+        got = subprocess.run([str(fresh)], input=data, capture_output=True, check=True, timeout=10).stdout.decode().strip()
+        assert got == wc(data)

@@ -42,3 +42,20 @@ def test_plain_file_modes():
 def test_secret_file():
     assert mode(ROOT / '.env') == 0o600
     assert (ROOT / '.env').read_text() == 'DB_PASSWORD=hunter2\n'
+
+
+# Every file's content as deployed: the fix must change owners and modes only.
+CONTENT = {
+    '.env': 'f5d8af3578df946ed70a0189db2f7a713fdfe6017d9ac2d99602939e622894c9',
+    'bin/NOTES.txt': '96d9e6bad07afb6b6497832521c05b2c6401cd7ebf34ee47898584a46ae19ee5',
+    'bin/clean.sh': 'f74ff546798df11cf0f92f13fa255d33633fb3828117419d7284db615e19dcb8',
+    'bin/deploy.sh': 'f06780cea5d2adda12fcadf13003031e1577023d11f2d6c0555862e7aed74561',
+    'public/css/site.css': 'c5d674ffb3cd445f2bd80f3943577b3a4778c033b056a5ec08948bfe7bf95dfb',
+    'public/index.html': '186ea20da38447cf0c59fa62a9dfaea3bdcca431517b83d3a9c00ebc2044e95a',
+}
+
+
+def test_contents_unchanged():
+    import hashlib
+    for rel, digest in CONTENT.items():
+        assert hashlib.sha256((ROOT / rel).read_bytes()).hexdigest() == digest, f'{rel} changed'

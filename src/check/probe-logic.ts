@@ -1,0 +1,125 @@
+/**
+ * The pure parts of check's probes: splitting a solution into top-level commands, deciding which
+ * changed files are a solution's outputs, comparing final states, spotting a leak in an
+ * instruction, and near-duplicate instructions. No I/O.
+ */
+
+/**
+ * solve.sh as top-level commands, in order: comments and blank lines dropped; a command's
+ * continuation lines, heredoc body and compound block (if/for/while/case/{ }) kept with it.
+ */
+export function splitCommands(script: string): string[] {
+  const lines = script.split(/\r?\n/);
+  const out: string[] = [];
+  let current: string[] = [];
+  let depth = 0;
+  let heredoc: string | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (heredoc !== null) {
+      current.push(line);
+      if (line.replace(/^\t+/, '') === heredoc) heredoc = null;
+    } else {
+      const trimmed = line.trim();
+      if (current.length === 0 && (trimmed === '' || trimmed.startsWith('#'))) continue;
+      current.push(line);
+      const h = /<<-?\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?/.exec(trimmed);
+      if (h) heredoc = h[1]!;
+      const words = trimmed.replace(/(["'])(?:(?!\1).)*\1/g, '""').split(/[\s;]+/);
+      for (const w of words) {
+        if (/^(if|for|while|until|case)$/.test(w)) depth += 1;
+        else if (/^(fi|done|esac)$/.test(w)) depth -= 1;
+      }
+      if (/\{\s*$/.test(trimmed)) depth += 1;
+      if (/^\}/.test(trimmed)) depth -= 1;
+    }
+    const continued = /\\\s*$/.test(line) || /(&&|\|\||\|)\s*$/.test(line.trim());
+    if (heredoc === null && depth <= 0 && !continued && current.length) {
+      out.push(current.join('\n'));
+      current = [];
+      depth = 0;
+    }
+  }
+  if (current.length) out.push(current.join('\n'));
+  return out;
+}
+
+/** Paths a solution's run leaves that are not its outputs: caches, logs, the harness's own files. */
+const NOT_OUTPUT = /^\/(proc|sys|dev|run|tmp|var\/tmp|logs|solution|tests|var\/cache|var\/log|var\/lib\/(apt|dpkg)|root\/\.cache|root\/\.npm|root\/\.local\/share)(\/|$)|\/__pycache__\/|\.pyc$|\/\.pytest_cache\/|\/\.git\/|\.termgrade-exec/;
+
+export function isOutputPath(p: string): boolean {
+  return !NOT_OUTPUT.test(p);
+}
+
+/**
+ * Whether a partial run's final state keeps everything the full solution's final state has: every
+ * output file of the full run present with the same content. True means the steps left out only
+ * cleaned up or were redundant, so passing without them is no sign of weak tests.
+ */
+export function keepsFinalState(full: Map<string, string>, partial: Map<string, string>): { same: boolean; differing: string[] } {
+  const differing = [...full].filter(([p, h]) => partial.get(p) !== h).map(([p]) => p);
+  return { same: differing.length === 0, differing };
+}
+
+const normalise = (s: string): string => s.replace(/\s+/g, ' ').trim();
+
+/**
+ * Whether the instruction gives the answer away: a substantial line of the reference solution
+ * (at least 40 characters, not a comment) or the content of an expected output (at least 64
+ * characters) appears in it verbatim (whitespace folded). Short outputs ("hello") are often
+ * rightly named by an instruction and are not counted.
+ */
+export function instructionLeak(instruction: string, solveScript: string, outputs: Array<{ path: string; text: string }>): string | null {
+  const text = normalise(instruction);
+  for (const line of solveScript.split('\n')) {
+    const l = normalise(line);
+    if (l.length >= 40 && !l.startsWith('#') && text.includes(l)) return `the instruction contains the solution's line "${l.slice(0, 80)}"`;
+  }
+  for (const o of outputs) {
+    const t = normalise(o.text);
+    if (t.length >= 64 && text.includes(t)) return `the instruction contains the expected content of ${o.path}`;
+  }
+  return null;
+}
+
+function shingles(text: string, k = 3): Set<string> {
+  const words = text.toLowerCase().match(/[a-z0-9_./-]+/g) ?? [];
+  const out = new Set<string>();
+  for (let i = 0; i + k <= words.length; i++) out.add(words.slice(i, i + k).join(' '));
+  if (words.length < k && words.length) out.add(words.join(' '));
+  return out;
+}
+
+/** Jaccard similarity of word 3-shingles: 1 for the same text, near 0 for unrelated ones. */
+export function textSimilarity(a: string, b: string): number {
+  const sa = shingles(a);
+  const sb = shingles(b);
+  if (sa.size === 0 && sb.size === 0) return 1;
+  let inter = 0;
+  for (const s of sa) if (sb.has(s)) inter += 1;
+  return inter / (sa.size + sb.size - inter);
+}
+
+export interface DuplicateCandidate {
+  name: string;
+  environment: string;
+  tests: string;
+  instruction: string;
+}
+
+/** Pairs of tasks that are the same task: same environment and tests, or near-identical instructions (>= 0.9). */
+export function findDuplicates(tasks: DuplicateCandidate[], threshold = 0.9): Array<{ a: string; b: string; why: string }> {
+  const pairs: Array<{ a: string; b: string; why: string }> = [];
+  for (let i = 0; i < tasks.length; i++) {
+    for (let j = i + 1; j < tasks.length; j++) {
+      const a = tasks[i]!;
+      const b = tasks[j]!;
+      if (a.environment === b.environment && a.tests === b.tests) pairs.push({ a: a.name, b: b.name, why: 'the same environment and the same tests' });
+      else {
+        const sim = textSimilarity(a.instruction, b.instruction);
+        if (sim >= threshold) pairs.push({ a: a.name, b: b.name, why: `near-identical instructions (similarity ${sim.toFixed(2)})` });
+      }
+    }
+  }
+  return pairs;
+}
