@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { nopAgent, oracleAgent } from '../agent/oracle.js';
@@ -135,7 +136,9 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
     const p0 = performance.now();
     const prober = new TaskProber(task, options.provider, path.join(options.outDir, 'probes', safeName(taskPath)), options.signal);
     emit({ type: 'phase', path: taskPath, phase: 'probes' });
-    for (const probe of [() => prober.forgeable().then((f) => (f ? [f] : [])), () => prober.fromOracle(level)]) {
+    const nopLogs = path.join(options.outDir, 'trials', nop.trialId, 'verifier');
+    const rewardFile = existsSync(path.join(nopLogs, 'reward.json')) ? 'reward.json' : 'reward.txt';
+    for (const probe of [() => prober.forgeable(rewardFile).then((f) => (f ? [f] : [])), () => prober.fromOracle(level)]) {
       try {
         result.findings.push(...(await probe()));
       } catch (err) {

@@ -103,7 +103,11 @@ export class TaskProber {
     return { passed: v.reward !== null && v.reward >= 1 && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'), reward: v.reward, tests: v.tests.map((t) => `${t.name}=${t.status}`).join(',') };
   }
 
-  async forgeable(): Promise<Finding | null> {
+  /**
+   * `rewardFile`: the file this task's verifier writes (seen on an honest run); only it is read,
+   * so a file the verifier never writes, planted or not, is a matter for the harness, not the task.
+   */
+  async forgeable(rewardFile: 'reward.json' | 'reward.txt'): Promise<Finding | null> {
     const s = await this.sandbox();
     try {
       // The forger: success written into every place a verifier reads, nothing else.
@@ -113,15 +117,15 @@ export class TaskProber {
         { path: `${TESTS_DIR}/.termgrade-planted`, content: 'planted by the forger probe\n' },
       ]);
       // Graded as a harness without termgrade's protections would (the task's own test.sh decides):
-      // the tests copied over what is there, nothing emptied; reward files still holding the planted
-      // bytes were not written by the verifier and do not count.
+      // the tests copied over what is there, nothing emptied. If the file the verifier writes still
+      // says 1 afterwards (planted and left standing, or written 1), test.sh trusted agent state.
       await s.copyIn(this.task.testsDir, TESTS_DIR);
       await s.exec(`bash ${TESTS_DIR}/test.sh > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`, { env: this.task.config.verifier.env, timeoutSec: this.task.config.verifier.timeout_sec, signal: this.signal });
       const logs = path.join(this.logsDir, 'forger');
       await s.copyOut(VERIFIER_LOGS, logs, { trusted: true });
       const json = await readIfThere(path.join(logs, 'reward.json'));
       const txt = await readIfThere(path.join(logs, 'reward.txt'));
-      const parsed = parseRewardFiles(json === PLANTED_JSON ? null : json, txt === PLANTED_TXT ? null : txt);
+      const parsed = rewardFile === 'reward.json' ? parseRewardFiles(json, null) : parseRewardFiles(null, txt);
       if (parsed.ok && parsed.reward >= 1) {
         return { probe: 'reward_forgeable', did: "an agent that only planted reward.txt = 1 and reward.json = 1 in /logs/verifier and a file in /tests, then the task's test.sh as written, with nothing emptied first", saw: `reward ${parsed.reward} from the verifier's ${parsed.source}: test.sh trusts state the agent controls` };
       }

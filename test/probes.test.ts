@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { checkTasks } from '../src/check/check.js';
+import { findDuplicates, instructionLeak, keepsFinalState, splitCommands, textSimilarity } from '../src/check/probe-logic.js';
+import { findTaskDirs } from '../src/task/load.js';
+import { docker, ROOT, tempDir } from './helpers.js';
+
+const PROBES = path.join(ROOT, 'test', 'fixtures', 'probes');
+
+describe('check probes on real sandboxes', () => {
+  it('rejects each probe fixture with exactly its code and its evidence, and admits the sound one', async () => {
+    const report = await checkTasks(await findTaskDirs([PROBES]), { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 });
+    const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
+    const expected: Record<string, string[]> = {
+      reward_forgeable: ['reward_forgeable'],
+      solution_leaked: ['solution_leaked'],
+      weak_tests: ['weak_tests'],
+      weak_tests_prefix: ['weak_tests'],
+      verifier_nondeterministic: ['verifier_nondeterministic'],
+      sound_a: [],
+      sound_b: ['duplicate'],
+    };
+    for (const [name, reasons] of Object.entries(expected)) {
+      const t = by[name]!;
+      assert.deepEqual(t.reasons, reasons, `${name}: ${t.details.join(' | ')}`);
+      assert.equal(t.findings.length, reasons.length, `${name}: one finding per probe code`);
+      for (const f of t.findings) assert.ok(f.did.length > 10 && f.saw.length > 10);
+    }
+    assert.match(by.solution_leaked!.findings[0]!.saw, /\/var\/backups\/\.last-answer .* \/app\/answer\.txt/);
+    assert.match(by.weak_tests!.findings[0]!.did, /emptied \/app\/report\.txt/);
+    assert.match(by.weak_tests_prefix!.findings[0]!.saw, /\/app\/b\.txt/);
+    assert.match(by.sound_b!.findings[0]!.saw, /sound_a/);
+    assert.ok(report.summary.probeMs > 0);
+    assert.equal(report.summary.probes, 'all');
+  });
+});
+
+describe('probe logic', () => {
+  it('splits a solution into top-level commands, keeping blocks, continuations and heredocs whole', () => {
+    const script = [
+      '#!/bin/bash',
+      'set -e',
+      '# a comment',
+      'cat > /app/x.c <<C',
+      'int main() {',
+      '  return 0;',
+      '}',
+      'C',
+      'for f in a b; do',
+      '  echo $f',
+      'done',
+      'make -C /app \\',
+      '  -B',
+      'if [ -f x ]; then echo y; fi',
+      'build() {',
+      '  cc x.c',
+      '}',
+      'echo a &&',
+      '  echo b',
+    ].join('\n');
+    assert.deepEqual(splitCommands(script).map((c) => c.split('\n')[0]), ['set -e', 'cat > /app/x.c <<C', 'for f in a b; do', 'make -C /app \\', 'if [ -f x ]; then echo y; fi', 'build() {', 'echo a &&']);
+  });
+
+  it('tells a prefix that only skipped cleanup from one that misses an output', () => {
+    const full = new Map([['/app/out', 'h1'], ['/app/index', 'h2']]);
+    assert.equal(keepsFinalState(full, new Map([['/app/out', 'h1'], ['/app/index', 'h2'], ['/app/build/tmp', 'h3']])).same, true, 'extra scratch files: only cleanup was skipped');
+    assert.deepEqual(keepsFinalState(full, new Map([['/app/out', 'h1']])).differing, ['/app/index']);
+  });
+
+  it('finds an answer given away by the instruction, not a short word it rightly names', () => {
+    const solve = 'python3 -c "import json; json.dump(sorted(set(open(\'/app/in\').read().split())), open(\'/app/out.json\', \'w\'))"';
+    assert.match(instructionLeak(`Run this: ${solve}`, solve, [])!, /solution's line/);
+    assert.equal(instructionLeak('Write hello into /app/out.txt.', 'echo hello > /app/out.txt', [{ path: '/app/out.txt', text: 'hello\n' }]), null);
+    const long = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi';
+    assert.match(instructionLeak(`The file must read: ${long}`, 'true', [{ path: '/app/o', text: long }])!, /expected content of \/app\/o/);
+  });
+
+  it('pairs duplicate tasks by content or by near-identical instruction', () => {
+    assert.equal(textSimilarity('Write hello into /app/out.txt.', 'Write hello into /app/out.txt.'), 1);
+    assert.ok(textSimilarity('Count the words in the file', 'Sort the lines of a csv by date') < 0.2);
+    const pairs = findDuplicates([
+      { name: 'a', environment: 'e1', tests: 't1', instruction: 'Fix the parser so the numbers add up.' },
+      { name: 'b', environment: 'e1', tests: 't1', instruction: 'Something else entirely, words differ.' },
+      { name: 'c', environment: 'e2', tests: 't2', instruction: 'Fix the parser so the numbers add up.' },
+    ]);
+    assert.deepEqual(pairs.map((p) => [p.a, p.b]), [['a', 'b'], ['a', 'c']]);
+  });
+});
