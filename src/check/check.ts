@@ -190,8 +190,9 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
   const level = options.probes ?? 'fast';
   const p0 = performance.now();
   if (level !== 'none') {
-    // The same task twice: the later one (by path) is the duplicate, naming the earlier.
-    const keys = (await Promise.all(tasks.map((t) => duplicateKey(t.path)))).filter((k): k is DuplicateCandidate => k !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
+    // The same task twice among the admitted: the later one (by path) is the duplicate, naming the
+    // earlier (a rejected task is out already, whatever it duplicates).
+    const keys = (await Promise.all(tasks.filter((t) => t.verdict === 'admissible').map((t) => duplicateKey(t.path)))).filter((k): k is DuplicateCandidate => k !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const pair of findDuplicates(keys)) {
       const dup = tasks.find((t) => t.path === pair.b)!;
       const finding = { probe: 'duplicate' as const, did: `compared ${path.basename(pair.b)} with every other task`, saw: `the same task as ${path.basename(pair.a)}: ${pair.why}` };

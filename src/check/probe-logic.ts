@@ -107,19 +107,54 @@ export interface DuplicateCandidate {
   instruction: string;
 }
 
-/** Pairs of tasks that are the same task: same environment and tests, or near-identical instructions (>= 0.9). */
+/**
+ * Pairs of tasks that are the same task: same environment and tests, or near-identical
+ * instructions (Jaccard of word 3-shingles >= threshold). Instructions are compared through an
+ * inverted index of their shingles, so only tasks that share text are paired: near-linear in the
+ * number of tasks rather than quadratic. A shingle that 200 or more tasks share (boilerplate of a
+ * generated set) is not used to find candidates; near-identical tasks still share their rarer ones.
+ */
 export function findDuplicates(tasks: DuplicateCandidate[], threshold = 0.9): Array<{ a: string; b: string; why: string }> {
   const pairs: Array<{ a: string; b: string; why: string }> = [];
+  const seen = new Set<string>();
+  const add = (i: number, j: number, why: string): void => {
+    const key = `${i}\u0000${j}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    pairs.push({ a: tasks[i]!.name, b: tasks[j]!.name, why });
+  };
+  const byContent = new Map<string, number>();
+  tasks.forEach((t, j) => {
+    const key = `${t.environment}\u0000${t.tests}`;
+    const i = byContent.get(key);
+    if (i === undefined) byContent.set(key, j);
+    else add(i, j, 'the same environment and the same tests');
+  });
+  const sets = tasks.map((t) => shingles(t.instruction));
+  const postings = new Map<string, number[]>();
+  sets.forEach((set, i) => {
+    for (const sh of set) {
+      const list = postings.get(sh);
+      if (list) list.push(i);
+      else postings.set(sh, [i]);
+    }
+  });
   for (let i = 0; i < tasks.length; i++) {
-    for (let j = i + 1; j < tasks.length; j++) {
-      const a = tasks[i]!;
-      const b = tasks[j]!;
-      if (a.environment === b.environment && a.tests === b.tests) pairs.push({ a: a.name, b: b.name, why: 'the same environment and the same tests' });
-      else {
-        const sim = textSimilarity(a.instruction, b.instruction);
-        if (sim >= threshold) pairs.push({ a: a.name, b: b.name, why: `near-identical instructions (similarity ${sim.toFixed(2)})` });
+    const shared = new Map<number, number>();
+    for (const sh of sets[i]!) {
+      const list = postings.get(sh)!;
+      if (list.length >= 200) continue;
+      for (const j of list) if (j > i) shared.set(j, (shared.get(j) ?? 0) + 1);
+    }
+    for (const [j, common] of shared) {
+      // Upper bound first: a pair sharing few shingles cannot reach the threshold.
+      const union = sets[i]!.size + sets[j]!.size - common;
+      if (common / union < threshold) {
+        if (common / Math.min(sets[i]!.size, sets[j]!.size) < threshold) continue;
       }
+      const sim = textSimilarity(tasks[i]!.instruction, tasks[j]!.instruction);
+      if (sim >= threshold) add(i, j, `near-identical instructions (similarity ${sim.toFixed(2)})`);
     }
   }
-  return pairs;
+  return pairs.sort((x, y) => (x.a === y.a ? (x.b < y.b ? -1 : 1) : x.a < y.a ? -1 : 1));
 }
