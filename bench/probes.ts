@@ -47,7 +47,7 @@ try {
         'instruction.md': `Task number ${i}: write the number ${i * 7919} into /app/out.txt, and nothing else ${'x'.repeat(i % 13)}.\n`,
         'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
         'solution/solve.sh': `#!/bin/bash\necho ${i * 7919} > /app/out.txt\n`,
-        'tests/test.sh': `#!/bin/bash\n# task ${i}\nif [ "$(cat /app/out.txt 2>/dev/null)" = "${i * 7919}" ]; then echo "PASSED t.py::test_out"; echo 1; else echo "FAILED t.py::test_out - no"; echo 0; fi > /logs/verifier/reward.txt\n`,
+        'tests/test.sh': `#!/bin/bash\n# task ${i}\nif [ "$(cat /app/out.txt 2>/dev/null)" = "${i * 7919}" ]; then echo "PASSED t.py::test_out"; echo 1 > /logs/verifier/reward.txt; else echo "FAILED t.py::test_out - no"; echo 0 > /logs/verifier/reward.txt; fi\n`,
       });
       dirs.push(dir);
     }
