@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { symlink } from 'node:fs/promises';
+import { readFile, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { findTaskDirs, loadTask } from '../src/task/load.js';
 import { TaskError } from '../src/util/errors.js';
-import { EXAMPLES, trivialTask } from './helpers.js';
+import { EXAMPLES, tempDir, trivialTask } from './helpers.js';
 
 async function loadError(dir: string): Promise<TaskError> {
   try {
@@ -170,5 +170,31 @@ describe('Dockerfile heredocs rewritten for any builder', () => {
     assert.deepEqual(r.files, [{ path: '.termgrade-heredocs/0/a', content: 'A\n' }, { path: '.termgrade-heredocs/0/b', content: 'B\n' }]);
     assert.equal(lines[5], 'RUN echo plain');
     assert.equal(translateHeredocs('FROM x\nRUN echo hi\n'), null, 'a file without heredocs is left alone');
+  });
+});
+
+describe('Terminal-Bench 1 conversion', () => {
+  it('converts a TB1 task into a Harbor task that check admits, and names what it could not carry over', async () => {
+    const { convertTb1 } = await import('../src/task/convert.js');
+    const { checkTasks } = await import('../src/check/check.js');
+    const { docker, ROOT } = await import('./helpers.js');
+    const out = await tempDir();
+    const converted = await convertTb1(path.join(ROOT, 'test', 'fixtures', 'tb1'), out);
+    assert.deepEqual(converted.map((c) => path.basename(c.to)), ['line-count', 'tmux-steps']);
+    const lc = await loadTask(path.join(out, 'line-count'));
+    assert.equal(lc.instruction, 'Count the lines of /app/data.txt and write the number, alone, to /app/count.txt.\n');
+    assert.equal(lc.config.agent.timeout_sec, 120);
+    assert.equal(lc.config.verifier.timeout_sec, 60);
+    assert.equal((lc.config.metadata as { difficulty?: string }).difficulty, 'easy');
+    assert.deepEqual(converted[0]!.unconverted.map((u) => u.split(':')[0]), ['docker-compose.yaml']);
+    const tm = converted[1]!.unconverted.join('\n');
+    assert.match(tm, /description variant/);
+    assert.match(tm, /2 services \(client, db\)/);
+    assert.match(tm, /solution\.yaml step 2: keystrokes/);
+    assert.match(tm, /installs tools at test time/);
+    assert.match(await readFile(path.join(out, 'tmux-steps', 'CONVERT.md'), 'utf8'), /Not carried over/);
+    const report = await checkTasks([path.join(out, 'line-count')], { provider: docker(), outDir: await tempDir(), probes: 'fast' });
+    assert.equal(report.tasks[0]!.verdict, 'admissible', report.tasks[0]!.details.join(' | '));
+    assert.deepEqual(report.tasks[0]!.tests, ['test_outputs.py::test_count']);
   });
 });

@@ -233,6 +233,16 @@ exporter
   });
 
 program
+  .command('convert')
+  .description('Convert Terminal-Bench 1 task folders (task.yaml, solution.sh or solution.yaml, run-tests.sh, tests/) into the Harbor layout; what cannot be carried over is named.')
+  .argument('<src>', 'a TB1 task folder, or a folder of them')
+  .requiredOption('-o, --out <dir>', 'where the converted task folders go')
+  .action(async (src: string, opts) => {
+    const { convertCommand } = await import('./convert-command.js');
+    process.exitCode = await convertCommand(src, opts);
+  });
+
+program
   .command('drift')
   .description("Per task, the success rate over the recent rollouts a server graded, by the trainer's policy label, and which tasks left the band.")
   .argument('<source>', 'a `serve --record` name, a `serve --data-dir` folder, or its grades.jsonl')
