@@ -87,3 +87,29 @@ describe('probe logic', () => {
     assert.deepEqual(pairs.map((p) => [p.a, p.b]), [['a', 'b'], ['a', 'c']]);
   });
 });
+
+describe('check --review (an LLM rubric, advisory)', () => {
+  it('records the review next to the execution evidence and never changes the verdict', async () => {
+    const { ScriptedModelServer } = await import('./support/scripted-model-server.js');
+    const { ModelConfigSchema } = await import('../src/model/config.js');
+    const { trivialTask } = await import('./helpers.js');
+    const verdicts = { criteria: [{ name: 'behavior_in_instruction', verdict: 'pass', reason: 'asked for' }, { name: 'anti_cheating', verdict: 'fail', reason: 'the answer is guessable' }] };
+    const server = new ScriptedModelServer({ reviewer: [{ reply: { content: `Here is my review:\n${JSON.stringify(verdicts)}` } }, { reply: { content: 'I cannot judge this.' } }] });
+    const baseUrl = await server.start();
+    try {
+      const review = ModelConfigSchema.parse({ baseUrl, model: 'reviewer', backoffBaseSec: 0.01 });
+      const dirs = [await trivialTask({ 'task.toml': '[task]\nname = "r1"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "r2"\n', 'instruction.md': 'Write hello, once, into /app/out.txt please.\n' })];
+      const report = await checkTasks(dirs, { provider: docker(), outDir: await tempDir(), probes: 'none', review, concurrency: 1 });
+      const [a, b] = report.tasks;
+      assert.equal(a!.verdict, 'admissible', 'a failing review does not reject');
+      assert.deepEqual(a!.review!.criteria, verdicts.criteria);
+      assert.equal(a!.review!.error, null);
+      assert.match(b!.review!.error ?? '', /not the rubric's JSON/);
+      const prompt = JSON.stringify(server.requests[0]!.body);
+      assert.match(prompt, /test\.sh/, 'the tests were shown to the reviewer');
+      assert.match(prompt, /solve\.sh/);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -12,6 +12,8 @@ import { mapPool } from '../util/pool.js';
 import type { CheckedTask, CheckReport } from './schema.js';
 import { judge, oracleRunPassed, type ReasonCode } from './verdict.js';
 import { TaskProber, type ProbeLevel } from './probes.js';
+import { reviewTask } from './review.js';
+import type { ModelConfig } from '../model/config.js';
 import { findDuplicates, type DuplicateCandidate } from './probe-logic.js';
 import { hashTree } from '../util/walk.js';
 
@@ -31,6 +33,8 @@ export interface CheckOptions {
    * which reruns the solution many times). Default fast.
    */
   probes?: ProbeLevel;
+  /** A model that reviews each loadable task against the rubric (advisory, recorded as `review`). */
+  review?: ModelConfig;
   signal?: AbortSignal;
   onEvent?: (event: CheckEvent) => void;
 }
@@ -61,6 +65,7 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
     nop: null,
     trials: [],
     findings: [],
+    review: null,
     probeMs: null,
     durationMs: 0,
   };
@@ -82,6 +87,8 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
     result.details.push(errorMessage(err));
     return finish(['invalid_task']);
   }
+
+  if (options.review) result.review = await reviewTask(task, options.review, options.signal);
 
   emit({ type: 'phase', path: taskPath, phase: 'build' });
   const buildLog = path.join(options.outDir, 'builds', `${safeName(taskPath)}.log`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ReasonCode } from './verdict.js';
+import { ReviewSchema } from './review.js';
 
 export const CheckedTaskSchema = z.object({
   path: z.string(),
@@ -18,6 +19,8 @@ export const CheckedTaskSchema = z.object({
   trials: z.array(z.string()),
   /** What each probe that rejected the task did and saw (the evidence behind a probe's reason code). */
   findings: z.array(z.object({ probe: ReasonCode, did: z.string(), saw: z.string() })).default([]),
+  /** An LLM's advisory review against the rubric (check --review); never decides the verdict. */
+  review: ReviewSchema.nullable().default(null),
   /** Time spent probing, ms (null when no probe ran). */
   probeMs: z.number().nullable().default(null),
   durationMs: z.number(),

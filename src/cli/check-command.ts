@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
+import { TermgradeError } from '../util/errors.js';
 import { checkTasks, DockerProvider, findTaskDirs } from '../index.js';
 import { formatCheckReport } from './format.js';
 import { checkProgress } from './progress.js';
@@ -13,6 +15,10 @@ export interface CheckFlags {
   quiet?: boolean;
   forceBuild?: boolean;
   probes: 'none' | 'fast' | 'all';
+  review?: boolean;
+  reviewModel?: string;
+  reviewBaseUrl?: string;
+  reviewApiKeyEnv: string;
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
@@ -21,6 +27,13 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   const log = (msg: string): void => {
     if (!flags.quiet) process.stderr.write(`${msg}\n`);
   };
+  let review: ModelConfig | undefined;
+  if (flags.review) {
+    if (!flags.reviewModel || !flags.reviewBaseUrl) throw new TermgradeError('usage', '--review needs --review-model and --review-base-url');
+    const parsed = ModelConfigSchema.safeParse({ baseUrl: flags.reviewBaseUrl, model: flags.reviewModel, apiKeyEnv: flags.reviewApiKeyEnv, temperature: 0 });
+    if (!parsed.success) throw new TermgradeError('usage', `review model: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+    review = parsed.data;
+  }
   const taskDirs = await findTaskDirs(dirs);
   const provider = new DockerProvider();
   await provider.ping();
@@ -40,6 +53,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       forceBuild: flags.forceBuild,
       probes: flags.probes,
+      review,
       signal: signals.signal,
       onEvent: progress.onEvent,
     });
