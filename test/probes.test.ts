@@ -113,3 +113,26 @@ describe('check --review (an LLM rubric, advisory)', () => {
     }
   });
 });
+
+describe('check --job: a resumable check', () => {
+  it('records each verdict as it is reached; running again checks only what is missing', async () => {
+    const { JobStore } = await import('../src/store/store.js');
+    const { trivialTask } = await import('./helpers.js');
+    const dirs = [await trivialTask({ 'task.toml': '[task]\nname = "j1"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "j2"\n', 'instruction.md': 'Put hello in /app/out.txt, nothing more.\n' })];
+    const store = JobStore.open(path.join(await tempDir(), 'job.db'));
+    try {
+      const started: string[] = [];
+      // A check killed after its first task: only that verdict is in the store.
+      const first = await checkTasks(dirs.slice(0, 1), { provider: docker(), outDir: await tempDir(), probes: 'none', store });
+      assert.equal(first.tasks[0]!.verdict, 'admissible');
+      assert.deepEqual([...store.checkedTasks().keys()], [dirs[0]]);
+      const again = await checkTasks(dirs, { provider: docker(), outDir: await tempDir(), probes: 'none', store, onEvent: (e) => e.type === 'task-start' && started.push(e.path) });
+      assert.deepEqual(started, [dirs[1]], 'the task already checked is not checked again');
+      assert.deepEqual(again.tasks.map((t) => [t.name, t.verdict]), [['j1', 'admissible'], ['j2', 'admissible']]);
+      assert.equal(again.summary.admissible, 2);
+      assert.equal(store.checkedTasks().size, 2);
+    } finally {
+      store.close();
+    }
+  });
+});

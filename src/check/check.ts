@@ -9,7 +9,8 @@ import { runTrial, type TrialTimeouts } from '../trial/run.js';
 import type { TrialResult } from '../trial/schema.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
-import type { CheckedTask, CheckReport } from './schema.js';
+import { CheckedTaskSchema, type CheckedTask, type CheckReport } from './schema.js';
+import type { JobStore } from '../store/store.js';
 import { judge, oracleRunPassed, type ReasonCode } from './verdict.js';
 import { TaskProber, type ProbeLevel } from './probes.js';
 import { reviewTask } from './review.js';
@@ -35,6 +36,11 @@ export interface CheckOptions {
   probes?: ProbeLevel;
   /** A model that reviews each loadable task against the rubric (advisory, recorded as `review`). */
   review?: ModelConfig;
+  /**
+   * A durable record (`check --job NAME`): tasks it already holds are not checked again, and each
+   * task's verdict is written to it whole as soon as the task is done, so a killed check resumes.
+   */
+  store?: JobStore;
   signal?: AbortSignal;
   onEvent?: (event: CheckEvent) => void;
 }
@@ -177,12 +183,17 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
   const started = performance.now();
   await mkdir(path.join(options.outDir, 'builds'), { recursive: true });
   let cancelled = false;
+  const done = options.store ? options.store.checkedTasks() : new Map<string, unknown>();
   const results = await mapPool(
     taskPaths,
     options.concurrency ?? 2,
     async (p) => {
+      const earlier = done.get(path.resolve(p));
+      if (earlier) return CheckedTaskSchema.parse(earlier);
       try {
-        return await checkOne(p, options);
+        const checked = await checkOne(p, options);
+        options.store?.recordChecked({ ...checked, path: path.resolve(checked.path) });
+        return checked;
       } catch (err) {
         if (err instanceof CancelledError || options.signal?.aborted) {
           cancelled = true;
@@ -207,6 +218,7 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
       dup.details.push(`duplicate: ${finding.saw}`);
       if (!dup.reasons.includes('duplicate')) dup.reasons.push('duplicate');
       dup.verdict = 'rejected';
+      options.store?.recordChecked({ ...dup, path: path.resolve(dup.path) });
     }
   }
   const probeMs = tasks.reduce((a, t) => a + (t.probeMs ?? 0), 0) + (performance.now() - p0);

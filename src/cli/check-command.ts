@@ -1,4 +1,7 @@
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { JobStore } from '../store/store.js';
+import { takeLockNow } from '../util/lock.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
 import { TermgradeError } from '../util/errors.js';
 import { checkTasks, DockerProvider, findTaskDirs } from '../index.js';
@@ -19,6 +22,8 @@ export interface CheckFlags {
   reviewModel?: string;
   reviewBaseUrl?: string;
   reviewApiKeyEnv: string;
+  job?: string;
+  jobsDir: string;
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
@@ -40,7 +45,22 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
 
-  const outDir = path.resolve(flags.out ?? path.join('.termgrade', 'check', stamp()));
+  // check --job NAME: a durable record of every verdict; running it again resumes.
+  let store: JobStore | undefined;
+  let release: (() => Promise<void>) | undefined;
+  let jobDir: string | undefined;
+  if (flags.job) {
+    if (!/^[A-Za-z0-9._-]+$/.test(flags.job)) throw new TermgradeError('usage', `--job ${flags.job}: letters, digits, dot, dash and underscore only`);
+    jobDir = path.resolve(flags.jobsDir, flags.job);
+    await mkdir(jobDir, { recursive: true });
+    const lock = await takeLockNow(path.join(jobDir, 'job.lock'));
+    if ('ownerPid' in lock) throw new TermgradeError('job_busy', `check job "${flags.job}" is being run by another termgrade process (pid ${lock.ownerPid})`);
+    release = lock.release;
+    store = JobStore.open(path.join(jobDir, 'job.db'));
+    const before = store.checkedTasks().size;
+    if (before) log(`check job ${flags.job}: ${before} task(s) already checked, resuming with the rest`);
+  }
+  const outDir = path.resolve(flags.out ?? (jobDir ? path.join(jobDir, 'out') : path.join('.termgrade', 'check', stamp())));
   const signals = handleSignals(provider, log);
   const progress = checkProgress(taskDirs.length, flags.quiet ?? false);
   let report;
@@ -54,6 +74,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       forceBuild: flags.forceBuild,
       probes: flags.probes,
       review,
+      store,
       signal: signals.signal,
       onEvent: progress.onEvent,
     });
@@ -61,6 +82,8 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
     progress.stop();
     await provider.closeAll();
     signals.dispose();
+    store?.close();
+    await release?.();
   }
   if (flags.json) process.stdout.write(`${JSON.stringify(report)}\n`);
   else process.stdout.write(`${formatCheckReport(report)}\n`);

@@ -59,6 +59,8 @@ program
   .option('-o, --out <dir>', 'where trial folders, build logs and check.json go (default .termgrade/check/<time>)')
   .option('--timeout-multiplier <x>', 'multiply every task agent and verifier timeout', positiveNumber, 1)
   .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
+  .option('--job <name>', 'a resumable check: every verdict recorded as it is reached; run again to go on where a killed check stopped')
+  .option('--jobs-dir <dir>', 'where check jobs live', '.termgrade/checks')
   .option('--review', "an LLM reviews each task against the rubric (advisory, in tasks[].review); needs --review-model and --review-base-url")
   .option('--review-model <name>', 'the reviewing model')
   .option('--review-base-url <url>', 'its OpenAI-compatible endpoint')

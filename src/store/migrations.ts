@@ -64,4 +64,15 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE trials ADD COLUMN image_source TEXT;
   ALTER TABLE trials ADD COLUMN tampering_json TEXT NOT NULL DEFAULT '[]';
   `,
+  // 3: `check --job`: each checked task's verdict, recorded whole when the task is done, so a
+  // killed check resumes with the tasks it had not finished.
+  `
+  CREATE TABLE checked_tasks (
+    path TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    checked_at TEXT NOT NULL
+  );
+  `,
 ];

@@ -182,6 +182,21 @@ export class JobStore {
     return new Set(rows.map(slotKey));
   }
 
+  /** Verdicts of a check job, by task path (see `check --job`). */
+  checkedTasks(): Map<string, unknown> {
+    const rows = this.db.prepare('SELECT path, result_json FROM checked_tasks').all() as Array<{ path: string; result_json: string }>;
+    return new Map(rows.map((r) => [r.path, JSON.parse(r.result_json) as unknown]));
+  }
+
+  /** Records one checked task whole (replacing an earlier verdict of the same path). */
+  recordChecked(task: { path: string; name: string; verdict: string }): void {
+    this.write(() =>
+      this.db
+        .prepare('INSERT INTO checked_tasks (path, name, verdict, result_json, checked_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET name = excluded.name, verdict = excluded.verdict, result_json = excluded.result_json, checked_at = excluded.checked_at')
+        .run(task.path, task.name, task.verdict, JSON.stringify(task), new Date().toISOString()),
+    );
+  }
+
   /** Every trial id the store holds. */
   trialIds(): Set<string> {
     return new Set((this.db.prepare('SELECT trial_id FROM trials').pluck().all() as string[]));
