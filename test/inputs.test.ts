@@ -110,3 +110,55 @@ describe('secrets never reach a record', () => {
     }
   });
 });
+
+describe('usual mistakes get a clear message and exit 2, never a stack trace', () => {
+  it('a typo in a job file names the key and the key it meant', async () => {
+    const dir = await tempDir();
+    const task = await trivialTask();
+    for (const [text, want] of [
+      [`name: typo\ntasks: { paths: [${task}] }\nagents: [{ agent: nop }]\nkk: 4\n`, /unknown key "kk" in \(top level\); did you mean "k"\?/],
+      [`name: typo\ntasks: { paths: [${task}] }\nagents: [{ agent: nop, concurency: 3 }]\n`, /unknown key "concurency" in agents\.0; did you mean "concurrency"\?/],
+    ] as const) {
+      const file = path.join(dir, 'job.yaml');
+      await writeFile(file, text);
+      const r = cli(['run', file, '--jobs-dir', await tempDir(), '-q']);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, want);
+      assert.ok(r.stderr.includes(file), 'the file is named');
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    }
+  });
+
+  it('--name of an existing job is refused (resume is said with --job); a task missing tests/ is refused even with -q', async () => {
+    const jobsDir = await tempDir();
+    const task = await trivialTask();
+    assert.equal(cli(['run', '--name', 'once', '--tasks', task, '--agent', 'nop', '--jobs-dir', jobsDir, '-q']).status, 0);
+    const again = cli(['run', '--name', 'once', '--tasks', task, '--agent', 'nop', '--jobs-dir', jobsDir, '-q']);
+    assert.equal(again.status, 2);
+    assert.match(again.stderr, /already exists.*--job once/);
+    const broken = await trivialTask();
+    await (await import('node:fs/promises')).rm(path.join(broken, 'tests'), { recursive: true });
+    const r = cli(['run', '--name', 'broken', '--tasks', broken, '--agent', 'nop', '--jobs-dir', jobsDir, '-q']);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /tests\/test\.sh: missing/);
+  });
+
+  it('check given a task.toml checks its folder; a listing filter that does not exist is refused', async () => {
+    const task = await trivialTask();
+    const r = cli(['check', path.join(task, 'task.toml'), '--json', '-q', '--probes', 'none', '-o', await tempDir()]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).summary.admissible, 1);
+    const bad = cli(['trials', '--job', 'x', '--status', 'failed']);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /Allowed choices are completed, error, not_run/);
+  });
+
+  it('stats piped into a reader that stops early ends quietly', async () => {
+    const file = path.join(await tempDir(), 'records.jsonl');
+    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ trial_id: `t${i}`, task: `task-${i % 1000}`, agent: 'a', model: 'm', reward: i % 2, error_class: null }));
+    await writeFile(file, `${lines.join('\n')}\n`);
+    const r = spawnSync('bash', ['-c', `node ${CLI} stats ${file} --tasks | head -1`], { encoding: 'utf8' });
+    assert.equal(r.status, 0);
+    assert.doesNotMatch(r.stderr, /EPIPE|internal error/);
+  });
+});

@@ -134,7 +134,7 @@ describe('evaluation jobs', () => {
     await make('slow-agent', { 'solution/solve.sh': '#!/bin/bash\nsleep 3\necho hello > /app/out.txt\n' });
     await make('slow-verify', { 'tests/test.sh': '#!/bin/bash\nsleep 3\necho 1 > /logs/verifier/reward.txt\n' });
     const jobsDir = path.join(root, 'jobs');
-    const args = ['run', '--name', 'crashy', '--tasks', path.join(root, 'tasks'), '--agent', 'oracle', '-k', '2', '-c', '2', '--jobs-dir', jobsDir, '--jsonl'];
+    const args = ['run', '--job', 'crashy', '--tasks', path.join(root, 'tasks'), '--agent', 'oracle', '-k', '2', '-c', '2', '--jobs-dir', jobsDir, '--jsonl'];
 
     const points: Array<[string, (e: Record<string, unknown>) => boolean, Record<string, string>?]> = [
       ['during a build', (e) => e.type === 'build-start' && e.task === 'slow-build'],
@@ -175,7 +175,7 @@ describe('evaluation jobs', () => {
       'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(root, 'jobs');
-    const args = (temp: string) => ['run', '--name', 'strict', '--tasks', task, '--agent', 'bash-tool', '--model', 'm', '--base-url', baseUrl, '--temperature', temp, '--jobs-dir', jobsDir, '-q'];
+    const args = (temp: string) => ['run', '--job', 'strict', '--tasks', task, '--agent', 'bash-tool', '--model', 'm', '--base-url', baseUrl, '--temperature', temp, '--jobs-dir', jobsDir, '-q'];
     assert.equal((await runCli(args('0.5'))).status, 0);
     const changed = await runCli(args('1.0'));
     assert.equal(changed.status, 2);
@@ -219,7 +219,7 @@ describe('evaluation jobs', () => {
       'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(await tempDir(), 'jobs');
-    const args = ['run', '--name', 'budget', '--tasks', task, '--agent', 'oracle', '-k', '4', '-c', '1', '--jobs-dir', jobsDir, '-q'];
+    const args = ['run', '--job', 'budget', '--tasks', task, '--agent', 'oracle', '-k', '4', '-c', '1', '--jobs-dir', jobsDir, '-q'];
     const r = await runCli([...args, '--budget', '5']);
     assert.equal(r.status, 1, 'exit 1: slots left');
     const first = rows(jobsDir, 'budget');
@@ -262,7 +262,7 @@ describe('evaluation jobs', () => {
       if (!mnt) return t.skip('cannot mount a tmpfs here');
       const task = await tinyTask();
       const jobsDir = path.join(mnt, 'full');
-      const args = (k: string) => ['run', '--name', 'full', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
+      const args = (k: string) => ['run', '--job', 'full', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
       assert.equal((await runCli(args('2'))).status, 0);
       spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, 'filler')}`, 'bs=64k']);
       try {
@@ -280,7 +280,7 @@ describe('evaluation jobs', () => {
       if (!mnt) return t.skip('cannot mount a tmpfs here');
       const task = await tinyTask();
       const jobsDir = path.join(mnt, 'ro');
-      const args = (k: string) => ['run', '--name', 'ro', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
+      const args = (k: string) => ['run', '--job', 'ro', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
       assert.equal((await runCli(args('2'))).status, 0);
       execFileSync('mount', ['-o', 'remount,ro', mnt]);
       try {
@@ -338,7 +338,7 @@ describe('adaptive jobs', () => {
       'tests/test.sh': '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(await tempDir(), 'jobs');
-    const args = ['run', '--name', 'adaptive', '--tasks', dir, '--agent', 'oracle', 'nop', '-k', '16', '-c', '4', '--adaptive', '--jobs-dir', jobsDir];
+    const args = ['run', '--job', 'adaptive', '--tasks', dir, '--agent', 'oracle', 'nop', '-k', '16', '-c', '4', '--adaptive', '--jobs-dir', jobsDir];
     const r = await runCli(args);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /not needed \(settled early by adaptive sampling\)/);

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, DockerProvider, TermgradeError } from '../index.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
+import { configLabelOf } from '../job/spec.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
 import { jobProgress } from './job-progress.js';
 import { EXIT, handleSignals } from './signals.js';
@@ -84,8 +85,18 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   if (spec.network) await provider.checkNetwork(spec.network);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by runs that were killed`);
+  // --name of a job that already has trials would silently extend it: resuming is said with --job.
+  if (!file && flags.name && !flags.job && existsSync(jobDbOf(jobDirOf(flags.jobsDir, flags.name)))) {
+    throw new TermgradeError('usage', `job "${flags.name}" already exists in ${path.resolve(flags.jobsDir)}: resume it with --job ${flags.name}, or choose another --name`);
+  }
+  for (const a of spec.agents) {
+    if (a.model && !process.env[a.model.apiKeyEnv]) process.stderr.write(`termgrade: warning: ${a.model.apiKeyEnv} is not set, so ${configLabelOf(a)} sends no API key (fine for a local server that needs none)\n`);
+  }
   const job = await openJob(spec, flags.jobsDir);
-  for (const bad of job.invalid) log(`skipped invalid task: ${bad.message}`);
+  if (job.invalid.length) {
+    await job.close();
+    throw new TermgradeError('bad_input', `${job.invalid.length} task(s) cannot be used:\n  ${job.invalid.map((b) => b.message).join('\n  ')}`);
+  }
   const signals = handleSignals(provider, log);
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
   try {

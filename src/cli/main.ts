@@ -136,7 +136,7 @@ program
   .command('trials')
   .description("List a job's trials.")
   .requiredOption('-j, --job <name>', 'the job')
-  .option('--status <status>', 'only completed, error or not_run trials')
+  .addOption(new Option('--status <status>', 'only trials with this status').choices(['completed', 'error', 'not_run']))
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
   .option('--json', 'JSON lines: trial_id, config, task, agent, model, attempt, status, reward, ...')
   .action(async (opts) => {
@@ -288,6 +288,12 @@ program
     const { cleanupCommand } = await import('./cleanup-command.js');
     process.exitCode = await cleanupCommand(opts);
   });
+
+// `termgrade stats ... | head`: a reader that goes away is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 
 try {
   await program.parseAsync();

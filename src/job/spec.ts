@@ -5,7 +5,7 @@ import { MAX_TIMEOUT_SEC } from '../util/time.js';
 const seconds = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOUT_SEC} s (about 24 days)`);
 
 /** One agent configuration of a job: what runs, against which model, under which cap. */
-export const AgentConfigSchema = z.object({
+export const AgentConfigSchema = z.strictObject({
   /** The name trials are grouped, compared and selected by; default agent or agent/model. */
   label: z.string().min(1).optional(),
   agent: z.enum(['oracle', 'nop', 'terminus', 'bash-tool']),
@@ -17,9 +17,9 @@ export const AgentConfigSchema = z.object({
 });
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
-export const JobSpecSchema = z.object({
+export const JobSpecSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
-  tasks: z.object({
+  tasks: z.strictObject({
     /** Task folders, folders of task folders, or globs of either. */
     paths: z.array(z.string()).min(1),
     /** Keep only these task names (globs allowed). */
@@ -34,7 +34,7 @@ export const JobSpecSchema = z.object({
   /** Wall-clock budget in seconds; at the end running trials stop and are recorded as not run. */
   budgetSec: seconds.optional(),
   timeouts: z
-    .object({
+    .strictObject({
       agentMultiplier: z.number().positive().default(1),
       verifierMultiplier: z.number().positive().default(1),
       environmentSec: seconds.default(120),
@@ -46,7 +46,7 @@ export const JobSpecSchema = z.object({
    * (Bayesian predictive curtailment); k is the cap. Rates from such jobs use the
    * Girshick-Mosteller-Savage estimator, never raw c/n.
    */
-  adaptive: z.object({ lo: z.number().min(0).max(1).default(0.25), hi: z.number().min(0).max(1).default(0.75), risk: z.number().gt(0).lt(0.5).default(0.02) }).optional(),
+  adaptive: z.strictObject({ lo: z.number().min(0).max(1).default(0.25), hi: z.number().min(0).max(1).default(0.75), risk: z.number().gt(0).lt(0.5).default(0.02) }).optional(),
   /**
    * An isolated network (made by the user on the engine) for tasks that ask for one
    * (allow_internet / network_mode). Without it every trial runs offline; never the host's network.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /** Price per million tokens, in US dollars. */
-export const PriceSchema = z.object({
+export const PriceSchema = z.strictObject({
   input: z.number().nonnegative(),
   cachedInput: z.number().nonnegative().optional(),
   output: z.number().nonnegative(),
@@ -13,7 +13,7 @@ export type Price = z.infer<typeof PriceSchema>;
  * APIs). The key is never part of the config: only the *name* of the environment variable holding
  * it, so configs, records and logs can be written anywhere.
  */
-export const ModelConfigSchema = z.object({
+export const ModelConfigSchema = z.strictObject({
   baseUrl: z.string().url(),
   model: z.string().min(1),
   apiKeyEnv: z.string().default('OPENAI_API_KEY'),

@@ -134,8 +134,13 @@ export async function loadTask(dir: string): Promise<Task> {
 export async function findTaskDirs(roots: string[]): Promise<string[]> {
   const found = new Set<string>();
   for (const root of roots) {
-    const abs = path.resolve(root);
+    let abs = path.resolve(root);
     if (!(await exists(abs))) throw new TaskError(abs, '.', 'no such folder');
+    if (!(await stat(abs)).isDirectory()) {
+      // A task.toml named directly stands for its task folder; any other file is a mistake.
+      if (path.basename(abs) !== 'task.toml') throw new TaskError(abs, '.', 'a file, not a task folder (give the folder that holds task.toml)');
+      abs = path.dirname(abs);
+    }
     if ((await exists(path.join(abs, 'task.toml'))) || (await exists(path.join(abs, 'instruction.md')))) {
       found.add(abs);
       continue;
