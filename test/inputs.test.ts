@@ -162,3 +162,27 @@ describe('usual mistakes get a clear message and exit 2, never a stack trace', (
     assert.doesNotMatch(r.stderr, /EPIPE|internal error/);
   });
 });
+
+describe('run: choosing tasks from flags, and a clear ending', () => {
+  it('filters, limits and samples tasks (the same seed, the same tasks), and ends with a per-configuration table', async () => {
+    const root = await tempDir();
+    for (let i = 0; i < 6; i++) {
+      const t = await trivialTask({ 'task.toml': `[task]\nname = "t${i}"\n` });
+      await (await import('node:fs/promises')).cp(t, path.join(root, `t${i}`), { recursive: true });
+    }
+    const jobsDir = await tempDir();
+    const listed = (job: string) => new Set(JSON.parse(`[${spawnSync(process.execPath, [CLI, 'trials', '--job', job, '--jobs-dir', jobsDir, '--json'], { encoding: 'utf8' }).stdout.trim().split('\n').join(',')}]`).map((r: { task: string }) => r.task));
+    const run = (name: string, extra: string[]) => cli(['run', '--name', name, '--tasks', root, '--agent', 'nop', '--jobs-dir', jobsDir, ...extra]);
+    assert.equal(run('filtered', ['--task', 't[1-4]', '--exclude-task', 't2', '--n-tasks', '2', '-q']).status, 0);
+    assert.deepEqual([...listed('filtered')].sort(), ['t1', 't3']);
+    assert.equal(run('s1', ['--sample', '3', '--seed', '7', '-q']).status, 0);
+    assert.equal(run('s2', ['--sample', '3', '--seed', '7', '-q']).status, 0);
+    assert.equal(listed('s1').size, 3);
+    assert.deepEqual([...listed('s1')].sort(), [...listed('s2')].sort(), 'the same seed draws the same tasks');
+    const ending = run('ending', ['--n-tasks', '2']);
+    assert.equal(ending.status, 0, ending.stderr);
+    assert.match(ending.stdout, /config\s+graded\s+pass@1 %/);
+    assert.match(ending.stdout, /^nop\s+2\s+0\.0/m);
+    assert.match(ending.stdout, /more: termgrade stats/);
+  });
+});

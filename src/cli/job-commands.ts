@@ -6,7 +6,9 @@ import { configLabelOf } from '../job/spec.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
 import { jobProgress } from './job-progress.js';
 import { EXIT, handleSignals } from './signals.js';
-import { table } from './table.js';
+import { pct, table } from './table.js';
+import { configStats } from '../report/aggregate.js';
+import { toStatsRecord } from '../report/records.js';
 
 export interface RunFlags {
   job?: string;
@@ -32,6 +34,11 @@ export interface RunFlags {
   adaptiveRisk?: number;
   network?: string;
   forceBuild?: boolean;
+  task?: string[];
+  excludeTask?: string[];
+  nTasks?: number;
+  sample?: number;
+  seed?: number;
 }
 
 /** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
@@ -69,6 +76,10 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
     spec.timeouts.verifierMultiplier = f.timeoutMultiplier;
   }
   if (f.network !== undefined) spec.network = f.network;
+  if (f.task?.length) spec.tasks.include = f.task;
+  if (f.excludeTask?.length) spec.tasks.exclude = [...spec.tasks.exclude, ...f.excludeTask];
+  if (f.nTasks !== undefined) spec.tasks.limit = f.nTasks;
+  if (f.sample !== undefined) spec.tasks.sample = { n: f.sample, seed: f.seed ?? 1 };
   if (f.forceBuild) spec.forceBuild = true;
   // Validated again after the flags are merged: a flag must meet the same schema as the file.
   return parseSpec(spec, file ? `${file} with the command-line flags` : 'command line');
@@ -110,6 +121,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
           `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}\n` +
           `store: ${jobDbOf(job.jobDir)}\n`,
       );
+      process.stdout.write(`\n${endingTable(job.store)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`);
     }
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
@@ -126,6 +138,22 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     await job.close();
     signals.dispose();
   }
+}
+
+/** The job as a whole, per configuration: graded trials, pass@1 with its interval, errors, cost, time. */
+function endingTable(store: JobStore): string {
+  const rows = [...store.listTrials()];
+  const records = rows.filter((r) => r.status !== 'not_run').map(toStatsRecord);
+  return table(
+    ['config', 'graded', 'pass@1 %', '95% CI', 'no reward (by class)', 'not run', 'cost $', 'trial time h'],
+    configStats(records).map((c) => {
+      const mine = rows.filter((r) => r.config === c.config);
+      const errors = Object.entries(c.errorsByClass).map(([k, v]) => `${k} ${v}`).join(', ') || '-';
+      const cost = mine.reduce((a, r) => a + (r.cost_usd ?? 0), 0);
+      const hours = mine.reduce((a, r) => a + (r.duration_ms ?? 0), 0) / 3_600_000;
+      return [c.config, c.trials, pct(c.pass1.mean), c.pass1.ciLo === null ? '-' : `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`, errors, mine.filter((r) => r.status === 'not_run').length, cost ? cost.toFixed(4) : '-', hours.toFixed(2)];
+    }),
+  );
 }
 
 function openStore(jobsDir: string, name: string): JobStore {

@@ -27,6 +27,10 @@ export const JobSpecSchema = z.strictObject({
     exclude: z.array(z.string()).default([]),
     /** A file of task names, one per line (a split): only these run. */
     split: z.string().optional(),
+    /** After the filters: only the first N tasks by name. */
+    limit: z.number().int().positive().optional(),
+    /** After the filters: N tasks drawn at random with a seed (the same seed draws the same tasks). */
+    sample: z.strictObject({ n: z.number().int().positive(), seed: z.number().int().positive().default(1) }).optional(),
   }),
   agents: z.array(AgentConfigSchema).min(1),
   k: z.number().int().positive().default(1),

@@ -6,8 +6,17 @@ import { findTaskDirs, loadTask } from '../task/load.js';
 import type { Task } from '../task/task.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import type { JobSpec } from './spec.js';
+import { seededUniform } from '../stats/random.js';
 
-const toRegex = (pattern: string): RegExp => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+/** A task-name glob (`*`, `?`, `[a-z]`, `[!x]`) as a regular expression. */
+const toRegex = (pattern: string): RegExp =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')
+      .replace(/\[!/g, '[^')}$`,
+  );
 
 /**
  * The job's task set: every path (folders or globs) expanded, loaded, and filtered by include,
@@ -54,5 +63,19 @@ export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; inva
     seen.add(task.name);
     tasks.push(task);
   }
-  return { tasks, invalid };
+  tasks.sort((a, b) => (a.name < b.name ? -1 : 1));
+  let chosen = tasks;
+  if (spec.tasks.sample) {
+    // A seeded Fisher-Yates draw over the name-sorted set: the same seed, the same tasks.
+    const u = seededUniform(spec.tasks.sample.seed);
+    const pool = [...tasks];
+    for (let i = pool.length - 1; i > 0; i--) {
+      const j = Math.floor(u() * (i + 1));
+      [pool[i], pool[j]] = [pool[j]!, pool[i]!];
+    }
+    chosen = pool.slice(0, spec.tasks.sample.n).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+  if (spec.tasks.limit) chosen = chosen.slice(0, spec.tasks.limit);
+  if (chosen.length === 0 && invalid.length === 0) throw new TermgradeError('bad_input', `no task is left after the filters (include ${JSON.stringify(spec.tasks.include)}, exclude ${JSON.stringify(spec.tasks.exclude)}${spec.tasks.split ? `, split ${spec.tasks.split}` : ''})`);
+  return { tasks: chosen, invalid };
 }
