@@ -141,8 +141,12 @@ describe('tamper rules', () => {
       { path: '/conftest.py', kind: 'added' },
       { path: '/app/pytest.py', kind: 'added' },
       { path: '/usr/lib/python3/dist-packages/evil.pth', kind: 'added' },
+      { path: '/usr/lib/python3.11/json/__init__.py', kind: 'changed' },
+      { path: '/usr/lib/python3.11/unittest/mock.py', kind: 'added' },
+      { path: '/usr/local/lib/libc.so.6', kind: 'added' },
+      { path: '/usr/local/lib/python3.13/site-packages/pluggy/_hooks.py', kind: 'changed' },
     ]).map((t) => t.path);
-    assert.equal(flagged.length, 9, flagged.join(' '));
+    assert.equal(flagged.length, 13, flagged.join(' '));
     const clean = findTampering(
       [
         { path: '/usr/bin', kind: 'changed' },
@@ -152,6 +156,10 @@ describe('tamper rules', () => {
         { path: '/usr/local/lib/python3.13/site-packages/requests/api.py', kind: 'added' },
         { path: '/usr/lib/python3/dist-packages/mypkg.pth', kind: 'added' },
         { path: '/root/.bashrc', kind: 'changed' },
+        { path: '/usr/lib/python3.11/json', kind: 'changed' },
+        { path: '/usr/lib/python3.11/json/__pycache__', kind: 'added' },
+        { path: '/usr/lib/python3.11/json/__pycache__/decoder.cpython-311.pyc', kind: 'added' },
+        { path: '/usr/local/lib/libfoo.so.1', kind: 'added' },
       ],
       new Map([['/usr/lib/python3/dist-packages/mypkg.pth', '/app/src\n']]),
     );

@@ -60,7 +60,8 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
     return { ...none, reward: 0, rewards: {}, tampering, error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` } };
   }
-  const fresh = await sandbox.exec(['/bin/sh', '-c', `rm -rf ${TESTS_DIR} ${VERIFIER_LOGS} && mkdir -p ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`]);
+  // Made fresh whatever the agent left there (/logs as a file, a link, a read-only mode).
+  const fresh = await sandbox.exec(['/bin/sh', '-c', `rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`]);
   if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR} before grading: ${fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
   await sandbox.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
   const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;

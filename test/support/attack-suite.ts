@@ -115,6 +115,13 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       });
     });
 
+    it('an agent that breaks the harness\'s own places (the output spool, /logs) is still graded', async () => {
+      for (const sabotage of ['rm -rf /tmp/.termgrade-exec; touch /tmp/.termgrade-exec', 'rm -rf /logs; echo x > /logs']) {
+        const r = await trial(`echo hello > /app/out.txt; ${sabotage}`);
+        assert.equal(r.reward, 1, `${sabotage}: ${JSON.stringify(r.errors)}`);
+      }
+    });
+
     it('does not call ordinary work tampering', async () => {
       const r = await trial(`echo hello > /app/out.txt; mkdir -p /usr/local/lib/mylib /opt/tool/bin; echo x > /usr/local/lib/mylib/a.so; echo y > /opt/tool/bin/mytool; echo z > /etc/mytool.conf`);
       assert.equal(r.reward, 1, JSON.stringify(r.tampering));

@@ -9,7 +9,8 @@ import { shellQuote } from '../../util/shell-quote.js';
 import type { DockerShell } from './shell.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
-const SPOOL_DIR = '/tmp/.termgrade-exec';
+/** Where commands spool their output; a sandbox may move it (see DockerSandbox.endProcesses). */
+export const DEFAULT_SPOOL_DIR = '/tmp/.termgrade-exec';
 
 /**
  * Why commands do not write to the exec's pipes directly: a background child (a server that
@@ -22,15 +23,16 @@ const SPOOL_DIR = '/tmp/.termgrade-exec';
  */
 interface Spool {
   id: string;
+  dir: string;
   pid: string;
   out: string;
   err: string;
 }
 
-function spool(): Spool {
+function spool(dir: string): Spool {
   const id = randomBytes(6).toString('hex');
-  const base = `${SPOOL_DIR}/${id}`;
-  return { id, pid: `${base}.pid`, out: `${base}.out`, err: `${base}.err` };
+  const base = `${dir}/${id}`;
+  return { id, dir, pid: `${base}.pid`, out: `${base}.out`, err: `${base}.err` };
 }
 
 /**
@@ -56,7 +58,7 @@ const STDERR_MARK = '\\036TG-STDERR';
 
 function wrap(command: string | string[], s: Spool, limit: number, joined = false): string[] {
   const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
-  const prepare = `[ -d ${SPOOL_DIR} ] || { mkdir -p ${SPOOL_DIR} && chmod 1777 ${SPOOL_DIR}; } 2>/dev/null`;
+  const prepare = `[ -d ${s.dir} ] || { mkdir -p ${s.dir} && chmod 1777 ${s.dir}; } 2>/dev/null`;
   const script = `${prepare}; echo $$ > ${s.pid}; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; ${emitScript(s, limit, joined)}; exit $rc`;
   return ['setsid', '-w', '/bin/sh', '-c', script, 'termgrade-exec', ...argv];
 }
@@ -121,11 +123,12 @@ export async function shellExec(
   shell: DockerShell,
   command: string | string[],
   options: ExecOptions = {},
+  spoolDir = DEFAULT_SPOOL_DIR,
 ): Promise<ExecResult> {
   if (options.signal?.aborted) throw new CancelledError('command');
   const started = performance.now();
   const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-  const s = spool();
+  const s = spool(spoolDir);
   const argv = wrap(command, s, limit, true);
   const env = Object.entries(options.env ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`));
   const line = `(${options.cwd ? `cd -- ${shellQuote(options.cwd)} || exit 126; ` : ''}exec ${env.length ? `env ${env.join(' ')} ` : ''}${argv.map(shellQuote).join(' ')})`;
@@ -193,11 +196,12 @@ export async function dockerExec(
   container: Docker.Container,
   command: string | string[],
   options: ExecOptions = {},
+  spoolDir = DEFAULT_SPOOL_DIR,
 ): Promise<ExecResult> {
   if (options.signal?.aborted) throw new CancelledError('command');
   const started = performance.now();
   const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-  const s = spool();
+  const s = spool(spoolDir);
   const run = await startExec(docker, container, wrap(command, s, limit), options, limit);
 
   type Outcome = 'ended' | 'exited' | 'timeout' | 'aborted';

@@ -5,7 +5,8 @@ import { shellQuote } from '../../util/shell-quote.js';
 import type Docker from 'dockerode';
 import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
 import { DockerShell } from './shell.js';
-import { dockerExec, shellExec } from './exec.js';
+import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
+import { randomBytes } from 'node:crypto';
 import { overlayChanges, overlayLayers, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 
@@ -42,6 +43,12 @@ export class DockerSandbox implements Sandbox {
   }
 
   private shellBusy = false;
+  /**
+   * Where commands spool their output. After endProcesses it moves to a new name on the fresh
+   * tmpfs /dev/shm: whatever the agent did to the old place (a file where the folder was, say)
+   * cannot stop the verifier's commands, and the agent could not have prepared the new one.
+   */
+  private spoolDir = DEFAULT_SPOOL_DIR;
 
   /**
    * Through the helper shell when it is free (no engine exec per command: the engine is the
@@ -50,7 +57,7 @@ export class DockerSandbox implements Sandbox {
    */
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
     if (options.user || this.shellBusy || this.closing || process.env.TERMGRADE_EXEC_VIA === 'engine') {
-      return dockerExec(this.docker, this.container, command, options);
+      return dockerExec(this.docker, this.container, command, options, this.spoolDir);
     }
     this.shellBusy = true;
     try {
@@ -58,9 +65,9 @@ export class DockerSandbox implements Sandbox {
       try {
         shell = (await this.shell()) as DockerShell;
       } catch {
-        return await dockerExec(this.docker, this.container, command, options);
+        return await dockerExec(this.docker, this.container, command, options, this.spoolDir);
       }
-      return await shellExec(this.docker, this.container, shell, command, options);
+      return await shellExec(this.docker, this.container, shell, command, options, this.spoolDir);
     } finally {
       this.shellBusy = false;
     }
@@ -147,6 +154,7 @@ export class DockerSandbox implements Sandbox {
       await this.container.wait({ condition: 'not-running' });
     }
     await this.container.start();
+    this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
   }
 
   private layers: Promise<OverlayLayers | null> | null = null;
