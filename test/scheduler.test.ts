@@ -149,3 +149,33 @@ describe('one writer per job', () => {
     await afterCrash.close();
   });
 });
+
+describe('re-running recorded trials', () => {
+  it('--retry by class or "errors" runs those slots again and keeps what each replaced', async () => {
+    const { spec, jobsDir } = await job('retry', await taskDirs(2), { k: 2 });
+    // First run: every trial of t0 gets no reward from the verifier (ungraded: not retried by itself).
+    let opened = await openJob(spec, jobsDir);
+    try {
+      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) }), jobDir: opened.jobDir });
+    } finally {
+      await opened.close();
+    }
+    opened = await openJob(spec, jobsDir);
+    try {
+      const plain = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir });
+      assert.equal(plain.completed + plain.errors, 0, 'a verifier failure is not re-run unasked');
+      const provider = new FakeProvider({ grade: () => 0 });
+      const again = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir, retry: { classes: ['verifier_no_reward'] } });
+      assert.equal(again.completed, 2);
+      assert.equal(provider.starts, 2, 'only the two t0 slots ran');
+      const rows = [...opened.store.listTrials()].filter((r) => r.task === 't0');
+      assert.deepEqual(rows.map((r) => [r.status, r.reward]), [['completed', 0], ['completed', 0]]);
+      const history = opened.store.historyOf({ config: 'oracle', task: 't0', attempt: 0 });
+      assert.equal(history.length, 1);
+      assert.equal(history[0]!.error_class, 'verifier_no_reward');
+      assert.equal(history[0]!.row.status, 'error');
+    } finally {
+      await opened.close();
+    }
+  });
+});

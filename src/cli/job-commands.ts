@@ -3,6 +3,7 @@ import path from 'node:path';
 import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, DockerProvider, TermgradeError } from '../index.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
 import { configLabelOf } from '../job/spec.js';
+import { TrialErrorClass } from '../trial/schema.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
 import { jobProgress } from './job-progress.js';
 import { EXIT, handleSignals } from './signals.js';
@@ -39,6 +40,16 @@ export interface RunFlags {
   nTasks?: number;
   sample?: number;
   seed?: number;
+  retry?: string;
+}
+
+/** `--retry errors` or `--retry cls1,cls2`: validated against the known error classes. */
+function parseRetry(value: string | undefined): { classes?: string[]; errors?: boolean } | undefined {
+  if (!value) return undefined;
+  const parts = value.split(',').map((p) => p.trim()).filter(Boolean);
+  const unknown = parts.filter((p) => p !== 'errors' && !TrialErrorClass.options.includes(p as never));
+  if (unknown.length) throw new TermgradeError('usage', `--retry: unknown error class ${unknown.map((u) => `"${u}"`).join(', ')} (known: errors, ${TrialErrorClass.options.join(', ')})`);
+  return { errors: parts.includes('errors'), classes: parts.filter((p) => p !== 'errors') };
 }
 
 /** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
@@ -111,7 +122,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   const signals = handleSignals(provider, log);
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
   try {
-    const summary = await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
+    const summary = await runJob({ retry: parseRetry(flags.retry), spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) {
       process.stdout.write(

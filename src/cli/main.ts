@@ -123,6 +123,7 @@ program
   .option('--budget <seconds>', 'wall-clock budget; running trials stop and are recorded as not run', positiveNumber)
   .option('--timeout-multiplier <x>', 'multiply every agent and verifier timeout', positiveNumber)
   .option('--infra-retries <n>', 'retries of a trial after an infrastructure failure', (v) => Number(v))
+  .option('--retry <classes>', 'with --job: run again recorded trials that ended in these error classes (comma-separated), or "errors" for every trial without a reward; each replaced record is kept in the job\'s history')
   .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
   .option('--network <name>', 'an isolated Docker network for tasks that ask for the internet (default: every trial offline)')
   .option('--adaptive', 'adaptive sampling: trials in pairs, a task stops once its band decision is settled (k is the cap)')

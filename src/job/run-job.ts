@@ -66,6 +66,8 @@ export interface RunJobOptions {
   jobDir: string;
   signal?: AbortSignal;
   onEvent?: (e: JobEvent) => void;
+  /** Slots to run again although recorded: by error class, or every trial without a reward. */
+  retry?: { classes?: string[]; errors?: boolean };
   /** Makes each configuration's agent; default the built-in scaffolds. A custom agent plugs in here. */
   agentFactory?: (config: AgentConfig) => CreatedAgent;
 }
@@ -105,7 +107,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   for (const c of configs) endpointCap.set(c.endpoint, Math.min(endpointCap.get(c.endpoint) ?? Number.POSITIVE_INFINITY, c.cap));
   const endpointRunning = new Map<string, number>();
 
-  const finished = store.finishedSlots();
+  const finished = store.finishedSlots(options.retry);
   const byName = new Map(options.tasks.map((t) => [t.name, t]));
   let total = 0;
   for (let attempt = 0; attempt < spec.k; attempt++) {

@@ -75,4 +75,18 @@ export const MIGRATIONS: string[] = [
     checked_at TEXT NOT NULL
   );
   `,
+  // 4: a slot run again (an infrastructure retry on resume, `run --retry`) keeps what it replaced.
+  `
+  CREATE TABLE trial_history (
+    trial_id TEXT NOT NULL,
+    config TEXT NOT NULL,
+    task TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error_class TEXT,
+    row_json TEXT NOT NULL,
+    replaced_at TEXT NOT NULL
+  );
+  CREATE INDEX trial_history_slot ON trial_history (config, task, attempt);
+  `,
 ];

@@ -174,11 +174,14 @@ export class JobStore {
 
   /**
    * Slots whose record is final: graded, or ungraded by the verifier. Slots not run and slots that
-   * ended in an infrastructure failure are run again when the job resumes (see trial/accounting.ts).
+   * ended in an infrastructure failure are run again when the job resumes (see trial/accounting.ts);
+   * `retry` names more to run again: error classes, or every trial without a reward (`errors`).
    */
-  finishedSlots(): Set<string> {
-    const infra = [...INFRA_ERROR_CLASSES].map((c) => `'${c}'`).join(', ');
-    const rows = this.db.prepare(`SELECT config, task, attempt FROM trials WHERE status = 'completed' OR (status = 'error' AND (error_class IS NULL OR error_class NOT IN (${infra})))`).all() as Slot[];
+  finishedSlots(retry: { classes?: string[]; errors?: boolean } = {}): Set<string> {
+    const again = new Set([...INFRA_ERROR_CLASSES, ...(retry.classes ?? [])]);
+    const rows = (this.db.prepare('SELECT config, task, attempt, status, error_class FROM trials').all() as Array<Slot & { status: string; error_class: string | null }>).filter(
+      (r) => r.status !== 'not_run' && !(r.error_class && again.has(r.error_class)) && !(retry.errors && r.status === 'error'),
+    );
     return new Set(rows.map(slotKey));
   }
 
@@ -195,6 +198,12 @@ export class JobStore {
         .prepare('INSERT INTO checked_tasks (path, name, verdict, result_json, checked_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET name = excluded.name, verdict = excluded.verdict, result_json = excluded.result_json, checked_at = excluded.checked_at')
         .run(task.path, task.name, task.verdict, JSON.stringify(task), new Date().toISOString()),
     );
+  }
+
+  /** Earlier records of a slot that were replaced by a re-run, oldest first. */
+  historyOf(slot: Slot): Array<{ trial_id: string; status: string; error_class: string | null; row: Record<string, unknown>; replaced_at: string }> {
+    const rows = this.db.prepare('SELECT trial_id, status, error_class, row_json, replaced_at FROM trial_history WHERE config = ? AND task = ? AND attempt = ? ORDER BY rowid').all(slot.config, slot.task, slot.attempt) as Array<{ trial_id: string; status: string; error_class: string | null; row_json: string; replaced_at: string }>;
+    return rows.map((r) => ({ trial_id: r.trial_id, status: r.status, error_class: r.error_class, row: JSON.parse(r.row_json) as Record<string, unknown>, replaced_at: r.replaced_at }));
   }
 
   /** Every trial id the store holds. */
@@ -220,6 +229,12 @@ export class JobStore {
   private prepareWrites() {
     return {
       deleteSlot: this.db.prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?'),
+      // The row a slot's new record replaces, kept whole (a not_run placeholder is not history).
+      keepHistory: this.db.prepare(
+        `INSERT INTO trial_history (trial_id, config, task, attempt, status, error_class, row_json, replaced_at)
+         SELECT trial_id, config, task, attempt, status, error_class, json_object('trial_id', trial_id, 'status', status, 'reward', reward, 'error_class', error_class, 'error_message', error_message, 'duration_ms', duration_ms, 'trial_dir', trial_dir, 'infra_attempts', infra_attempts), ?
+         FROM trials WHERE config = ? AND task = ? AND attempt = ? AND status != 'not_run'`,
+      ),
       insertTest: this.db.prepare('INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)'),
       insertTrial: this.db.prepare(
           `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
@@ -240,6 +255,7 @@ export class JobStore {
     const s = extra.slot;
     const st = (this.statements ??= this.prepareWrites());
     const tx = this.db.transaction(() => {
+      st.keepHistory.run(new Date().toISOString(), s.config, s.task, s.attempt);
       st.deleteSlot.run(s.config, s.task, s.attempt);
       st.insertTrial.run({
           trial_id: result.trialId,
