@@ -292,9 +292,10 @@ export class JobStore {
           retry_reasons_json: JSON.stringify(extra.retryReasons),
           trial_dir: extra.trialDir,
           source: extra.source ?? 'termgrade',
-          image_id: result.imageId,
-          image_source: result.imageSource,
-          tampering_json: JSON.stringify(result.tampering),
+          // Records written before these fields existed (imports, older result.json) lack them.
+          image_id: result.imageId ?? null,
+          image_source: result.imageSource ?? null,
+          tampering_json: JSON.stringify(result.tampering ?? []),
         });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
