@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
-import { errorMessage } from '../util/errors.js';
+import { readTextIfThere } from '../util/files.js';
+import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
 import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
 import { instructionLeak, isOutputPath, keepsFinalState, splitCommands } from './probe-logic.js';
@@ -36,24 +37,6 @@ interface Graded {
 // Distinctive bytes, so a reward file still holding them is known not to be the verifier's.
 const PLANTED_TXT = '1.000000\n';
 const PLANTED_JSON = '{"reward": 1.0, "planted_by": "termgrade-probe"}\n';
-
-async function readIfThere(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
-async function filesOf(dir: string, base = dir): Promise<Array<{ rel: string; abs: string }>> {
-  const out: Array<{ rel: string; abs: string }> = [];
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    const abs = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await filesOf(abs, base)));
-    else if (e.isFile()) out.push({ rel: path.relative(base, abs), abs });
-  }
-  return out;
-}
 
 export class TaskProber {
   private n = 0;
@@ -123,8 +106,8 @@ export class TaskProber {
       await s.exec(`bash ${TESTS_DIR}/test.sh > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`, { env: this.task.config.verifier.env, timeoutSec: this.task.config.verifier.timeout_sec, signal: this.signal });
       const logs = path.join(this.logsDir, 'forger');
       await s.copyOut(VERIFIER_LOGS, logs, { trusted: true });
-      const json = await readIfThere(path.join(logs, 'reward.json'));
-      const txt = await readIfThere(path.join(logs, 'reward.txt'));
+      const json = await readTextIfThere(path.join(logs, 'reward.json'));
+      const txt = await readTextIfThere(path.join(logs, 'reward.txt'));
       const parsed = rewardFile === 'reward.json' ? parseRewardFiles(json, null) : parseRewardFiles(null, txt);
       if (parsed.ok && parsed.reward >= 1) {
         return { probe: 'reward_forgeable', did: "an agent that only planted reward.txt = 1 and reward.json = 1 in /logs/verifier and a file in /tests, then the task's test.sh as written, with nothing emptied first", saw: `reward ${parsed.reward} from the verifier's ${parsed.source}: test.sh trusts state the agent controls` };
@@ -172,7 +155,7 @@ export class TaskProber {
   /** The image already holds a solution file or an expected output, byte for byte. */
   private async leakedInImage(full: Map<string, string>): Promise<Finding | null> {
     const wanted = new Map<string, string>(); // hash -> what it is
-    for (const f of await filesOf(this.task.solutionDir!)) {
+    for (const f of (await walk(this.task.solutionDir!)).filter((e) => e.kind === 'file')) {
       const body = await readFile(f.abs);
       if (body.length >= 32) wanted.set(createHash('sha256').update(body).digest('hex'), `solution/${f.rel}`);
     }
@@ -239,8 +222,8 @@ export class TaskProber {
         // The commands left out changed no output the full solution ends with: they only cleaned up.
         if (kept.same) continue;
         return { probe: 'weak_tests', did: `ran the first ${k} of solve.sh's ${n} commands`, saw: `every test passes though ${kept.differing.slice(0, 5).join(', ')} ${kept.differing.length === 1 ? 'is' : 'are'} missing or different from the full solution's` };
-      } catch (err) {
-        void errorMessage(err);
+      } catch {
+        // A prefix that cannot even run proves nothing either way; the next one is tried.
       } finally {
         await s.close();
       }

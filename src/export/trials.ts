@@ -1,8 +1,9 @@
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
 import { accountingOf } from '../trial/accounting.js';
 import { TermgradeError } from '../util/errors.js';
+import { filesNamed, readTextIfThere } from '../util/files.js';
 import { MESSAGE, writeParquet, type Column } from './parquet.js';
 
 /** One trial as a dataset row: the record, its per-test results, and the full episode. */
@@ -30,14 +31,6 @@ export interface TrialRowOut {
   image_id: string | null;
 }
 
-async function readText(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
 /** OpenAI messages with non-string content written as JSON text (Parquet wants one type). */
 function normaliseMessages(raw: unknown): Array<Record<string, unknown>> {
   if (!Array.isArray(raw)) return [];
@@ -46,7 +39,7 @@ function normaliseMessages(raw: unknown): Array<Record<string, unknown>> {
 
 async function fromResult(result: Record<string, any>, trialDir: string | null, config?: string): Promise<TrialRowOut> {
   const agentDir = trialDir ? path.join(trialDir, 'agent') : null;
-  const messages = agentDir ? await readText(path.join(agentDir, 'messages.json')) : null;
+  const messages = agentDir ? await readTextIfThere(path.join(agentDir, 'messages.json')) : null;
   const errorClass = result.error?.class ?? null;
   return {
     trial_id: result.trialId,
@@ -61,8 +54,8 @@ async function fromResult(result: Record<string, any>, trialDir: string | null, 
     exit_reason: result.exitReason ?? null,
     tests: (result.tests ?? []).map((t: { name: string; status: string; message?: string | null }) => ({ name: t.name, status: t.status, message: t.message ?? null })),
     messages: messages ? normaliseMessages(JSON.parse(messages)) : [],
-    tools: agentDir ? await readText(path.join(agentDir, 'tools.json')) : null,
-    trajectory: agentDir ? await readText(path.join(agentDir, 'trajectory.json')) : null,
+    tools: agentDir ? await readTextIfThere(path.join(agentDir, 'tools.json')) : null,
+    trajectory: agentDir ? await readTextIfThere(path.join(agentDir, 'trajectory.json')) : null,
     input_tokens: result.tokens?.input ?? null,
     cached_tokens: result.tokens?.cached ?? null,
     output_tokens: result.tokens?.output ?? null,
@@ -71,14 +64,6 @@ async function fromResult(result: Record<string, any>, trialDir: string | null, 
     phases: JSON.stringify(result.phases ?? {}),
     image_id: result.imageId ?? null,
   };
-}
-
-async function* resultFiles(dir: string): AsyncGenerator<string> {
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) yield* resultFiles(p);
-    else if (e.name === 'result.json') yield p;
-  }
 }
 
 /** Trials from job folders (their store, and each trial's folder) or folders of trial folders. */
@@ -92,7 +77,7 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
       try {
         for (const r of store.listTrials()) {
           if (r.status === 'not_run') continue;
-          const text = r.trial_dir ? await readText(path.join(r.trial_dir, 'result.json')) : null;
+          const text = r.trial_dir ? await readTextIfThere(path.join(r.trial_dir, 'result.json')) : null;
           if (text) rows.push({ ...(await fromResult(JSON.parse(text), r.trial_dir, r.config)), attempt: r.attempt });
           else rows.push({ ...(await fromResult({ trialId: r.trial_id, task: { name: r.task }, agent: { name: r.agent, model: r.model }, reward: r.reward, error: r.error_class ? { class: r.error_class } : null, exitReason: r.exit_reason, durationMs: r.duration_ms, costUsd: r.cost_usd }, null, r.config)), attempt: r.attempt });
         }
@@ -100,7 +85,7 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
         store.close();
       }
     } else {
-      for await (const file of resultFiles(source)) rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), path.dirname(file)));
+      for await (const file of filesNamed(source, 'result.json')) rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), path.dirname(file)));
     }
   }
   return rows;

@@ -1,10 +1,11 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JobStore } from '../store/store.js';
 import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
 import { primaryReward } from '../verifier/reward.js';
 import { summarizeTests } from '../verifier/schema.js';
 import { parseCtrf } from '../verifier/test-report.js';
+import { filesNamed } from '../util/files.js';
 
 /** Harbor exception types, by what they mean for the record. */
 function errorClassOf(exceptionType: string): TrialErrorClass {
@@ -29,14 +30,6 @@ interface HarborTrial {
   exception_info?: { exception_type?: string; exception_message?: string } | null;
   started_at?: string | null;
   finished_at?: string | null;
-}
-
-async function* trialFiles(dir: string): AsyncGenerator<string> {
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) yield* trialFiles(p);
-    else if (e.name === 'result.json') yield p;
-  }
 }
 
 /**
@@ -64,7 +57,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
   const attempts = store.nextAttempts();
   const known = store.trialIds();
   const files: string[] = [];
-  for await (const f of trialFiles(root)) files.push(f);
+  for await (const f of filesNamed(root, 'result.json')) files.push(f);
   files.sort();
   for (const file of files) {
     let h: HarborTrial;

@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
+import { filesNamed } from '../util/files.js';
 import { DEFAULT_ADAPTIVE_RULE } from '../stats/adaptive.js';
 import { JobStore } from '../store/store.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
@@ -9,14 +10,6 @@ import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
 function badRecord(where: string, err: unknown): TermgradeError {
   const detail = err instanceof Error && 'issues' in err ? JSON.stringify((err as { issues: unknown[] }).issues[0]) : (err as Error).message;
   return new TermgradeError('bad_input', `${where}: not a trial record: ${detail}`);
-}
-
-async function* resultFiles(dir: string): AsyncGenerator<string> {
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) yield* resultFiles(p);
-    else if (entry.name === 'result.json') yield p;
-  }
 }
 
 /** Lines of a file, read in large chunks (readline is several times slower on 100 MB files). */
@@ -80,7 +73,7 @@ export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
     if (st.isDirectory() && (await stat(path.join(source, 'job.db')).catch(() => null))) {
       readJob(source, out);
     } else if (st.isDirectory()) {
-      for await (const file of resultFiles(source)) {
+      for await (const file of filesNamed(source, 'result.json')) {
         let raw: unknown;
         try {
           raw = JSON.parse(await readFile(file, 'utf8'));

@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { createAgent } from '../agent/registry.js';
+import { readTextIfThere } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
 import type { EpisodeBody, Grade } from './contract.js';
@@ -11,8 +11,9 @@ import type { SessionManager } from './sessions.js';
 type EpisodeRequest = z.infer<typeof EpisodeBody>;
 
 async function readJson(file: string): Promise<unknown> {
+  const text = await readTextIfThere(file);
   try {
-    return JSON.parse(await readFile(file, 'utf8'));
+    return text === null ? null : JSON.parse(text);
   } catch {
     return null;
   }

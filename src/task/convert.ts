@@ -1,8 +1,9 @@
-import { cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify as stringifyToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 import { TermgradeError } from '../util/errors.js';
+import { exists } from '../util/files.js';
 
 /**
  * Terminal-Bench 1 task folders into the Harbor layout, so the many published TB1-format tasks can
@@ -34,10 +35,6 @@ interface Tb1Yaml {
 }
 
 const TB1_OWN = new Set(['task.yaml', 'solution.sh', 'solution.yaml', 'run-tests.sh', 'tests', 'docker-compose.yaml', 'docker-compose.yml']);
-
-async function exists(p: string): Promise<boolean> {
-  return (await stat(p).catch(() => null)) !== null;
-}
 
 /** The reward file from run-tests.sh's exit code, as TB1's pytest parser would judge it. */
 const TEST_SH = `#!/bin/bash

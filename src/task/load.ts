@@ -2,18 +2,10 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { TaskError } from '../util/errors.js';
+import { exists } from '../util/files.js';
 import { hashTree, isInside, symlinkTarget, walk } from '../util/walk.js';
 import { resourceLimits, TaskConfigSchema, type TaskConfig } from './schema.js';
 import type { Task, TaskEnvironment } from './task.js';
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await stat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function readConfig(taskPath: string): Promise<TaskConfig> {
   const file = path.join(taskPath, 'task.toml');

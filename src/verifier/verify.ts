@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
+import { readTextIfThere } from '../util/files.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
 import { findTampering, needsContent, type Tampering } from './tampering.js';
@@ -15,14 +16,6 @@ export interface VerifyOptions {
   hostLogsDir: string;
   timeoutSec?: number;
   signal?: AbortSignal;
-}
-
-async function readIfThere(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /** The agent's filesystem changes that touch the verifier's machinery (read through the backend). */
@@ -75,8 +68,8 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
   const junit = await Promise.all(files.filter((f) => f.endsWith('.xml')).sort().map((f) => readFile(local(f), 'utf8')));
   const { tests, source, counts } = collectTests({
-    ctrf: await readIfThere(local('ctrf.json')),
-    stdout: await readIfThere(local('test-stdout.txt')),
+    ctrf: await readTextIfThere(local('ctrf.json')),
+    stdout: await readTextIfThere(local('test-stdout.txt')),
     junit,
   });
   const base = { tests, testsSource: source, testsSourceCounts: counts, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [] };
@@ -84,7 +77,7 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   if (run.timedOut) {
     return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s` } };
   }
-  const parsed = parseRewardFiles(await readIfThere(local('reward.json')), await readIfThere(local('reward.txt')));
+  const parsed = parseRewardFiles(await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt')));
   if (!parsed.ok) {
     const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
     return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode})` } };
