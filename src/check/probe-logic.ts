@@ -147,11 +147,8 @@ export function findDuplicates(tasks: DuplicateCandidate[], threshold = 0.9): Ar
       for (const j of list) if (j > i) shared.set(j, (shared.get(j) ?? 0) + 1);
     }
     for (const [j, common] of shared) {
-      // Upper bound first: a pair sharing few shingles cannot reach the threshold.
-      const union = sets[i]!.size + sets[j]!.size - common;
-      if (common / union < threshold) {
-        if (common / Math.min(sets[i]!.size, sets[j]!.size) < threshold) continue;
-      }
+      // An upper bound first (common shingles over the smaller set): a pair sharing few cannot reach the threshold.
+      if (common / Math.min(sets[i]!.size, sets[j]!.size) < threshold) continue;
       const sim = textSimilarity(tasks[i]!.instruction, tasks[j]!.instruction);
       if (sim >= threshold) add(i, j, `near-identical instructions (similarity ${sim.toFixed(2)})`);
     }

@@ -1,7 +1,6 @@
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
-import { takeLockNow } from '../util/lock.js';
+import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
 import { TermgradeError } from '../util/errors.js';
 import { checkTasks, DockerProvider, findTaskDirs } from '../index.js';
@@ -52,10 +51,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   if (flags.job) {
     if (!/^[A-Za-z0-9._-]+$/.test(flags.job)) throw new TermgradeError('usage', `--job ${flags.job}: letters, digits, dot, dash and underscore only`);
     jobDir = path.resolve(flags.jobsDir, flags.job);
-    await mkdir(jobDir, { recursive: true });
-    const lock = await takeLockNow(path.join(jobDir, 'job.lock'));
-    if ('ownerPid' in lock) throw new TermgradeError('job_busy', `check job "${flags.job}" is being run by another termgrade process (pid ${lock.ownerPid})`);
-    release = lock.release;
+    release = (await holdJobFolder(jobDir, `check job "${flags.job}"`)).release;
     store = JobStore.open(path.join(jobDir, 'job.db'));
     const before = store.checkedTasks().size;
     if (before) log(`check job ${flags.job}: ${before} task(s) already checked, resuming with the rest`);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { takeLockNow } from '../util/lock.js';
+import { takeLockNow, type HeldLock } from '../util/lock.js';
 import { JobStore, storeError } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { TermgradeError } from '../util/errors.js';
@@ -43,10 +43,12 @@ export function storedSpec(jobsDir: string, name: string): JobSpec {
  * recorded, or a task whose content changed since. More tasks, more configurations, a larger k,
  * other caps or budget are fine: they only add trials.
  */
-export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob> {
-  const jobDir = jobDirOf(jobsDir, spec.name);
-  const { tasks, invalid } = await resolveTasks(spec);
-  // One writer per job: two processes would each run every open slot, and one's results be lost.
+/**
+ * Takes a job folder for this process (made if missing): one writer per job, since two processes
+ * would each run every open slot and one's results be lost. A live owner is refused (`job_busy`),
+ * a dead one's lock taken over; a folder that cannot be written is a store error.
+ */
+export async function holdJobFolder(jobDir: string, label: string): Promise<HeldLock> {
   let lock: Awaited<ReturnType<typeof takeLockNow>>;
   try {
     await mkdir(jobDir, { recursive: true });
@@ -55,8 +57,15 @@ export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob
     throw storeError(jobDbOf(jobDir), err);
   }
   if ('ownerPid' in lock) {
-    throw new TermgradeError('job_busy', `job "${spec.name}" is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`);
+    throw new TermgradeError('job_busy', `${label} is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`);
   }
+  return lock;
+}
+
+export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob> {
+  const jobDir = jobDirOf(jobsDir, spec.name);
+  const { tasks, invalid } = await resolveTasks(spec);
+  const lock = await holdJobFolder(jobDir, `job "${spec.name}"`);
   let store: JobStore;
   try {
     store = JobStore.open(jobDbOf(jobDir));

@@ -172,11 +172,10 @@ export class SessionManager {
       await mkdir(logs, { recursive: true });
       const v = await verify(s.sandbox, s.task.task, { hostLogsDir: logs });
       grade = gradeOf(v.reward, v.error?.class ?? null, v.tests);
-    } catch (err) {
+    } catch {
       // The sandbox or engine failed under the verifier: no grade at all, never a 0.
-      grade = { ...gradeOf(null, 'verifier_crash', []), status: 'infra' };
+      grade = gradeOf(null, 'verifier_crash', []);
       this.countError('verifier_crash');
-      void err;
     }
     await s.sandbox.close();
     s.state = 'verified';

@@ -65,12 +65,7 @@ export class BuildError extends TermgradeError {
 }
 
 async function imageExists(docker: Docker, tag: string): Promise<boolean> {
-  try {
-    await docker.getImage(tag).inspect();
-    return true;
-  } catch {
-    return false;
-  }
+  return (await imageIdOf(docker, tag)) !== null;
 }
 
 const MAX_LOG_CHARS = 200_000;
