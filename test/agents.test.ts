@@ -163,6 +163,8 @@ describe('agents on real containers with a scripted model', () => {
     ]);
     assert.equal(r.result.reward, 1);
     assert.ok(Number.isInteger(r.result.tokens!.input) && r.result.tokens!.input >= 0, JSON.stringify(r.result.tokens));
+    assert.ok(Number.isInteger(r.result.tokens!.output) && r.result.tokens!.output >= 0, JSON.stringify(r.result.tokens));
+    assert.equal(r.result.turns, 3, 'the reply with malformed usage was retried, not taken as a turn');
     let size = 0;
     const walk = async (d: string): Promise<void> => {
       for (const e of await readdir(d, { withFileTypes: true })) {

@@ -57,6 +57,15 @@ describe('docker backend specifics', () => {
   });
 
 
+  it('reports the disk a sandbox has written (the disk limit relies on it)', async () => {
+    await withSandbox(async (s) => {
+      await s.exec('head -c 5000000 /dev/zero > /app/blob');
+      const used = await s.diskUsage();
+      assert.equal(typeof used, 'number');
+      assert.ok(used! >= 5_000_000, `${used}`);
+    });
+  });
+
   it('closes idempotently and removes the container', async () => {
     const provider = docker();
     const s = await provider.start(task, await provider.prepare(task));
