@@ -88,6 +88,7 @@ async function measure(kind: 'terminus' | 'bash-tool'): Promise<void> {
       sandbox: timedSandbox(inner, execs),
       task,
       logsDir: logs,
+      env: {},
       signal: new AbortController().signal,
       scrub: makeScrub([]),
       usage: { turns: 0, tokens: null, costUsd: null },

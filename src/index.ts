@@ -20,9 +20,12 @@ export type { Sandbox, SandboxProvider, ExecOptions, ExecResult, FileEntry, FsCh
 export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';
 
 // Agents and models
-export type { Agent, AgentContext, AgentOutcome } from './agent/agent.js';
+export type { Agent, AgentContext, AgentOutcome, AgentExitReason, AgentUsage } from './agent/agent.js';
 export { oracleAgent, nopAgent } from './agent/oracle.js';
-export { createAgent, loadPrices, AGENT_NAMES } from './agent/registry.js';
+export { createAgent, loadPrices, AGENT_NAMES, registerAgent, loadAgentModule, loadAgentModules, knownAgents, type AgentPlugin, type AgentOptions } from './agent/registry.js';
+export { parseEnvFile, agentEnvOf } from './agent/env.js';
+export { ModelClient, type Completion, type Message } from './model/client.js';
+export { preflightModel, preflightModels, type PreflightResult } from './model/preflight.js';
 export { ModelConfigSchema, type ModelConfig } from './model/config.js';
 
 // Grading and trials

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -76,3 +77,41 @@ export function onEachDockerExecPath(register: (label: string) => void): void {
     });
   }
 }
+
+
+export interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI; `killOn` SIGKILLs it at the first JSON event on stdout that matches. */
+export function runCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; killOn?: (e: Record<string, unknown>) => boolean } = {}): Promise<Run & { killed: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let pending = '';
+    let killed = false;
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d;
+      pending += d;
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        if (!options.killOn || killed || !line.startsWith('{')) continue;
+        try {
+          if (options.killOn(JSON.parse(line))) {
+            killed = true;
+            child.kill('SIGKILL');
+          }
+        } catch {
+          // not an event line
+        }
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('exit', (status) => resolve({ status, stdout, stderr, killed }));
+  });
+}
+

@@ -6,45 +6,9 @@ import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_OWNER, ownerIsAlive } from '../src/sandbox/docker/labels.js';
 import { JobStore } from '../src/store/store.js';
-import { CLI, EXAMPLES, makeTask, tempDir } from './helpers.js';
+import { CLI, EXAMPLES, makeTask, runCli, tempDir } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { bash } from './support/scripts.js';
-
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI; `killOn` SIGKILLs it at the first JSON event on stdout that matches. */
-function runCli(args: string[], options: { env?: Record<string, string>; killOn?: (e: Record<string, unknown>) => boolean } = {}): Promise<Run & { killed: boolean }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let pending = '';
-    let killed = false;
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d;
-      pending += d;
-      const lines = pending.split('\n');
-      pending = lines.pop()!;
-      for (const line of lines) {
-        if (!options.killOn || killed || !line.startsWith('{')) continue;
-        try {
-          if (options.killOn(JSON.parse(line))) {
-            killed = true;
-            child.kill('SIGKILL');
-          }
-        } catch {
-          // not an event line
-        }
-      }
-    });
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr, killed }));
-  });
-}
 
 function rows(jobsDir: string, name: string) {
   const store = JobStore.open(path.join(jobsDir, name, 'job.db'), { readonly: true });

@@ -21,6 +21,8 @@ export interface AgentContext {
   usage: AgentUsage;
   /** The trial's id, used as the trajectory's session id. */
   sessionId: string;
+  /** Environment variables the configuration gives the agent's commands (--agent-env, env files). */
+  env: Record<string, string>;
 }
 
 /** Why the agent stopped; the trial records it and verifies the sandbox either way. */

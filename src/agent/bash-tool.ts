@@ -3,6 +3,7 @@ import { ModelClient, type Completion, type Message, type Tool } from '../model/
 import { ModelError } from '../model/errors.js';
 import { Transcript } from './transcript.js';
 import { truncateMiddle } from './truncate.js';
+import type { AgentPlugin } from './registry.js';
 
 export const COMPLETION_MARKER = 'TERMGRADE_TASK_COMPLETE';
 
@@ -101,7 +102,7 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
             if (call.name !== 'bash') content = `error: unknown tool "${call.name}"; the only tool is bash`;
             else if (typeof command !== 'string') content = 'error: the arguments must be JSON of the form {"command": "..."}';
             else {
-              const r = await sandbox.exec(['bash', '-lc', command], { timeoutSec: commandTimeoutSec, signal });
+              const r = await sandbox.exec(['bash', '-lc', command], { timeoutSec: commandTimeoutSec, signal, env: ctx.env });
               const output = r.stdout.text + (r.stderr.text ? (r.stdout.text && !r.stdout.text.endsWith('\n') ? '\n' : '') + r.stderr.text : '');
               content = r.timedOut ? `timed out after ${commandTimeoutSec} s\n${truncateMiddle(output)}` : `exit code: ${r.exitCode}\n${truncateMiddle(output)}`;
               if (r.stdout.text.includes(COMPLETION_MARKER)) done = true;
@@ -119,3 +120,9 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
     },
   };
 }
+
+export const bashToolPlugin: AgentPlugin = {
+  name: 'bash-tool',
+  needsModel: true,
+  create: ({ client, maxTurns, commandTimeoutSec }) => createBashToolAgent({ client: client!, maxTurns, commandTimeoutSec }),
+};

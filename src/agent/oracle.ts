@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
 import type { Agent, AgentContext, AgentOutcome } from './agent.js';
+import type { AgentPlugin } from './registry.js';
 
 export const SOLUTION_DIR = '/solution';
 
@@ -31,3 +32,6 @@ export const nopAgent: Agent = {
     return { exitReason: 'completed', message: null };
   },
 };
+
+export const oraclePlugin: AgentPlugin = { name: 'oracle', create: () => oracleAgent };
+export const nopPlugin: AgentPlugin = { name: 'nop', create: () => nopAgent };

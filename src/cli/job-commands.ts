@@ -2,7 +2,10 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, DockerProvider, TermgradeError } from '../index.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
-import { configLabelOf } from '../job/spec.js';
+import { configLabelOf, type AgentConfigInput } from '../job/spec.js';
+import { agentNeedsModel, loadAgentModule, loadAgentModules } from '../agent/registry.js';
+import { parseEnvAssignment } from '../agent/env.js';
+import { preflightModels } from '../model/preflight.js';
 import { TrialErrorClass } from '../trial/schema.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
 import { jobProgress } from './job-progress.js';
@@ -16,8 +19,12 @@ export interface RunFlags {
   name?: string;
   tasks?: string[];
   agent?: string[];
-  model?: string;
+  model?: string[];
   baseUrl?: string;
+  agentImportPath?: string[];
+  agentEnv?: string[];
+  envFile?: string[];
+  preflight?: boolean;
   apiKeyEnv: string;
   temperature?: number;
   maxTurns?: number;
@@ -52,21 +59,59 @@ function parseRetry(value: string | undefined): { classes?: string[]; errors?: b
   return { errors: parts.includes('errors'), classes: parts.filter((p) => p !== 'errors') };
 }
 
-/** A job spec from a job file, a stored job (resume by name), or flags; flags override. */
+/** `--model NAME` (endpoint from --base-url) or `--model NAME@URL` (its own endpoint). */
+function modelsFrom(f: RunFlags): Array<{ model: string; baseUrl: string }> {
+  return (f.model ?? []).map((m) => {
+    const at = m.search(/@https?:\/\//);
+    if (at > 0) return { model: m.slice(0, at), baseUrl: m.slice(at + 1) };
+    if (!f.baseUrl) throw new TermgradeError('usage', `--model ${m}: give its endpoint, as ${m}@http://HOST:PORT/v1 or with --base-url`);
+    return { model: m, baseUrl: f.baseUrl };
+  });
+}
+
+/** A module path as stored in the job: absolute for a file, as given for a package. */
+const modulePath = (p: string): string => (p.startsWith('.') || path.isAbsolute(p) || /\.(m?js|cjs)$/.test(p) ? path.resolve(p) : p);
+
+/**
+ * The agent configurations from flags: every agent named with --agent, and each loaded custom
+ * agent; an agent that needs a model runs once per --model.
+ */
+async function agentsFrom(f: RunFlags): Promise<AgentConfigInput[]> {
+  const imported = new Map<string, string>();
+  for (const p of f.agentImportPath ?? []) imported.set(await loadAgentModule(p), modulePath(p));
+  const names = [...new Set([...(f.agent ?? []), ...imported.keys()])];
+  if (!names.length) throw new TermgradeError('usage', 'give a job file, or --tasks and at least one --agent or --agent-import-path (or --job NAME to resume)');
+  const models = modelsFrom(f);
+  return names.flatMap((name): AgentConfigInput[] => {
+    const base = { agent: name, importPath: imported.get(name), maxTurns: f.maxTurns, concurrency: f.endpointConcurrency };
+    if (!agentNeedsModel(name) && !imported.has(name)) return [{ agent: name, importPath: imported.get(name) }];
+    if (!models.length) return [base];
+    return models.map((m) => ({ ...base, model: { baseUrl: m.baseUrl, model: m.model, apiKeyEnv: f.apiKeyEnv, temperature: f.temperature } }));
+  });
+}
+
+/**
+ * A job spec from a job file, a stored job (resume by name), or flags. Precedence: flags override
+ * the job file's (or the stored job's) values; --agent-env and --env-file add to every
+ * configuration's own. The merged spec is validated again as a whole.
+ */
 async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSpec> {
   let spec: JobSpec;
+  const fromFlags = !file && !(f.job && !f.tasks?.length);
+  const agentFlags = ['agent', 'agentImportPath', 'model', 'baseUrl', 'maxTurns', 'temperature', 'endpointConcurrency'] as const;
+  const misplaced = agentFlags.filter((k) => f[k] !== undefined);
+  if (!fromFlags && misplaced.length) {
+    const flag = misplaced.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ');
+    throw new TermgradeError('usage', `${flag}: agent settings come from ${file ? `the job file ${file}` : `the stored job "${f.job}"`}; edit ${file ? 'it' : 'a job file'} instead (flags would leave them silently unused)`);
+  }
   if (file) spec = await readJobFile(file);
-  else if (f.job && !f.tasks?.length) spec = storedSpec(f.jobsDir, f.job);
+  else if (!fromFlags) spec = storedSpec(f.jobsDir, f.job!);
   else {
-    if (!f.tasks?.length || !f.agent?.length) throw new TermgradeError('usage', 'give a job file, or --tasks and at least one --agent (or --job NAME to resume)');
+    if (!f.tasks?.length) throw new TermgradeError('usage', 'give a job file, or --tasks and at least one --agent (or --job NAME to resume)');
     const input: JobSpecInput = {
       name: f.name ?? f.job ?? `job-${new Date().toISOString().replace(/[:.]/g, '-')}`,
       tasks: { paths: f.tasks.map((p) => path.resolve(p)) },
-      agents: f.agent.map((a) =>
-        a === 'terminus' || a === 'bash-tool'
-          ? { agent: a, model: f.model && f.baseUrl ? { baseUrl: f.baseUrl, model: f.model, apiKeyEnv: f.apiKeyEnv, temperature: f.temperature } : undefined, maxTurns: f.maxTurns, concurrency: f.endpointConcurrency }
-          : { agent: a as 'oracle' | 'nop' },
-      ),
+      agents: await agentsFrom(f),
     };
     spec = parseSpec(input, 'command line');
   }
@@ -92,12 +137,25 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
   if (f.nTasks !== undefined) spec.tasks.limit = f.nTasks;
   if (f.sample !== undefined) spec.tasks.sample = { n: f.sample, seed: f.seed ?? 1 };
   if (f.forceBuild) spec.forceBuild = true;
+  const env = Object.fromEntries((f.agentEnv ?? []).map(parseEnvAssignment));
+  for (const a of spec.agents) {
+    a.env = { ...a.env, ...env };
+    a.envFiles = [...a.envFiles, ...(f.envFile ?? []).map((p) => path.resolve(p))];
+  }
   // Validated again after the flags are merged: a flag must meet the same schema as the file.
   return parseSpec(spec, file ? `${file} with the command-line flags` : 'command line');
 }
 
 export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
   const spec = await resolveSpec(file, flags);
+  // Before anything starts: custom agents load, env files read, and every model endpoint answers.
+  await loadAgentModules(spec.agents);
+  const models = spec.agents.flatMap((a) => (a.model ? [a.model] : []));
+  if (flags.preflight !== false) {
+    for (const w of await preflightModels(models)) process.stderr.write(`termgrade: warning: ${w}\n`);
+  } else {
+    for (const m of models) if (!process.env[m.apiKeyEnv]) process.stderr.write(`termgrade: warning: ${m.apiKeyEnv} is not set, so requests to ${m.baseUrl} carry no API key\n`);
+  }
   const provider = new DockerProvider();
   await provider.ping();
   const log = (m: string): void => {
@@ -111,9 +169,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   if (!file && flags.name && !flags.job && existsSync(jobDbOf(jobDirOf(flags.jobsDir, flags.name)))) {
     throw new TermgradeError('usage', `job "${flags.name}" already exists in ${path.resolve(flags.jobsDir)}: resume it with --job ${flags.name}, or choose another --name`);
   }
-  for (const a of spec.agents) {
-    if (a.model && !process.env[a.model.apiKeyEnv]) process.stderr.write(`termgrade: warning: ${a.model.apiKeyEnv} is not set, so ${configLabelOf(a)} sends no API key (fine for a local server that needs none)\n`);
-  }
+
   const job = await openJob(spec, flags.jobsDir);
   if (job.invalid.length) {
     await job.close();

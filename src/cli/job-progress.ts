@@ -8,54 +8,89 @@ interface Counter {
   failed: number;
   tokens: number;
   cost: number | null;
+  /** Sum of finished trials' durations, for the expected time of the ones left. */
+  durationMs: number;
 }
 
-const fmtEta = (sec: number): string => (!Number.isFinite(sec) ? '-' : sec > 3600 ? `${(sec / 3600).toFixed(1)}h` : sec > 60 ? `${Math.round(sec / 60)}m` : `${Math.round(sec)}s`);
+const fmtEta = (sec: number): string => (!Number.isFinite(sec) ? 'estimating' : sec > 3600 ? `${(sec / 3600).toFixed(1)}h` : sec > 60 ? `${Math.round(sec / 60)}m` : `${Math.round(sec)}s`);
 
 /**
- * Live progress for `run`: per configuration done / running / failed, rate, ETA, tokens and cost.
- * A bar per configuration on a terminal; a status line every 10 s otherwise; every event as a
- * JSON line with --jsonl; nothing with --quiet.
+ * Seconds left for one configuration: its trials still to run, times the mean duration of its
+ * finished ones, over the trials it runs at once (at least one). Unknown until a trial finished.
+ */
+export function etaSeconds(c: Pick<Counter, 'total' | 'done' | 'running' | 'durationMs'>, concurrency: number): number {
+  if (c.done === 0) return Number.POSITIVE_INFINITY;
+  const mean = c.durationMs / c.done / 1000;
+  const left = Math.max(0, c.total - c.done);
+  const lanes = Math.max(1, Math.min(concurrency, c.running || 1));
+  // Trials already running are part-way through: count them as half done.
+  return (Math.max(0, left - c.running / 2) * mean) / lanes;
+}
+
+/**
+ * Live progress for `run`: image builds as their own phase (built / building / failed), then per
+ * configuration done / running / failed, rate, ETA, tokens and cost. Bars on a terminal; a status
+ * line every 10 s otherwise; every event as a JSON line with --jsonl; nothing with --quiet.
  */
 export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEvent: (e: JobEvent) => void; stop: () => void } {
   if (mode === 'quiet') return { onEvent: () => {}, stop: () => {} };
   if (mode === 'jsonl') return { onEvent: (e) => process.stdout.write(`${JSON.stringify(e)}\n`), stop: () => {} };
   const counters = new Map<string, Counter>();
+  const images = { building: [] as string[], started: 0, built: 0, failed: 0 };
   const started = Date.now();
+  let concurrency = 1;
   const line = (label: string, c: Counter): Record<string, string | number> => {
     const mins = (Date.now() - started) / 60000;
-    const rate = mins > 0 ? c.done / mins : 0;
     return {
       label: label.padEnd(24).slice(0, 24),
       running: c.running,
       failed: c.failed,
-      rate: rate.toFixed(1),
-      eta: fmtEta(rate > 0 ? ((c.total - c.done) / rate) * 60 : Number.POSITIVE_INFINITY),
+      rate: (mins > 0 ? c.done / mins : 0).toFixed(1),
+      eta: fmtEta(etaSeconds(c, concurrency)),
       tokens: c.tokens,
       cost: c.cost === null ? '-' : `$${c.cost.toFixed(2)}`,
     };
   };
+  const imageLine = (): string =>
+    `images: ${images.built} ready${images.building.length ? `, ${images.building.length} building (${images.building.slice(0, 3).join(', ')}${images.building.length > 3 ? ', ...' : ''})` : ''}${images.failed ? `, ${images.failed} failed` : ''}`;
   const update = (e: JobEvent): string | null => {
-    if (e.type === 'job-start') {
-      const per = e.pending / Math.max(1, e.configs.length);
-      for (const label of e.configs) counters.set(label, { total: Math.round(per), done: 0, running: 0, failed: 0, tokens: 0, cost: null });
-      return null;
+    switch (e.type) {
+      case 'job-start':
+        concurrency = e.concurrency;
+                for (const label of e.configs) counters.set(label, { total: e.pendingByConfig[label] ?? 0, done: 0, running: 0, failed: 0, tokens: 0, cost: null, durationMs: 0 });
+        return null;
+      case 'build-start':
+        images.building.push(e.task);
+        images.started += 1;
+        return null;
+      case 'build-done':
+        images.building.splice(images.building.indexOf(e.task), 1);
+        images.built += 1;
+        return null;
+      case 'build-failed':
+        images.building.splice(images.building.indexOf(e.task), 1);
+        images.failed += 1;
+        return `build failed for ${e.task}: ${e.message.split('\n')[0]}`;
+      case 'trial-start':
+        counters.get(e.slot.config)!.running += 1;
+        return null;
+      case 'trial-done': {
+        const c = counters.get(e.slot.config)!;
+        c.running -= 1;
+        c.done += 1;
+        c.durationMs += e.durationMs;
+        if (e.status === 'error') c.failed += 1;
+        c.tokens += e.outputTokens;
+        if (e.costUsd !== null) c.cost = (c.cost ?? 0) + e.costUsd;
+        return null;
+      }
+      default:
+        return null;
     }
-    if (e.type === 'trial-start') counters.get(e.slot.config)!.running += 1;
-    if (e.type === 'trial-done') {
-      const c = counters.get(e.slot.config)!;
-      c.running -= 1;
-      c.done += 1;
-      if (e.status === 'error') c.failed += 1;
-      c.tokens += e.outputTokens;
-      if (e.costUsd !== null) c.cost = (c.cost ?? 0) + e.costUsd;
-      return e.slot.config;
-    }
-    if (e.type === 'build-failed') return `build failed for ${e.task}: ${e.message.split('\n')[0]}`;
-    return null;
   };
   if (mode === 'lines') {
     const status = (): void => {
+      if (images.building.length || images.failed) process.stderr.write(`${imageLine()}\n`);
       for (const [label, c] of counters) {
         const l = line(label, c);
         process.stderr.write(`[${label}] ${c.done}/${c.total} done, ${c.running} running, ${c.failed} failed, ${l.rate}/min, ETA ${l.eta}, ${c.tokens} output tokens, cost ${l.cost}\n`);
@@ -65,8 +100,9 @@ export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEven
     timer.unref();
     return {
       onEvent: (e) => {
-        const r = update(e);
-        if (r?.startsWith('build failed')) process.stderr.write(`${r}\n`);
+        const said = update(e);
+        if (said) process.stderr.write(`${said}\n`);
+        if (e.type === 'build-start' && images.building.length === 1 && images.built === 0) process.stderr.write(`building images (trials wait for their task's image)\n`);
       },
       stop: () => {
         clearInterval(timer);
@@ -79,13 +115,21 @@ export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEven
     cliProgress.Presets.shades_classic,
   );
   const bars = new Map<string, cliProgress.SingleBar>();
+  let imageBar: cliProgress.SingleBar | null = null;
+  const imageFields = (): Record<string, string | number> => ({ label: 'images'.padEnd(24), running: images.building.length, failed: images.failed, rate: '-', eta: images.building.length ? 'building' : 'done', tokens: '-', cost: '-' });
   return {
     onEvent: (e) => {
-      const r = update(e);
+      const said = update(e);
       if (e.type === 'job-start') for (const [label, c] of counters) bars.set(label, multi.create(c.total, 0, line(label, c)));
-      if (r?.startsWith('build failed')) multi.log(`${r}\n`);
+      if (e.type === 'build-start' && !imageBar) imageBar = multi.create(1, 0, imageFields());
+      imageBar?.setTotal(images.started);
+      imageBar?.update(images.built + images.failed, imageFields());
+      if (said) multi.log(`${said}\n`);
       for (const [label, c] of counters) bars.get(label)?.update(c.done, line(label, c));
     },
-    stop: () => multi.stop(),
+    stop: () => {
+      for (const [label, c] of counters) bars.get(label)?.update(c.done, line(label, c));
+      multi.stop();
+    },
   };
 }

@@ -111,10 +111,14 @@ program
   .option('--n-tasks <n>', 'after the filters, only the first N tasks by name', positiveInt)
   .option('--sample <n>', 'after the filters, N tasks drawn at random (with --seed; the same seed draws the same tasks)', positiveInt)
   .option('--seed <s>', 'seed of --sample', positiveInt, 1)
-  .option('-a, --agent <name...>', 'agent configurations: oracle, nop, terminus, bash-tool (repeat for several)')
-  .option('-m, --model <name>', 'model for terminus / bash-tool')
-  .option('--base-url <url>', 'OpenAI-compatible endpoint for terminus / bash-tool')
+  .option('-a, --agent <name...>', 'agent configurations: oracle, nop, terminus, bash-tool, or a loaded custom agent (repeat for several)')
+  .option('--agent-import-path <module...>', 'load a custom agent: a .js file or package whose default export is an agent plugin; its agent is run (with -a, by name)')
+  .option('-m, --model <name...>', 'models for the agents that need one, NAME or NAME@URL (its own endpoint); each model agent runs once per model')
+  .option('--base-url <url>', 'OpenAI-compatible endpoint for models given without @URL')
   .option('--api-key-env <var>', 'environment variable holding the API key', 'OPENAI_API_KEY')
+  .option('--agent-env <KEY=VALUE...>', "environment variables for the agents' commands (stored with the job; put secrets in --env-file)")
+  .option('--env-file <file...>', 'KEY=VALUE files for the agents: read at each run, never stored, values scrubbed from every record')
+  .option('--no-preflight', 'skip asking each model endpoint for its model list before anything starts')
   .option('--temperature <t>', 'sampling temperature', Number)
   .option('--max-turns <n>', 'turn limit per trial', positiveInt)
   .option('-k, --k <n>', 'trials per task and configuration', positiveInt)
@@ -308,6 +312,16 @@ try {
     process.stderr.write(`termgrade: ${err.message}\n`);
     process.exit(err.code === 'engine_unavailable' ? EXIT.engine : err.code.startsWith('store_') ? EXIT.store : EXIT.usage);
   }
-  process.stderr.write(`termgrade: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // One line for the user; the whole trace in a file, for the bug report.
+  const { writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const traceFile = (await import('node:path')).join(tmpdir(), `termgrade-crash-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}.log`);
+  const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+  try {
+    writeFileSync(traceFile, `termgrade ${process.argv.slice(2).join(' ')}\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(`termgrade: internal error: ${message} (full trace in ${traceFile}; please report it)\n`);
+  } catch {
+    process.stderr.write(`termgrade: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
   process.exit(EXIT.internal);
 }

@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { TermgradeError } from '../util/errors.js';
 import { JobSpecSchema, type JobSpec } from './spec.js';
+import { agentNeedsModel } from '../agent/registry.js';
 
 /** Reads a job file (.toml, .yaml/.yml, or .json); task paths are relative to the file. */
 export async function readJobFile(file: string): Promise<JobSpec> {
@@ -24,6 +25,11 @@ export async function readJobFile(file: string): Promise<JobSpec> {
   const base = path.dirname(path.resolve(file));
   spec.tasks.paths = spec.tasks.paths.map((p) => path.resolve(base, p));
   if (spec.tasks.split) spec.tasks.split = path.resolve(base, spec.tasks.split);
+  // Files named in the job are relative to it, as task paths are; a package name stays as written.
+  for (const a of spec.agents) {
+    a.envFiles = a.envFiles.map((f) => path.resolve(base, f));
+    if (a.importPath && (a.importPath.startsWith('.') || /\.(m?js|cjs)$/.test(a.importPath))) a.importPath = path.resolve(base, a.importPath);
+  }
   return spec;
 }
 
@@ -72,7 +78,7 @@ export function parseSpec(raw: unknown, where: string): JobSpec {
   const dup = labels.find((l, i) => labels.indexOf(l) !== i);
   if (dup) throw new TermgradeError('bad_input', `${where}: two agent configurations are both labelled "${dup}"; give each a distinct label`);
   for (const a of parsed.data.agents) {
-    if ((a.agent === 'terminus' || a.agent === 'bash-tool') && !a.model) throw new TermgradeError('bad_input', `${where}: agent ${a.agent} needs a model (baseUrl and model)`);
+    if (agentNeedsModel(a.agent) && !a.model) throw new TermgradeError('bad_input', `${where}: agent ${a.agent} needs a model (baseUrl and model)`);
   }
   return parsed.data;
 }

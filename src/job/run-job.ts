@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Agent } from '../agent/agent.js';
-import { createAgent, type CreatedAgent } from '../agent/registry.js';
+import { createAgent, loadAgentModules, type CreatedAgent } from '../agent/registry.js';
+import { agentEnvOf } from '../agent/env.js';
 import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
 import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
@@ -13,7 +14,7 @@ import { AdaptiveGate } from './adaptive-gate.js';
 import { WarmPool } from './warm-pool.js';
 
 export type JobEvent =
-  | { type: 'job-start'; job: string; configs: string[]; tasks: number; total: number; pending: number }
+  | { type: 'job-start'; job: string; configs: string[]; tasks: number; total: number; pending: number; pendingByConfig: Record<string, number>; concurrency: number }
   | { type: 'build-start'; task: string }
   | { type: 'build-done'; task: string; cached: boolean; ms: number }
   | { type: 'build-failed'; task: string; message: string }
@@ -52,6 +53,7 @@ interface ConfigRuntime {
   label: string;
   agent: Agent;
   secrets: string[];
+  env: Record<string, string>;
   endpoint: string;
   cap: number;
   queue: Slot[];
@@ -99,10 +101,14 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       }, spec.budgetSec * 1000)
     : undefined;
 
-  const configs: ConfigRuntime[] = spec.agents.map((a) => {
+  // Custom agent modules are loaded and every agent made before any image is built or sandbox started.
+  await loadAgentModules(spec.agents);
+  const configs: ConfigRuntime[] = [];
+  for (const a of spec.agents) {
     const { agent, secrets } = options.agentFactory ? options.agentFactory(a) : createAgent({ name: a.agent, model: a.model, maxTurns: a.maxTurns, commandTimeoutSec: a.commandTimeoutSec });
-    return { label: configLabelOf(a), agent, secrets, endpoint: a.model?.baseUrl ?? `local:${a.agent}`, cap: a.concurrency ?? Number.POSITIVE_INFINITY, queue: [], running: 0 };
-  });
+    const env = await agentEnvOf(a);
+    configs.push({ label: configLabelOf(a), agent, secrets: [...secrets, ...env.secrets], env: env.env, endpoint: a.model?.baseUrl ?? `local:${a.agent}`, cap: a.concurrency ?? Number.POSITIVE_INFINITY, queue: [], running: 0 });
+  }
   const endpointCap = new Map<string, number>();
   for (const c of configs) endpointCap.set(c.endpoint, Math.min(endpointCap.get(c.endpoint) ?? Number.POSITIVE_INFINITY, c.cap));
   const endpointRunning = new Map<string, number>();
@@ -120,7 +126,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     }
   }
   const pending = configs.reduce((n, c) => n + c.queue.length, 0);
-  emit({ type: 'job-start', job: spec.name, configs: configs.map((c) => c.label), tasks: options.tasks.length, total, pending });
+  emit({ type: 'job-start', job: spec.name, configs: configs.map((c) => c.label), tasks: options.tasks.length, total, pending, pendingByConfig: Object.fromEntries(configs.map((c) => [c.label, c.queue.length])), concurrency: spec.concurrency });
 
   // One build per (task image, agent layer), shared by every trial that needs it.
   const builds = new Map<string, Promise<PreparedEnvironment>>();
@@ -192,6 +198,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         network: spec.network ?? null,
         signal: stop.signal,
         secrets: c.secrets,
+        agentEnv: c.env,
         prepare: () => ensureImage(task, c.agent),
         start: (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared, queued.get(imageKeyOf(task, c.agent)) ?? 0),
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),

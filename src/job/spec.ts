@@ -8,14 +8,22 @@ const seconds = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOU
 export const AgentConfigSchema = z.strictObject({
   /** The name trials are grouped, compared and selected by; default agent or agent/model. */
   label: z.string().min(1).optional(),
-  agent: z.enum(['oracle', 'nop', 'terminus', 'bash-tool']),
+  /** A registered agent: oracle, nop, terminus, bash-tool, or the name a loaded module gives. */
+  agent: z.string().min(1),
+  /** A module (file path or package) whose default export is an agent plugin; loaded before the job runs. */
+  importPath: z.string().min(1).optional(),
   model: ModelConfigSchema.optional(),
+  /** Environment variables for the agent's commands. Stored with the job: put secrets in envFiles. */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a variable name'), z.string()).default({}),
+  /** Files of KEY=VALUE lines, read afresh at each run; their values are never stored and are scrubbed from records. */
+  envFiles: z.array(z.string()).default([]),
   /** At most this many trials at once against this configuration's endpoint. */
   concurrency: z.number().int().positive().optional(),
   maxTurns: z.number().int().positive().optional(),
   commandTimeoutSec: seconds.optional(),
 });
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+export type AgentConfigInput = z.input<typeof AgentConfigSchema>;
 
 export const JobSpecSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
@@ -76,6 +84,9 @@ export function configFingerprint(a: AgentConfig): string {
   const m = a.model;
   return JSON.stringify({
     agent: a.agent,
+    // Only when set, so configurations recorded before these fields existed keep their fingerprint.
+    ...(a.importPath ? { importPath: a.importPath } : {}),
+    ...(Object.keys(a.env ?? {}).length ? { env: a.env } : {}),
     maxTurns: a.maxTurns ?? null,
     commandTimeoutSec: a.commandTimeoutSec ?? null,
     model: m ? { baseUrl: m.baseUrl, model: m.model, temperature: m.temperature ?? null, topP: m.topP ?? null, maxTokens: m.maxTokens ?? null, extraBody: m.extraBody, contextWindow: m.contextWindow ?? null } : null,

@@ -36,6 +36,8 @@ export interface TrialOptions {
   timeouts?: TrialTimeouts;
   /** Values (API keys) scrubbed from everything the trial writes. */
   secrets?: string[];
+  /** Environment variables for the agent's commands (ctx.env). */
+  agentEnv?: Record<string, string>;
   /** Gets the image; default: the provider builds or finds it (with the agent's layer). */
   prepare?: () => Promise<PreparedEnvironment>;
   /** Gets a started sandbox for the image (a warm one, say); default: the provider starts one. */
@@ -165,7 +167,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     });
     const box = sandbox as Sandbox | null;
     if (box) {
-      const ctx = { sandbox: box, task, logsDir: agentLogs, scrub, usage, sessionId: trialId };
+      const ctx = { sandbox: box, task, logsDir: agentLogs, scrub, usage, sessionId: trialId, env: options.agentEnv ?? {} };
       const setupOk = await timed('agent_setup', async () => {
         const deadline = deadlineSignal(signal, (t.agentSetupSec ?? 600) * 1000);
         try {

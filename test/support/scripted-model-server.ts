@@ -51,7 +51,15 @@ export class ScriptedModelServer {
   private readonly cursors = new Map<string, number>();
   private readonly hanging = new Set<ServerResponse>();
 
-  constructor(private readonly scripts: Record<string, Script>) {}
+  /**
+   * `requireKey`: every request must carry this bearer key (401 otherwise), as hosted APIs do.
+   * GET /models lists the scripted model names; with only a '*' script it is a 404, as on a server
+   * that has no model listing.
+   */
+  constructor(
+    private readonly scripts: Record<string, Script>,
+    private readonly options: { requireKey?: string } = {},
+  ) {}
 
   /** Starts on 127.0.0.1 and returns the base URL (…/v1). */
   async start(): Promise<string> {
@@ -80,6 +88,13 @@ export class ScriptedModelServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    if (this.options.requireKey && req.headers.authorization !== `Bearer ${this.options.requireKey}`) {
+      return send(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+    }
+    const names = Object.keys(this.scripts).filter((k) => k !== '*');
+    if (req.method === 'GET' && req.url?.endsWith('/models') && names.length) {
+      return send(res, 200, { object: 'list', data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'scripted' })) });
+    }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) return send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     let body: ChatRequest;
     try {

@@ -6,6 +6,8 @@ import { TermgradeError } from '../../util/errors.js';
 import { sleep } from '../../util/time.js';
 import { Transcript } from '../transcript.js';
 import { truncateMiddle } from '../truncate.js';
+import { shellQuote } from '../../util/shell-quote.js';
+import type { AgentPlugin } from '../registry.js';
 import { parseTurn } from './parse.js';
 import { CONFIRM_COMPLETE, firstMessage, OUTPUT_CUT, parseErrorMessage, resumeMessage, SUMMARY_REQUEST, SYSTEM_PROMPT } from './prompt.js';
 import { newOutput, sendKeysCommand } from './screen.js';
@@ -44,11 +46,13 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
     model: client.config.model,
     imageLayer: TMUX_LAYER,
 
-    async setup({ sandbox }: AgentContext): Promise<void> {
+    async setup({ sandbox, env }: AgentContext): Promise<void> {
       const shell = await sandbox.shell();
       await tmux(shell, 'command -v tmux >/dev/null || { echo "tmux is not installed in the image"; exit 1; }');
       await sandbox.putFiles([{ path: '/tmp/.termgrade-tmux.conf', content: 'set -g history-limit 100000\nset -g status off\n' }]);
-      await tmux(shell, `tmux -f /tmp/.termgrade-tmux.conf new-session -d -s ${SESSION} -x 160 -y 40 -c "$(pwd)"`);
+      // The configuration's variables are in the session's environment, so every command typed sees them.
+      const vars = Object.entries(env ?? {}).map(([k, v]) => ` -e ${shellQuote(`${k}=${v}`)}`).join('');
+      await tmux(shell, `tmux -f /tmp/.termgrade-tmux.conf new-session -d -s ${SESSION}${vars} -x 160 -y 40 -c "$(pwd)"`);
     },
 
     async run(ctx: AgentContext): Promise<AgentOutcome> {
@@ -157,3 +161,9 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
     },
   };
 }
+
+export const terminusPlugin: AgentPlugin = {
+  name: 'terminus',
+  needsModel: true,
+  create: ({ client, maxTurns }) => createTerminusAgent({ client: client!, maxTurns }),
+};
