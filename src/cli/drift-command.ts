@@ -4,6 +4,7 @@ import { driftReport, type ServedGrade } from '../report/drift.js';
 import { readTaskList } from '../task/list.js';
 import { TermgradeError } from '../util/errors.js';
 import { statsJson } from '../util/json.js';
+import type { DriftOutput } from '../report/outputs.js';
 import { EXIT } from './signals.js';
 import { num, pct, table } from './table.js';
 
@@ -37,7 +38,7 @@ export async function driftCommand(source: string, flags: { selection?: string; 
   const rows = driftReport(grades, { band: flags.band, recent: flags.recent, minTrials: flags.minTrials, selected });
   const left = rows.filter((r) => (selected ? r.selected : true) && r.verdict !== 'in_band' && r.verdict !== 'too_few');
   if (flags.json) {
-    process.stdout.write(`${statsJson({ band: flags.band, recent: flags.recent, rows, leftBand: left.map((r) => ({ policy: r.policy, task: r.task, verdict: r.verdict })) })}\n`);
+    process.stdout.write(`${statsJson({ band: flags.band, recent: flags.recent, rows, leftBand: left.map((r) => ({ policy: r.policy, task: r.task, verdict: r.verdict })) } satisfies DriftOutput)}\n`);
     return EXIT.ok;
   }
   process.stdout.write(`${table(['policy', 'task', 'n', 'c', 'rate %', 'Jeffreys 95%', 'P(band)', 'verdict'], rows.map((r) => [r.policy, r.task, r.n, r.c, pct(r.rate), `[${pct(r.interval[0])}, ${pct(r.interval[1])}]`, num(r.bandProbability, 3), r.verdict]))}\n`);

@@ -299,6 +299,16 @@ program
     process.exitCode = await cleanupCommand(opts);
   });
 
+program
+  .command('schema')
+  .description('Print the JSON Schema of a machine-readable output (check, trial-result, job-event, trial-row, stats, compare, select, overlap, drift, job-spec), or write them all.')
+  .argument('[name]', 'which output; without it, the list')
+  .option('-o, --out <dir>', 'write every schema as <name>.schema.json into this folder')
+  .action(async (name: string | undefined, opts: { out?: string }) => {
+    const { schemaCommand } = await import('./schema-command.js');
+    process.exitCode = await schemaCommand(name, opts);
+  });
+
 // `termgrade stats ... | head`: a reader that goes away is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);

@@ -4,6 +4,7 @@ import { configStats, countByTask, taskRates, type TaskRate, loadRecords, select
 import { inBand } from '../stats/band.js';
 import { readTaskList } from '../task/list.js';
 import { EXIT } from './signals.js';
+import type { CompareOutput, OverlapOutput, SelectManifest, StatsOutput } from '../report/outputs.js';
 import { num, pct, table } from './table.js';
 
 const out = (text: string): void => {
@@ -24,7 +25,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
   const configs = configStats(records);
   const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
   if (flags.json) {
-    out(statsJson({ configs, tasks: perTask }));
+    out(statsJson({ configs, tasks: perTask } satisfies StatsOutput));
     return EXIT.ok;
   }
   out(
@@ -88,7 +89,7 @@ export async function compareCommand(a: string, b: string, sources: string[], fl
     throw err;
   }
   if (flags.json) {
-    out(statsJson({ a, b, ...result, onlyA: ra.size - common.length, onlyB: rb.size - common.length }));
+    out(statsJson({ a, b, ...result, onlyA: ra.size - common.length, onlyB: rb.size - common.length } satisfies CompareOutput));
     return EXIT.ok;
   }
   const sign = result.meanDiff >= 0 ? '+' : '';
@@ -122,8 +123,8 @@ export async function selectCommand(sources: string[], flags: SelectFlags): Prom
   const validation = flags.validation
     ? selectValidation(rates, { targets: flags.validationTargets, perTarget: flags.validation, minTrials: flags.minTrials, exclude: new Set([...exclude, ...training.selected.map((t) => t.task)]) })
     : [];
-  const row = (t: TaskRate) => ({ task: t.task, trials: t.n, successes: t.c, rate: t.rate, interval: t.jeffreys, intervalMethod: 'jeffreys-95', bandProbability: t.bandProbability });
-  const manifest = {
+  const row = (t: TaskRate) => ({ task: t.task, trials: t.n, successes: t.c, rate: t.rate, interval: t.jeffreys, intervalMethod: 'jeffreys-95' as const, bandProbability: t.bandProbability });
+  const manifest: SelectManifest = {
     model: flags.model,
     rule: { band: flags.band, target: flags.target, n: flags.n ?? null, minTrials: flags.minTrials, excluded: exclude.size },
     training: training.selected.map(row),
@@ -158,7 +159,7 @@ export async function overlapCommand(sources: string[], flags: { models?: string
   const matrix = models.map((_, i) => models.map((__, j) => jaccard(sets[i]!, sets[j]!)));
   const ceilings = models.map((m) => sameModelCeiling(ratesFor(rates, m).filter((t) => t.n >= flags.minTrials), flags.band));
   if (flags.json) {
-    out(statsJson({ models, band: flags.band, sizes: sets.map((s) => s.size), jaccard: matrix, sameModelCeiling: ceilings }));
+    out(statsJson({ models, band: flags.band, sizes: sets.map((s) => s.size), jaccard: matrix, sameModelCeiling: ceilings } satisfies OverlapOutput));
     return EXIT.ok;
   }
   out(`Jaccard of band sets (band ${flags.band.join('-')}, >= ${flags.minTrials} trials); read against each model's same-model ceiling`);

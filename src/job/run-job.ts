@@ -6,39 +6,15 @@ import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js
 import { slotKey, type JobStore, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
-import type { Phase, TrialResult } from '../trial/schema.js';
+import type { TrialResult } from '../trial/schema.js';
 import { accountingOf } from '../trial/accounting.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
 import { AdaptiveGate } from './adaptive-gate.js';
+import type { JobEvent, JobSummary } from './events.js';
 import { WarmPool } from './warm-pool.js';
 
-export type JobEvent =
-  | { type: 'job-start'; job: string; configs: string[]; tasks: number; total: number; pending: number; pendingByConfig: Record<string, number>; concurrency: number }
-  | { type: 'build-start'; task: string }
-  | { type: 'build-done'; task: string; cached: boolean; ms: number }
-  | { type: 'build-failed'; task: string; message: string }
-  | { type: 'trial-start'; trialId: string; slot: Slot }
-  | { type: 'phase'; trialId: string; slot: Slot; phase: Phase }
-  | { type: 'trial-recording'; trialId: string; slot: Slot }
-  | { type: 'trial-done'; trialId: string; slot: Slot; status: 'completed' | 'error' | 'not_run'; reward: number | null; errorClass: string | null; infraAttempts: number; durationMs: number; outputTokens: number; costUsd: number | null }
-  | { type: 'job-done'; summary: JobSummary };
-
-export interface JobSummary {
-  job: string;
-  total: number;
-  /** Recorded in this run: graded, errors (no reward; `infra` of them infrastructure failures); and slots not run (budget or interrupt). */
-  completed: number;
-  errors: number;
-  infra: number;
-  notRun: number;
-  /** Already recorded before this run (resumed). */
-  skipped: number;
-  /** Slots adaptive sampling did not need: their task's band decision was settled early. */
-  settledEarly: number;
-  stoppedBy: 'done' | 'budget' | 'cancelled';
-  durationMs: number;
-}
+export type { JobEvent, JobSummary } from './events.js';
 
 /** Trial files that cannot be written (full or read-only disk) stop the job with a clear word. */
 function diskError(jobDir: string, err: unknown): unknown {

@@ -1,7 +1,9 @@
 import { bandProbability } from '../stats/band.js';
-import { efficiency, type Efficiency } from '../stats/efficiency.js';
+import { z } from 'zod';
+import { efficiency, EfficiencySchema } from '../stats/efficiency.js';
 import { jeffreys, wilson } from '../stats/intervals.js';
-import { macroPassAtK, type PassAtK } from '../stats/pass-at-k.js';
+import { macroPassAtK, PassAtKSchema } from '../stats/pass-at-k.js';
+import { stat } from '../util/json.js';
 import { GmsEstimator, type AdaptiveRule } from '../stats/adaptive.js';
 import { meanSe } from '../stats/summary.js';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
@@ -12,32 +14,38 @@ import { accountingOf } from '../trial/accounting.js';
  * One configuration's counts on one task. n counts graded trials only (see trial/accounting.ts);
  * trials without a reward are counted apart, by why: the infrastructure or the verifier.
  */
-export interface TaskCounts {
-  config: string;
-  task: string;
-  n: number;
-  c: number;
-  /** Trials with no reward (infra + ungraded). */
-  errors: number;
-  infra: number;
-  ungraded: number;
-  /** The adaptive rule the trials were sampled under, if any. */
-  adaptive?: AdaptiveRule | null;
-}
+const AdaptiveRuleSchema = z.strictObject({ lo: z.number(), hi: z.number(), kMax: z.number().int(), risk: z.number(), step: z.number().int(), priorA: z.number(), priorB: z.number() }) satisfies z.ZodType<AdaptiveRule>;
 
-export interface TaskRate extends TaskCounts {
+export const TaskCountsSchema = z.strictObject({
+  config: z.string(),
+  task: z.string(),
+  n: z.number().int(),
+  c: z.number().int(),
+  /** Trials with no reward (infra + ungraded). */
+  errors: z.number().int(),
+  infra: z.number().int(),
+  ungraded: z.number().int(),
+  /** The adaptive rule the trials were sampled under, if any. */
+  adaptive: AdaptiveRuleSchema.nullable().optional(),
+});
+export type TaskCounts = z.infer<typeof TaskCountsSchema>;
+
+const interval = z.tuple([stat(), stat()]);
+
+export const TaskRateSchema = TaskCountsSchema.extend({
   /**
    * c/n for fixed-k trials; for adaptive ones the Girshick-Mosteller-Savage estimate, at the rule's
    * stopping point or, for a task cut off before one (budget), for the plan actually followed.
    */
-  rate: number;
-  rateMethod: 'fixed' | 'gms' | 'gms-truncated';
+  rate: stat(),
+  rateMethod: z.enum(['fixed', 'gms', 'gms-truncated']),
   /** Wilson's interval assumes a fixed n; under adaptive sampling it does not hold (null). */
-  wilson: [number, number] | null;
+  wilson: interval.nullable(),
   /** The Jeffreys interval, a Beta posterior: valid whatever the stopping rule. */
-  jeffreys: [number, number];
-  bandProbability: number;
-}
+  jeffreys: interval,
+  bandProbability: stat(),
+});
+export type TaskRate = z.infer<typeof TaskRateSchema>;
 
 /** Groups records into per-configuration, per-task counts (sorted by config, then task). */
 export function countByTask(records: StatsRecord[]): TaskCounts[] {
@@ -95,26 +103,27 @@ export function taskRates(counts: TaskCounts[], band: [number, number] = [0.25, 
     });
 }
 
-export interface ConfigStats {
-  config: string;
-  tasks: number;
-  trials: number;
+export const ConfigStatsSchema = z.strictObject({
+  config: z.string(),
+  tasks: z.number().int(),
+  trials: z.number().int(),
   /** Trials with no reward, by error class (not counted in `trials`). */
-  errorsByClass: Record<string, number>;
+  errorsByClass: z.record(z.string(), z.number().int()),
   /** Trials that were graded but ended with an agent-side error (timeouts etc.), by class. */
-  outcomesByClass: Record<string, number>;
+  outcomesByClass: z.record(z.string(), z.number().int()),
   /** 95% interval of the macro mean, clipped to [0, 1]; null where it is undefined (one task). */
-  pass1: { mean: number; se: number; ciLo: number | null; ciHi: number | null };
-  passAtK: PassAtK[];
-  efficiency: Efficiency;
+  pass1: z.strictObject({ mean: stat(), se: stat(), ciLo: stat().nullable(), ciHi: stat().nullable() }),
+  passAtK: z.array(PassAtKSchema),
+  efficiency: EfficiencySchema,
   /**
    * How much of what was attempted was graded. Trials without a reward are shown here, never as
    * 0 and never dropped: infra (retried, still failed), ungraded (the verifier gave no reward).
    */
-  coverage: { attempted: number; graded: number; infra: number; ungraded: number; fraction: number };
+  coverage: z.strictObject({ attempted: z.number().int(), graded: z.number().int(), infra: z.number().int(), ungraded: z.number().int(), fraction: stat() }),
   /** Tasks this configuration attempted with no graded trial at all: no rate exists for them. */
-  unmeasuredTasks: string[];
-}
+  unmeasuredTasks: z.array(z.string()),
+});
+export type ConfigStats = z.infer<typeof ConfigStatsSchema>;
 
 /** Per configuration: pass@1 (macro mean over tasks, t-based 95% CI), pass@k, errors, efficiency. */
 export function configStats(records: StatsRecord[]): ConfigStats[] {

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { stat } from '../util/json.js';
 import { bandProbability } from '../stats/band.js';
 import { jeffreys } from '../stats/intervals.js';
 
@@ -11,19 +13,19 @@ export interface ServedGrade {
   at: string;
 }
 
-export interface DriftRow {
-  policy: string;
-  task: string;
+export const DriftRowSchema = z.strictObject({
+  policy: z.string(),
+  task: z.string(),
   /** Graded rollouts counted (the most recent `recent` of them). */
-  n: number;
-  c: number;
-  rate: number;
-  interval: [number, number];
-  bandProbability: number;
-  /** in_band, always_solved, never_solved, above_band, below_band, too_few. */
-  verdict: string;
-  selected: boolean;
-}
+  n: z.number().int(),
+  c: z.number().int(),
+  rate: stat(),
+  interval: z.tuple([stat(), stat()]),
+  bandProbability: stat(),
+  verdict: z.enum(['in_band', 'always_solved', 'never_solved', 'above_band', 'below_band', 'too_few']),
+  selected: z.boolean(),
+});
+export type DriftRow = z.infer<typeof DriftRowSchema>;
 
 /**
  * Drift while training: per policy label and task, the success rate over its most recent graded
@@ -48,7 +50,7 @@ export function driftReport(grades: ServedGrade[], options: { band: [number, num
     const rate = c / n;
     const j = jeffreys(c, n);
     const p = bandProbability(c, n, options.band[0], options.band[1]);
-    let verdict = 'in_band';
+    let verdict: DriftRow['verdict'] = 'in_band';
     if (n < options.minTrials) verdict = 'too_few';
     else if (c === n) verdict = 'always_solved';
     else if (c === 0) verdict = 'never_solved';

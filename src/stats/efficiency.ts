@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { median } from './summary.js';
 
 /** The fields of a trial the efficiency and near-miss figures need. */
@@ -10,14 +11,15 @@ export interface EfficiencyTrial {
   testsFailed: number;
 }
 
-export interface Efficiency {
-  successes: number;
-  medianTimeMsPerSuccess: number | null;
-  medianOutputTokensPerSuccess: number | null;
-  medianCostUsdPerSuccess: number | null;
+export const EfficiencySchema = z.strictObject({
+  successes: z.number().int(),
+  medianTimeMsPerSuccess: z.number().nullable(),
+  medianOutputTokensPerSuccess: z.number().nullable(),
+  medianCostUsdPerSuccess: z.number().nullable(),
   /** Failed trials that passed >= 8 tests and failed exactly one: the cheapest wins. */
-  nearMisses: number;
-}
+  nearMisses: z.number().int(),
+});
+export type Efficiency = z.infer<typeof EfficiencySchema>;
 
 const orNull = (values: number[]): number | null => (values.length ? median(values) : null);
 

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { stat } from '../util/json.js';
 import tCdf from '@stdlib/stats-base-dists-t-cdf';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
 import { seededBits } from './random.js';
@@ -10,20 +12,21 @@ export interface PairedTask {
   family?: string;
 }
 
-export interface PairedComparison {
+export const PairedComparisonSchema = z.strictObject({
   /** Tasks (or clusters, when clustered) in the test. */
-  t: number;
-  meanDiff: number;
-  ciLo: number;
-  ciHi: number;
-  tStat: number;
-  df: number;
-  p: number;
+  t: z.number().int(),
+  meanDiff: stat(),
+  ciLo: stat(),
+  ciHi: stat(),
+  tStat: stat(),
+  df: z.number().int(),
+  p: stat(),
   /** Sign-flip permutation p-value of the same mean difference, as a cross-check. */
-  permutationP: number;
-  permutationMethod: 'exact' | 'monte-carlo';
-  clustered: boolean;
-}
+  permutationP: stat(),
+  permutationMethod: z.enum(['exact', 'monte-carlo']),
+  clustered: z.boolean(),
+});
+export type PairedComparison = z.infer<typeof PairedComparisonSchema>;
 
 /**
  * Paired t-test on per-task differences a - b (df = T - 1), with a two-sided p and a CI of the

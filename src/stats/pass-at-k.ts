@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { stat } from '../util/json.js';
 import betaln from '@stdlib/math-base-special-betaln';
 
 /**
@@ -23,16 +25,17 @@ export function passAtKModel(n: number, c: number, k: number): number {
   return 1 - Math.exp(betaln(a, b + k) - betaln(a, b));
 }
 
-export interface PassAtK {
-  k: number;
-  value: number;
+export const PassAtKSchema = z.strictObject({
+  k: z.number().int(),
+  value: stat(),
   /**
    * 'unbiased' when every task has >= k trials; else 'model' (Jeffreys posterior) for those short,
    * or for every task when trials were sampled adaptively; 'gms' for pass@1 of an adaptive job.
    */
-  method: 'unbiased' | 'model' | 'gms';
-  tasks: number;
-}
+  method: z.enum(['unbiased', 'model', 'gms']),
+  tasks: z.number().int(),
+});
+export type PassAtK = z.infer<typeof PassAtKSchema>;
 
 /** Macro pass@k over tasks: the unweighted mean of per-task values, never pooled counts. */
 export function macroPassAtK(tasks: Array<{ n: number; c: number }>, k: number, posteriorOnly = false): PassAtK {

@@ -1,5 +1,6 @@
 import { accessSync, constants, mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import Database from 'better-sqlite3';
 import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
@@ -7,48 +8,49 @@ import { MIGRATIONS } from './migrations.js';
 import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
 
 /** Which trial of a job a row is: configuration, task, attempt index (0..k-1). */
-export interface Slot {
-  config: string;
-  task: string;
-  attempt: number;
-}
+export const SlotSchema = z.strictObject({ config: z.string(), task: z.string(), attempt: z.number().int() });
+export type Slot = z.infer<typeof SlotSchema>;
 
 export const slotKey = (s: Slot): string => `${s.config}\u0000${s.task}\u0000${s.attempt}`;
 
-export type TrialStatus = 'completed' | 'error' | 'not_run';
+export const TrialStatusSchema = z.enum(['completed', 'error', 'not_run']);
+export type TrialStatus = z.infer<typeof TrialStatusSchema>;
 
-/** A stored trial, as `termgrade trials --json` prints it (snake_case, one per line). */
-export interface TrialRow {
-  trial_id: string;
-  config: string;
-  task: string;
-  attempt: number;
-  agent: string;
-  model: string | null;
-  status: TrialStatus;
-  reward: number | null;
-  passed: number;
-  error_class: string | null;
-  error_message: string | null;
-  exit_reason: string | null;
-  turns: number;
-  input_tokens: number | null;
-  cached_tokens: number | null;
-  output_tokens: number | null;
-  cost_usd: number | null;
-  task_checksum: string | null;
-  tests_total: number;
-  tests_passed: number;
-  tests_failed: number;
-  duration_ms: number | null;
-  infra_attempts: number;
-  retry_reasons_json: string;
-  trial_dir: string | null;
-  source: string;
-  image_id: string | null;
-  image_source: string | null;
-  tampering_json: string;
-}
+/** One stored trial: a row of the store, and a line of `termgrade trials --json`. */
+export const TrialRowSchema = z.strictObject({
+  trial_id: z.string(),
+  config: z.string(),
+  task: z.string(),
+  /** Which of the k trials of this task and configuration (0-based). */
+  attempt: z.number().int(),
+  agent: z.string(),
+  model: z.string().nullable(),
+  status: TrialStatusSchema,
+  reward: z.number().nullable(),
+  passed: z.number().int(),
+  error_class: z.string().nullable(),
+  error_message: z.string().nullable(),
+  exit_reason: z.string().nullable(),
+  turns: z.number().int(),
+  input_tokens: z.number().int().nullable(),
+  cached_tokens: z.number().int().nullable(),
+  output_tokens: z.number().int().nullable(),
+  cost_usd: z.number().nullable(),
+  task_checksum: z.string().nullable(),
+  tests_total: z.number().int(),
+  tests_passed: z.number().int(),
+  tests_failed: z.number().int(),
+  duration_ms: z.number().nullable(),
+  /** Runs of this slot: 1 plus infrastructure retries. */
+  infra_attempts: z.number().int(),
+  retry_reasons_json: z.string(),
+  trial_dir: z.string().nullable(),
+  source: z.string(),
+  image_id: z.string().nullable(),
+  image_source: z.string().nullable(),
+  tampering_json: z.string(),
+});
+export type TrialRow = z.infer<typeof TrialRowSchema>;
 
 export interface RecordExtra {
   slot: Slot;
