@@ -56,4 +56,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 log "building"
 npm run --silent build
+# `npx termgrade` finds the bin here first: no lookup of the package registry, ever, even while
+# another npx termgrade runs (npm otherwise resolves the project's own bin through its cache).
+ln -sfn ../../dist/src/cli/main.js node_modules/.bin/termgrade
 log "ready"

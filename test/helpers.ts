@@ -115,3 +115,15 @@ export function runCli(args: string[], options: { env?: Record<string, string | 
   });
 }
 
+
+/** Runs a shell command line as a user would type it (for documented commands). */
+export function runShell(command: string, options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-c', command], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+}

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { JobStore } from '../src/store/store.js';
-import { ROOT, runCli, tempDir, trivialTask } from './helpers.js';
+import { etaSeconds } from '../src/cli/job-progress.js';
+import { CLI, ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { bash } from './support/scripts.js';
 
@@ -159,5 +160,52 @@ describe('run: agents, models and environments from flags', () => {
     const resumed = await runCli(['run', '--job', 'filed', '-k', '2', '--jobs-dir', jobsDir, '-q'], { cwd: '/' });
     assert.equal(resumed.status, 0, resumed.stderr);
     assert.deepEqual(rows(jobsDir, 'filed').map((t) => [t.config, t.attempt, t.reward]).sort(), [['one-shot/m', 0, 1], ['one-shot/m', 1, 1]]);
+  });
+});
+
+describe('run: what it says while and after it works', () => {
+  it('shows image builds as their own phase, and an ETA once a trial has finished', async () => {
+    // A Dockerfile no other test builds: its image is built in this run, not found.
+    const task = await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo ${Date.now()}-${process.pid} > /built\n` });
+    const jobsDir = path.join(await tempDir(), 'jobs');
+    const r = await runCli(['run', '--name', 'talk', '--tasks', task, '-a', 'oracle', '-k', '2', '-c', '1', '--jobs-dir', jobsDir]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /building images \(trials wait for their task's image\)/);
+    // Stderr is not a terminal here: the status lines at the end give every configuration's counts.
+    assert.match(r.stderr, /\[oracle\] 2\/2 done, 0 running, 0 failed, [\d.]+\/min, ETA 0s/);
+    assert.match(r.stdout, /config\s+graded\s+pass@1 %/, 'the ending table');
+    assert.match(r.stdout, /more: termgrade stats .* --tasks/);
+    const listing = await runCli(['trials', '--job', 'talk', '--jobs-dir', jobsDir]);
+    assert.match(listing.stdout, /^trial\s+config\s+task\s+attempt\s+status\s+reward\s+error class\s+tests passed\s+runs/m, 'columns named for what they hold');
+  });
+
+  it('an internal error is one line naming the file that holds the whole trace', async () => {
+    // A fault injected into the process from outside (no hook in the product): stdout breaks.
+    const inject = 'data:text/javascript,process.stdout.write = () => { throw new TypeError("injected fault") };';
+    const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', inject, CLI, 'schema', 'stats'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d));
+      child.on('exit', (status) => resolve({ status, stderr }));
+    });
+    assert.equal(r.status, 4);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    const m = /^termgrade: internal error: injected fault \(full trace in (\S+); please report it\)$/.exec(lines[0]!);
+    assert.ok(m, lines[0]);
+    const trace = await readFile(m[1]!, 'utf8');
+    assert.match(trace, /TypeError: injected fault\n\s+at /);
+    await rm(m[1]!);
+  });
+});
+
+describe('progress ETA', () => {
+  it('is the trials left times the mean duration, over the trials running at once; unknown before one finished', () => {
+    assert.equal(etaSeconds({ total: 10, done: 0, running: 2, durationMs: 0 }, 4), Number.POSITIVE_INFINITY);
+    // 6 left, 2 of them half done: (6 - 1) trials of 10 s over 2 lanes.
+    assert.equal(etaSeconds({ total: 10, done: 4, running: 2, durationMs: 40_000 }, 4), 25);
+    // Lanes never exceed the concurrency, and a finished configuration has nothing left.
+    assert.equal(etaSeconds({ total: 10, done: 2, running: 8, durationMs: 20_000 }, 4), (4 * 10) / 4);
+    assert.equal(etaSeconds({ total: 3, done: 3, running: 0, durationMs: 9_000 }, 4), 0);
   });
 });

@@ -248,7 +248,7 @@ export async function trialsCommand(flags: { job: string; jobsDir: string; json?
     const rows = [...store.listTrials({ status: flags.status })];
     process.stdout.write(
       `${table(
-        ['trial', 'config', 'task', 'k', 'status', 'reward', 'error', 'tests', 'infra attempts'],
+        ['trial', 'config', 'task', 'attempt', 'status', 'reward', 'error class', 'tests passed', 'runs'],
         rows.map((r) => [r.trial_id, r.config, r.task, r.attempt, r.status, r.reward ?? '-', r.error_class ?? '', `${r.tests_passed}/${r.tests_total}`, r.infra_attempts]),
       )}\n${rows.length} trials\n`,
     );
