@@ -11,7 +11,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_ADAPTIVE_RULE, decide, GmsEstimator, predictiveInBand, runAdaptive, type AdaptiveRule } from '../src/stats/adaptive.js';
+import { seededUniform } from '../src/stats/random.js';
+import { DEFAULT_ADAPTIVE_RULE, decide, GmsEstimator, informedPrior, predictiveInBand, runAdaptive, type AdaptiveRule } from '../src/stats/adaptive.js';
 import { bandProbability } from '../src/stats/band.js';
 import { efficiency } from '../src/stats/efficiency.js';
 import { jeffreys, wilson } from '../src/stats/intervals.js';
@@ -223,5 +224,65 @@ describe('adaptive sampling', () => {
       if (p === 0.1) assert.ok(Math.abs(raw - p) > 0.005, `raw c/n is biased at p=0.1 (${raw})`);
     }
     assert.throws(() => gms.estimate(3, 1), /not a stopping point/);
+  });
+
+  const optimal: AdaptiveRule = { ...DEFAULT_ADAPTIVE_RULE, method: 'optimal', step: 1, risk: 0.009 };
+
+  it('an informed prior is discounted to at most maxTrials pseudo-trials and mixed with the vague prior', () => {
+    assert.deepEqual(informedPrior({ n: 32, c: 8 }, { maxTrials: 16, weight: 0.9 }), { a: 4.5, b: 12.5, weight: 0.9 });
+    assert.deepEqual(informedPrior({ n: 4, c: 1 }, { maxTrials: 16 }), { a: 1.5, b: 3.5, weight: 0.8 });
+    assert.equal(informedPrior({ n: 0, c: 0 }), null);
+    // Agreeing evidence: after 0 of 2, a prior of 0 of 16 makes "in the band" far less likely than
+    // the vague prior alone does. Evidence against it (6 of 6) moves the weight to the vague part:
+    // the prediction is then the vague prior's, to within a thousandth.
+    const never = { ...optimal, informed: informedPrior({ n: 16, c: 0 }, { maxTrials: 16, weight: 0.9 }) };
+    assert.ok(predictiveInBand(2, 0, never) < predictiveInBand(2, 0, optimal) / 10);
+    close(predictiveInBand(6, 6, never), predictiveInBand(6, 6, optimal), 1e-3, 'the prior has lost its say');
+  });
+
+  it('the prior lets a task stop sooner when the new trials agree with it, never before the first trial', () => {
+    const never = { ...optimal, informed: informedPrior({ n: 16, c: 0 }, { maxTrials: 16, weight: 0.9 }) };
+    assert.equal(decide(0, 0, never).stop, false);
+    assert.equal(runAdaptive(Array(16).fill(false), never).n < runAdaptive(Array(16).fill(false), optimal).n, true);
+    // The same task, drifted: it now always succeeds. The rule samples on and says "out" only
+    // when the full run would (16 of 16 is above the band).
+    const drifted = runAdaptive(Array(16).fill(true), never);
+    assert.equal(drifted.inBand, false);
+    assert.ok(drifted.n > runAdaptive(Array(16).fill(false), never).n, 'conflict costs trials, not a wrong decision');
+  });
+
+  it('GMS is exactly unbiased under the Bayes-optimal rule with an informed prior (every p, by enumeration)', () => {
+    for (const earlier of [{ n: 16, c: 0 }, { n: 16, c: 8 }, { n: 16, c: 13 }]) {
+      const rule = { ...optimal, informed: informedPrior(earlier, { maxTrials: 16, weight: 0.9 }) };
+      const gms = new GmsEstimator(rule);
+      for (const p of [0.02, 0.2, 0.5, 0.8, 0.98]) {
+        const dist = stopDistribution(rule, p);
+        close(dist.reduce((a, s) => a + s.prob, 0), 1, 1e-12, 'stopping is certain');
+        close(dist.reduce((a, s) => a + s.prob * gms.estimate(s.n, s.c), 0), p, 1e-9, `E[GMS] at p=${p}, prior ${earlier.c}/${earlier.n}`);
+      }
+    }
+  });
+
+  it('GMS is unbiased by simulation too: drifted tasks, informed priors, 40,000 runs', () => {
+    const u = seededUniform(11);
+    let err = 0;
+    let err2 = 0;
+    const runs = 40_000;
+    const estimators = new Map<number, GmsEstimator>(); // one per prior (earlier successes)
+    for (let i = 0; i < runs; i++) {
+      const earlierP = u();
+      const earlier = { n: 16, c: Array.from({ length: 16 }, () => u() < earlierP).filter(Boolean).length };
+      const p = u() < 1 / 3 ? 1 - earlierP : earlierP; // a third drifted
+      const rule = { ...optimal, informed: informedPrior(earlier, { maxTrials: 16, weight: 0.9 }) };
+      const r = runAdaptive(Array.from({ length: 16 }, () => u() < p), rule);
+      let gms = estimators.get(earlier.c);
+      if (!gms) estimators.set(earlier.c, (gms = new GmsEstimator(rule)));
+      const e = gms.estimate(r.n, r.c) - p;
+      err += e;
+      err2 += e * e;
+    }
+    const mean = err / runs;
+    const se = Math.sqrt((err2 / runs - mean * mean) / runs);
+    assert.ok(Math.abs(mean) < 3 * se, `mean error ${mean} is within 3 standard errors (${se})`);
   });
 });

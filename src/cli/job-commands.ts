@@ -40,6 +40,8 @@ export interface RunFlags {
   adaptive?: boolean;
   adaptiveBand?: [number, number];
   adaptiveRisk?: number;
+  prior?: string;
+  priorConfig?: string;
   network?: string;
   forceBuild?: boolean;
   task?: string[];
@@ -120,11 +122,15 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
   if (f.concurrency !== undefined) spec.concurrency = f.concurrency;
   if (f.budget !== undefined) spec.budgetSec = f.budget;
   if (f.infraRetries !== undefined) spec.infraRetries = f.infraRetries;
-  if (f.adaptive || f.adaptiveBand || f.adaptiveRisk !== undefined) {
+  if (f.adaptive || f.adaptiveBand || f.adaptiveRisk !== undefined || f.prior) {
+    const was = spec.adaptive;
     spec.adaptive = {
-      lo: f.adaptiveBand?.[0] ?? spec.adaptive?.lo ?? 0.25,
-      hi: f.adaptiveBand?.[1] ?? spec.adaptive?.hi ?? 0.75,
-      risk: f.adaptiveRisk ?? spec.adaptive?.risk ?? 0.02,
+      lo: f.adaptiveBand?.[0] ?? was?.lo ?? 0.25,
+      hi: f.adaptiveBand?.[1] ?? was?.hi ?? 0.75,
+      method: was?.method ?? 'optimal',
+      risk: f.adaptiveRisk ?? was?.risk,
+      step: was?.step ?? 1,
+      prior: f.prior ? { source: path.resolve(f.prior), config: f.priorConfig, weight: was?.prior?.weight ?? 0.9, maxTrials: was?.prior?.maxTrials } : was?.prior,
     };
   }
   if (f.timeoutMultiplier !== undefined) {

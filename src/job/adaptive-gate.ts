@@ -1,34 +1,60 @@
-import { decide, DEFAULT_ADAPTIVE_RULE, type AdaptiveRule } from '../stats/adaptive.js';
+import { decide, DEFAULT_ADAPTIVE_RULE, informedPrior, type AdaptiveRule } from '../stats/adaptive.js';
 import type { Slot } from '../store/store.js';
 import type { JobSpec } from './spec.js';
+
+/** Earlier counts per configuration label and task: the informed priors of an adaptive job. */
+export type Priors = Record<string, Record<string, { n: number; c: number }>>;
+
+/** The job's base rule, from its spec (k is the cap). */
+export function baseRuleOf(adaptive: NonNullable<JobSpec['adaptive']>, k: number): AdaptiveRule {
+  return {
+    ...DEFAULT_ADAPTIVE_RULE,
+    lo: adaptive.lo,
+    hi: adaptive.hi,
+    risk: adaptive.risk ?? DEFAULT_ADAPTIVE_RULE.risk,
+    kMax: k,
+    step: adaptive.step,
+    method: adaptive.method,
+  };
+}
+
+/** One task's rule: the base rule with the task's informed prior, when the job has one for it. */
+export function taskRuleOf(base: AdaptiveRule, adaptive: NonNullable<JobSpec['adaptive']>, priors: Priors | null, config: string, task: string): AdaptiveRule {
+  const earlier = priors?.[config]?.[task];
+  if (!earlier || !adaptive.prior) return base;
+  return { ...base, informed: informedPrior(earlier, { weight: adaptive.prior.weight, maxTrials: adaptive.prior.maxTrials ?? base.kMax }) };
+}
 
 interface TaskProgress {
   n: number;
   c: number;
   recorded: Set<number>;
   settled: boolean;
+  rule: AdaptiveRule;
 }
 
 /**
- * Adaptive sampling inside a job: per (configuration, task), attempts go out in pairs; a pair may
- * start only when every earlier attempt is recorded and the rule has not settled the task yet.
- * Outcomes are fed in as trials are recorded (and, on resume, from the store), and the decision is
- * taken once a whole pair is in.
+ * Adaptive sampling inside a job: per (configuration, task), attempts go out `step` at a time; a
+ * step may start only when every earlier attempt is recorded and the rule has not settled the task
+ * yet. Outcomes are fed in as trials are recorded (and, on resume, from the store), and the
+ * decision is taken once a whole step is in. Each task has its own rule when the job has priors.
  */
 export class AdaptiveGate {
   private readonly tasks = new Map<string, TaskProgress>();
 
-  constructor(readonly rule: AdaptiveRule) {}
+  constructor(private readonly ruleFor: (config: string, task: string) => AdaptiveRule) {}
 
-  static fromSpec(spec: JobSpec): AdaptiveGate | null {
-    if (!spec.adaptive) return null;
-    return new AdaptiveGate({ ...DEFAULT_ADAPTIVE_RULE, lo: spec.adaptive.lo, hi: spec.adaptive.hi, risk: spec.adaptive.risk, kMax: spec.k });
+  static fromSpec(spec: JobSpec, priors: Priors | null = null): AdaptiveGate | null {
+    const adaptive = spec.adaptive;
+    if (!adaptive) return null;
+    const base = baseRuleOf(adaptive, spec.k);
+    return new AdaptiveGate((config, task) => taskRuleOf(base, adaptive, priors, config, task));
   }
 
   private progress(slot: Slot): TaskProgress {
     const key = `${slot.config}\u0000${slot.task}`;
     let p = this.tasks.get(key);
-    if (!p) this.tasks.set(key, (p = { n: 0, c: 0, recorded: new Set(), settled: false }));
+    if (!p) this.tasks.set(key, (p = { n: 0, c: 0, recorded: new Set(), settled: false, rule: this.ruleFor(slot.config, slot.task) }));
     return p;
   }
 
@@ -41,22 +67,22 @@ export class AdaptiveGate {
       p.n += 1;
       if (passed) p.c += 1;
     }
-    const step = this.rule.step;
-    const pairEnd = slot.attempt - (slot.attempt % step) + step;
-    for (let a = 0; a < pairEnd; a++) if (!p.recorded.has(a)) return;
-    if (p.n > 0 && p.n % step === 0 && decide(p.n, p.c, this.rule).stop) p.settled = true;
+    const step = p.rule.step;
+    const stepEnd = slot.attempt - (slot.attempt % step) + step;
+    for (let a = 0; a < stepEnd; a++) if (!p.recorded.has(a)) return;
+    if (p.n > 0 && p.n % step === 0 && decide(p.n, p.c, p.rule).stop) p.settled = true;
   }
 
   settled(slot: Slot): boolean {
     return this.progress(slot).settled;
   }
 
-  /** May this slot start now? Only if its task is unsettled and all earlier pairs are recorded. */
+  /** May this slot start now? Only if its task is unsettled and all earlier steps are recorded. */
   eligible(slot: Slot): boolean {
     const p = this.progress(slot);
     if (p.settled) return false;
-    const pairStart = slot.attempt - (slot.attempt % this.rule.step);
-    for (let a = 0; a < pairStart; a++) if (!p.recorded.has(a)) return false;
+    const stepStart = slot.attempt - (slot.attempt % p.rule.step);
+    for (let a = 0; a < stepStart; a++) if (!p.recorded.has(a)) return false;
     return true;
   }
 }

@@ -7,6 +7,9 @@ import type { Task } from '../task/task.js';
 import { TermgradeError } from '../util/errors.js';
 import { parseSpec } from './load-spec.js';
 import { configFingerprint, configLabelOf, type JobSpec } from './spec.js';
+import type { Priors } from './adaptive-gate.js';
+import { loadRecords } from '../report/load.js';
+import { countByTask } from '../report/aggregate.js';
 import { resolveTasks } from './tasks.js';
 
 export interface OpenedJob {
@@ -31,7 +34,10 @@ export function storedSpec(jobsDir: string, name: string): JobSpec {
   try {
     const raw = store.getMeta('spec');
     if (!raw) throw new TermgradeError('usage', `job "${name}" has no stored spec (an import?); give a job file or flags`);
-    return parseSpec(JSON.parse(raw), `${dir}/job.db`);
+    const spec = JSON.parse(raw) as { adaptive?: Record<string, unknown> };
+    // Jobs made before the stopping rule could be chosen used predictive curtailment in pairs.
+    if (spec.adaptive && spec.adaptive.method === undefined) Object.assign(spec.adaptive, { method: 'curtail', step: 2 });
+    return parseSpec(spec, `${dir}/job.db`);
   } finally {
     store.close();
   }
@@ -60,6 +66,27 @@ export async function holdJobFolder(jobDir: string, label: string): Promise<Held
     throw new TermgradeError('job_busy', `${label} is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`);
   }
   return lock;
+}
+
+/**
+ * Each configuration's earlier counts per task, from the prior's source: its configuration named
+ * in the spec, else its only one, else the one with the same label.
+ */
+async function readPriors(spec: JobSpec): Promise<Priors> {
+  const prior = spec.adaptive!.prior!;
+  const counts = countByTask(await loadRecords([prior.source]));
+  const available = [...new Set(counts.map((t) => t.config))].sort();
+  if (!available.length) throw new TermgradeError('bad_input', `${prior.source}: no graded trials to take a prior from`);
+  const priors: Priors = {};
+  for (const a of spec.agents) {
+    const label = configLabelOf(a);
+    const from = prior.config ?? (available.length === 1 ? available[0]! : available.includes(label) ? label : null);
+    if (!from || !available.includes(from)) {
+      throw new TermgradeError('usage', `${prior.source}: ${prior.config ? `no configuration "${prior.config}"` : `which configuration is the prior of "${label}"?`} (it has: ${available.join(', ')}); say it with --prior-config or adaptive.prior.config`);
+    }
+    priors[label] = Object.fromEntries(counts.filter((t) => t.config === from && t.n > 0).map((t) => [t.task, { n: t.n, c: t.c }]));
+  }
+  return priors;
 }
 
 export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob> {
@@ -99,6 +126,8 @@ export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob
     }
     store.setMeta('configs', JSON.stringify(known));
     store.setMeta('sampling', sampling);
+    // An informed prior is read once, when the job is made, and kept: resuming never re-reads it.
+    if (spec.adaptive?.prior && store.getMeta('priors') === null) store.setMeta('priors', JSON.stringify(await readPriors(spec)));
     store.setMeta('spec', JSON.stringify(spec));
   } catch (err) {
     store.close();

@@ -25,6 +25,7 @@ export async function readJobFile(file: string): Promise<JobSpec> {
   const base = path.dirname(path.resolve(file));
   spec.tasks.paths = spec.tasks.paths.map((p) => path.resolve(base, p));
   if (spec.tasks.split) spec.tasks.split = path.resolve(base, spec.tasks.split);
+  if (spec.adaptive?.prior) spec.adaptive.prior.source = path.resolve(base, spec.adaptive.prior.source);
   // Files named in the job are relative to it, as task paths are; a package name stays as written.
   for (const a of spec.agents) {
     a.envFiles = a.envFiles.map((f) => path.resolve(base, f));
@@ -74,6 +75,8 @@ export function parseSpec(raw: unknown, where: string): JobSpec {
     }
     throw new TermgradeError('bad_input', `${where}: ${at}: ${issue.message}`);
   }
+  // The default risk is the stopping rule's: each rule has its own scale (see spec.ts).
+  if (parsed.data.adaptive && parsed.data.adaptive.risk === undefined) parsed.data.adaptive.risk = parsed.data.adaptive.method === 'optimal' ? 0.009 : 0.02;
   const labels = parsed.data.agents.map((a) => a.label ?? (a.model ? `${a.agent}/${a.model.model}` : a.agent));
   const dup = labels.find((l, i) => labels.indexOf(l) !== i);
   if (dup) throw new TermgradeError('bad_input', `${where}: two agent configurations are both labelled "${dup}"; give each a distinct label`);

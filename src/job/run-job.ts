@@ -10,7 +10,7 @@ import type { TrialResult } from '../trial/schema.js';
 import { accountingOf } from '../trial/accounting.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
-import { AdaptiveGate } from './adaptive-gate.js';
+import { AdaptiveGate, type Priors } from './adaptive-gate.js';
 import type { JobEvent, JobSummary } from './events.js';
 import { WarmPool } from './warm-pool.js';
 
@@ -197,7 +197,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: runs, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
   };
 
-  const gate = AdaptiveGate.fromSpec(spec);
+  const gate = AdaptiveGate.fromSpec(spec, JSON.parse(store.getMeta('priors') ?? 'null') as Priors | null);
   if (gate) for (const row of store.listTrials()) if (row.status !== 'not_run') gate.record(row, row.reward, row.passed === 1);
   const eligible = (slot: Slot): boolean => gate?.eligible(slot) ?? true;
   let droppedByRule = 0;

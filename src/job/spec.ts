@@ -58,7 +58,33 @@ export const JobSpecSchema = z.strictObject({
    * (Bayesian predictive curtailment); k is the cap. Rates from such jobs use the
    * Girshick-Mosteller-Savage estimator, never raw c/n.
    */
-  adaptive: z.strictObject({ lo: z.number().min(0).max(1).default(0.25), hi: z.number().min(0).max(1).default(0.75), risk: z.number().gt(0).lt(0.5).default(0.02) }).optional(),
+  adaptive: z
+    .strictObject({
+      lo: z.number().min(0).max(1).default(0.25),
+      hi: z.number().min(0).max(1).default(0.75),
+      /** `optimal` (Bayes-optimal stopping) or `curtail` (predictive curtailment); see stats/adaptive.ts. */
+      method: z.enum(['optimal', 'curtail']).default('optimal'),
+      /** The cost of a decision that differs from k trials' (optimal: 1/risk trials; curtail: the threshold). Default 0.009 / 0.02. */
+      risk: z.number().gt(0).lt(0.5).optional(),
+      /** Trials of a task between decisions: 1, or 2 (pairs: more trials at once on small task sets). */
+      step: z.number().int().min(1).max(4).default(1),
+      /**
+       * An earlier measurement of the same tasks (a job folder or records) as each task's prior,
+       * discounted and mixed with a vague prior (stats/adaptive.ts informedPrior). Read once, when
+       * the job is made; the counts used are kept in the job.
+       */
+      prior: z
+        .strictObject({
+          source: z.string().min(1),
+          /** Which configuration of the source; default the one there is, or the same label. */
+          config: z.string().min(1).optional(),
+          weight: z.number().gt(0).lt(1).default(0.9),
+          /** Earlier trials count as at most this many (default k). */
+          maxTrials: z.number().positive().optional(),
+        })
+        .optional(),
+    })
+    .optional(),
   /**
    * An isolated network (made by the user on the engine) for tasks that ask for one
    * (allow_internet / network_mode). Without it every trial runs offline; never the host's network.

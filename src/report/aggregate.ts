@@ -14,7 +14,17 @@ import { accountingOf } from '../trial/accounting.js';
  * One configuration's counts on one task. n counts graded trials only (see trial/accounting.ts);
  * trials without a reward are counted apart, by why: the infrastructure or the verifier.
  */
-const AdaptiveRuleSchema = z.strictObject({ lo: z.number(), hi: z.number(), kMax: z.number().int(), risk: z.number(), step: z.number().int(), priorA: z.number(), priorB: z.number() }) satisfies z.ZodType<AdaptiveRule>;
+const AdaptiveRuleSchema = z.strictObject({
+  lo: z.number(),
+  hi: z.number(),
+  kMax: z.number().int(),
+  risk: z.number(),
+  step: z.number().int(),
+  priorA: z.number(),
+  priorB: z.number(),
+  method: z.enum(['curtail', 'optimal']).optional(),
+  informed: z.strictObject({ a: z.number(), b: z.number(), weight: z.number() }).nullable().optional(),
+}) satisfies z.ZodType<AdaptiveRule>;
 
 export const TaskCountsSchema = z.strictObject({
   config: z.string(),

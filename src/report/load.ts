@@ -3,7 +3,8 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
 import { filesNamed } from '../util/files.js';
-import { DEFAULT_ADAPTIVE_RULE } from '../stats/adaptive.js';
+import { baseRuleOf, taskRuleOf, type Priors } from '../job/adaptive-gate.js';
+import type { JobSpec } from '../job/spec.js';
 import { JobStore } from '../store/store.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
 
@@ -48,9 +49,14 @@ async function readJsonl(file: string, out: StatsRecord[]): Promise<void> {
 function readJob(dir: string, out: StatsRecord[]): void {
   const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
   try {
-    const spec = JSON.parse(store.getMeta('spec') ?? '{}') as { adaptive?: { lo: number; hi: number; risk: number }; k?: number };
-    const adaptive = spec.adaptive && spec.k ? { ...DEFAULT_ADAPTIVE_RULE, ...spec.adaptive, kMax: spec.k } : null;
-    for (const row of store.listTrials()) if (row.status !== 'not_run') out.push({ ...toStatsRecord(row), adaptive });
+    const spec = JSON.parse(store.getMeta('spec') ?? '{}') as Partial<JobSpec>;
+    const priors = JSON.parse(store.getMeta('priors') ?? 'null') as Priors | null;
+    // Jobs made before the stopping rule could be chosen used predictive curtailment in pairs.
+    const stored = spec.adaptive as Partial<NonNullable<JobSpec['adaptive']>> | undefined;
+    const adaptive = stored && spec.k ? { lo: 0.25, hi: 0.75, method: 'curtail' as const, step: 2, ...stored } : null;
+    const base = adaptive ? baseRuleOf(adaptive, spec.k!) : null;
+    // Each task's rates come from its own rule (its own prior): the rule its trials were sampled under.
+    for (const row of store.listTrials()) if (row.status !== 'not_run') out.push({ ...toStatsRecord(row), adaptive: base && adaptive ? taskRuleOf(base, adaptive, priors, row.config, row.task) : null });
   } finally {
     store.close();
   }
