@@ -209,3 +209,49 @@ describe('progress ETA', () => {
     assert.equal(etaSeconds({ total: 3, done: 3, running: 0, durationMs: 9_000 }, 4), 0);
   });
 });
+
+describe('retry waste', () => {
+  it('a job with an endpoint fault and a verifier timeout reports the time lost by cause, as its trial records add up', async () => {
+    // The first model call of the "hello" task fails (no client retries): that run is discarded as
+    // model_unavailable and run again. The "stuck" task's verifier outlives its timeout.
+    const seen = new Set<string>();
+    const { url } = await serve({
+      flaky: (_i, body) => {
+        const user = JSON.stringify(body.messages[1] ?? '');
+        if (user.includes('hello') && !seen.has('hello')) {
+          seen.add('hello');
+          return { fault: 'server_error', status: 500 };
+        }
+        return body.messages.length <= 2 ? bash('echo hello > /app/out.txt') : bash('echo TERMGRADE_TASK_COMPLETE');
+      },
+    });
+    const root = await tempDir();
+    const hello = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
+    const stuck = await trivialTask({ 'task.toml': '[task]\nname = "stuck"\n[verifier]\ntimeout_sec = 1\n', 'instruction.md': 'Do nothing.\n', 'tests/test.sh': '#!/bin/bash\nsleep 30\n' });
+    const jobFile = path.join(root, 'job.json');
+    await writeFile(jobFile, JSON.stringify({ name: 'waste', tasks: { paths: [hello, stuck] }, agents: [{ agent: 'bash-tool', model: { baseUrl: url, model: 'flaky', maxRetries: 0 } }], k: 1, infraRetries: 1 }));
+    const jobsDir = path.join(root, 'jobs');
+    const r = await runCli(['run', jobFile, '--jobs-dir', jobsDir]);
+    assert.equal(r.status, 0, r.stderr);
+
+    // What the trial folders say: every run has its own folder and result.json.
+    const trialsDir = path.join(jobsDir, 'waste', 'trials');
+    const results = await Promise.all((await readdir(trialsDir)).map(async (d) => JSON.parse(await readFile(path.join(trialsDir, d, 'result.json'), 'utf8')) as { trialId: string; reward: number | null; durationMs: number; error: { class: string } | null }));
+    assert.equal(results.length, 3, 'hello twice (one discarded), stuck once');
+    const expected: Record<string, number> = {};
+    for (const t of results) if (t.reward === null) expected[t.error!.class] = (expected[t.error!.class] ?? 0) + t.durationMs;
+    assert.deepEqual(Object.keys(expected).sort(), ['model_unavailable', 'verifier_timeout']);
+    const total = results.reduce((a, t) => a + t.durationMs, 0);
+
+    const stats = JSON.parse((await runCli(['stats', path.join(jobsDir, 'waste'), '--json'])).stdout) as { configs: Array<{ retryWaste: { sandboxMs: number; wastedMs: number; share: number; byCause: Record<string, number>; runs: number; wastedRuns: number } }> };
+    const waste = stats.configs[0]!.retryWaste;
+    assert.deepEqual(waste.byCause, expected);
+    assert.equal(waste.sandboxMs, total);
+    assert.equal(waste.runs, 3);
+    assert.equal(waste.wastedRuns, 2);
+    assert.equal(waste.share, (expected.model_unavailable! + expected.verifier_timeout!) / total);
+    // run's ending says the same, by cause.
+    assert.match(r.stdout, /time wasted %/);
+    assert.match(r.stdout, /bash-tool\/flaky: [\d.]+% of sandbox time bought no grade \(2 of 3 runs\): (verifier_timeout|model_unavailable) [\d.]+%, (verifier_timeout|model_unavailable) [\d.]+%/);
+  });
+});

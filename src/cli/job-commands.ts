@@ -10,9 +10,9 @@ import { TrialErrorClass } from '../trial/schema.js';
 import { JobStore, type TrialStatus } from '../store/store.js';
 import { jobProgress } from './job-progress.js';
 import { EXIT, handleSignals } from './signals.js';
-import { pct, table } from './table.js';
+import { pct, table, wasteLines } from './table.js';
 import { configStats } from '../report/aggregate.js';
-import { toStatsRecord } from '../report/records.js';
+import { loadRecords } from '../report/load.js';
 
 export interface RunFlags {
   job?: string;
@@ -194,7 +194,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
           `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}\n` +
           `store: ${jobDbOf(job.jobDir)}\n`,
       );
-      process.stdout.write(`\n${endingTable(job.store)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`);
+      process.stdout.write(`\n${await endingTable(job.store, job.jobDir)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`);
     }
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
@@ -213,20 +213,24 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   }
 }
 
-/** The job as a whole, per configuration: graded trials, pass@1 with its interval, errors, cost, time. */
-function endingTable(store: JobStore): string {
+/**
+ * The job as a whole, per configuration: graded trials, pass@1 with its interval, errors, cost,
+ * time, and the share of sandbox time lost to runs that gave no grade, read the way `stats` reads
+ * the job (so the figures are the same).
+ */
+async function endingTable(store: JobStore, jobDir: string): Promise<string> {
   const rows = [...store.listTrials()];
-  const records = rows.filter((r) => r.status !== 'not_run').map(toStatsRecord);
-  return table(
-    ['config', 'graded', 'pass@1 %', '95% CI', 'no reward (by class)', 'not run', 'cost $', 'trial time h'],
-    configStats(records).map((c) => {
+  const stats = configStats(await loadRecords([jobDir]));
+  const main = table(
+    ['config', 'graded', 'pass@1 %', '95% CI', 'no reward (by class)', 'not run', 'cost $', 'trial time h', 'time wasted %'],
+    stats.map((c) => {
       const mine = rows.filter((r) => r.config === c.config);
       const errors = Object.entries(c.errorsByClass).map(([k, v]) => `${k} ${v}`).join(', ') || '-';
       const cost = mine.reduce((a, r) => a + (r.cost_usd ?? 0), 0);
-      const hours = mine.reduce((a, r) => a + (r.duration_ms ?? 0), 0) / 3_600_000;
-      return [c.config, c.trials, pct(c.pass1.mean), c.pass1.ciLo === null ? '-' : `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`, errors, mine.filter((r) => r.status === 'not_run').length, cost ? cost.toFixed(4) : '-', hours.toFixed(2)];
+      return [c.config, c.trials, pct(c.pass1.mean), c.pass1.ciLo === null ? '-' : `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`, errors, mine.filter((r) => r.status === 'not_run').length, cost ? cost.toFixed(4) : '-', (c.retryWaste.sandboxMs / 3_600_000).toFixed(2), pct(c.retryWaste.share)];
     }),
   );
+  return `${main}\n${wasteLines(stats)}`;
 }
 
 function openStore(jobsDir: string, name: string): JobStore {

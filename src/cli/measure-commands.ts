@@ -5,7 +5,7 @@ import { inBand } from '../stats/band.js';
 import { readTaskList } from '../task/list.js';
 import { EXIT } from './signals.js';
 import type { CompareOutput, OverlapOutput, SelectManifest, StatsOutput } from '../report/outputs.js';
-import { num, pct, table } from './table.js';
+import { num, pct, table, wasteLines } from './table.js';
 
 const out = (text: string): void => {
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -52,6 +52,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
     if (errs.length) out(`  error classes: ${errs.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     const cov = c.coverage;
     if (cov.graded < cov.attempted) out(`  coverage: ${cov.graded} of ${cov.attempted} trials graded (${pct(cov.fraction)}%); without a reward: ${cov.infra} infrastructure, ${cov.ungraded} verifier`);
+    if (c.retryWaste.wastedMs > 0) out(`  ${wasteLines([c]).trim().replace(`${c.config}: `, '')}`);
     if (c.unmeasuredTasks.length) out(`  unmeasured (no graded trial): ${c.unmeasuredTasks.length} task(s): ${c.unmeasuredTasks.slice(0, 20).join(', ')}${c.unmeasuredTasks.length > 20 ? ', ...' : ''}`);
   }
   if (perTask) {

@@ -1,3 +1,4 @@
+import type { ConfigStats } from '../report/aggregate.js';
 /** Left-aligned text columns, right-aligned numbers; enough for terminal reports. */
 export function table(header: string[], rows: Array<Array<string | number>>): string {
   const cells = [header, ...rows.map((r) => r.map((c) => String(c)))];
@@ -18,4 +19,16 @@ export function parseBand(text: string): [number, number] {
   const hi = Number(m?.[2]);
   if (!m || !(lo >= 0 && hi <= 1 && lo <= hi)) throw new Error(`expected LO:HI with 0 <= LO <= HI <= 1, got "${text}"`);
   return [lo, hi];
+}
+
+/** "time wasted" by cause, one line per configuration that lost any. */
+export function wasteLines(stats: ConfigStats[]): string {
+  return stats
+    .filter((c) => c.retryWaste.wastedMs > 0)
+    .map((c) => {
+      const w = c.retryWaste;
+      const causes = Object.entries(w.byCause).sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${pct(ms / w.sandboxMs)}%`).join(', ');
+      return `${c.config}: ${pct(w.share)}% of sandbox time bought no grade (${w.wastedRuns} of ${w.runs} runs): ${causes}\n`;
+    })
+    .join('');
 }

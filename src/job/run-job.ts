@@ -3,7 +3,7 @@ import type { Agent } from '../agent/agent.js';
 import { createAgent, loadAgentModules, type CreatedAgent } from '../agent/registry.js';
 import { agentEnvOf } from '../agent/env.js';
 import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
-import { slotKey, type JobStore, type Slot } from '../store/store.js';
+import { slotKey, type JobStore, type RetriedAttempt, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
 import type { TrialResult } from '../trial/schema.js';
@@ -155,7 +155,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   const runSlot = async (c: ConfigRuntime, slot: Slot): Promise<void> => {
     const task = byName.get(slot.task)!;
     const baseId = `${safe(slot.task)}__${safe(c.label)}__${slot.attempt}`;
-    const reasons: string[] = [];
+    const reasons: RetriedAttempt[] = [];
     let result: TrialResult | null = null;
     let trialId = baseId;
     let runs = 0;
@@ -181,7 +181,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       });
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
-      reasons.push(`${cls}: ${result.error!.message}`);
+      reasons.push({ class: cls!, message: result.error!.message, durationMs: result.durationMs });
     }
     const r = result!;
     emit({ type: 'trial-recording', trialId, slot });

@@ -4,6 +4,7 @@ import { efficiency, EfficiencySchema } from '../stats/efficiency.js';
 import { jeffreys, wilson } from '../stats/intervals.js';
 import { macroPassAtK, PassAtKSchema } from '../stats/pass-at-k.js';
 import { stat } from '../util/json.js';
+import { retryWaste, RetryWasteSchema } from './waste.js';
 import { GmsEstimator, type AdaptiveRule } from '../stats/adaptive.js';
 import { meanSe } from '../stats/summary.js';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
@@ -132,6 +133,8 @@ export const ConfigStatsSchema = z.strictObject({
   coverage: z.strictObject({ attempted: z.number().int(), graded: z.number().int(), infra: z.number().int(), ungraded: z.number().int(), fraction: stat() }),
   /** Tasks this configuration attempted with no graded trial at all: no rate exists for them. */
   unmeasuredTasks: z.array(z.string()),
+  /** Sandbox time that bought no grade (retried, replaced or unrewarded runs), by cause. */
+  retryWaste: RetryWasteSchema,
 });
 export type ConfigStats = z.infer<typeof ConfigStatsSchema>;
 
@@ -180,6 +183,7 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       efficiency: efficiency(graded),
       coverage: { attempted, graded: graded.length, infra, ungraded, fraction: attempted ? graded.length / attempted : 0 },
       unmeasuredTasks: mine.filter((t) => t.n === 0).map((t) => t.task),
+      retryWaste: retryWaste(recs),
     };
   });
 }

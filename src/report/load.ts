@@ -56,7 +56,18 @@ function readJob(dir: string, out: StatsRecord[]): void {
     const adaptive = stored && spec.k ? { lo: 0.25, hi: 0.75, method: 'curtail' as const, step: 2, ...stored } : null;
     const base = adaptive ? baseRuleOf(adaptive, spec.k!) : null;
     // Each task's rates come from its own rule (its own prior): the rule its trials were sampled under.
-    for (const row of store.listTrials()) if (row.status !== 'not_run') out.push({ ...toStatsRecord(row), adaptive: base && adaptive ? taskRuleOf(base, adaptive, priors, row.config, row.task) : null });
+    // Records replaced by `run --retry` count as discarded runs of their slot (retry waste).
+    const replaced = new Map<string, Array<{ class: string; durationMs: number }>>();
+    for (const h of store.allHistory()) {
+      const key = `${h.config}\u0000${h.task}\u0000${h.attempt}`;
+      replaced.set(key, [...(replaced.get(key) ?? []), ...h.retries, { class: h.error_class ?? 'replaced', durationMs: h.duration_ms }]);
+    }
+    for (const row of store.listTrials()) {
+      if (row.status === 'not_run') continue;
+      const rec = toStatsRecord(row);
+      const earlier = replaced.get(`${row.config}\u0000${row.task}\u0000${row.attempt}`);
+      out.push({ ...rec, retries: earlier ? [...earlier, ...(rec.retries ?? [])] : rec.retries, adaptive: base && adaptive ? taskRuleOf(base, adaptive, priors, row.config, row.task) : null });
+    }
   } finally {
     store.close();
   }

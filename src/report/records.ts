@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AdaptiveRule } from '../stats/adaptive.js';
+import { parseRetries } from '../trial/retries.js';
 
 /**
  * What the measurement commands need of a trial, and nothing more: read from full trial results
@@ -21,6 +22,8 @@ export interface StatsRecord {
   testsFailed: number;
   /** Set when the trial came from an adaptive job: its rates need the unbiased estimator. */
   adaptive?: AdaptiveRule | null;
+  /** Runs of this slot that were discarded (infrastructure retries, records replaced by --retry). */
+  retries?: Array<{ class: string; durationMs: number }>;
 }
 
 export function configLabel(agent: string, model: string | null | undefined): string {
@@ -56,6 +59,7 @@ const JobListingLine = z.object({
   cost_usd: z.number().nullable().optional(),
   tests_passed: z.number().optional(),
   tests_failed: z.number().optional(),
+  retry_reasons_json: z.string().optional(),
 });
 
 /** A job-listing row for a slot the job never ran (budget, interrupt): not a trial at all. */
@@ -79,6 +83,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
       costUsd: r.cost_usd ?? null,
       testsPassed: r.tests_passed ?? 0,
       testsFailed: r.tests_failed ?? 0,
+      retries: parseRetries(r.retry_reasons_json).map((x) => ({ class: x.class, durationMs: x.durationMs })),
     };
   }
   const r = TrialResultLine.parse(raw);

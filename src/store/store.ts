@@ -6,6 +6,9 @@ import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
 import { MIGRATIONS } from './migrations.js';
 import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
+import { parseRetries, type RetriedAttempt } from '../trial/retries.js';
+
+export type { RetriedAttempt } from '../trial/retries.js';
 
 /** Which trial of a job a row is: configuration, task, attempt index (0..k-1). */
 export const SlotSchema = z.strictObject({ config: z.string(), task: z.string(), attempt: z.number().int() });
@@ -56,7 +59,8 @@ export interface RecordExtra {
   slot: Slot;
   trialDir: string;
   infraAttempts: number;
-  retryReasons: string[];
+  /** The runs of this slot before the recorded one, discarded for infrastructure failures. */
+  retryReasons: RetriedAttempt[];
   source?: string;
 }
 
@@ -208,6 +212,15 @@ export class JobStore {
     return rows.map((r) => ({ trial_id: r.trial_id, status: r.status, error_class: r.error_class, row: JSON.parse(r.row_json) as Record<string, unknown>, replaced_at: r.replaced_at }));
   }
 
+  /** Every replaced record (by `run --retry`), with its slot: sandbox time spent and discarded. */
+  allHistory(): Array<{ config: string; task: string; attempt: number; error_class: string | null; duration_ms: number; retries: RetriedAttempt[] }> {
+    const rows = this.db.prepare('SELECT config, task, attempt, error_class, row_json FROM trial_history ORDER BY rowid').all() as Array<{ config: string; task: string; attempt: number; error_class: string | null; row_json: string }>;
+    return rows.map((r) => {
+      const row = JSON.parse(r.row_json) as { duration_ms?: number | null; retry_reasons_json?: string };
+      return { config: r.config, task: r.task, attempt: r.attempt, error_class: r.error_class, duration_ms: row.duration_ms ?? 0, retries: parseRetries(row.retry_reasons_json) };
+    });
+  }
+
   /** Every trial id the store holds. */
   trialIds(): Set<string> {
     return new Set((this.db.prepare('SELECT trial_id FROM trials').pluck().all() as string[]));
@@ -234,7 +247,7 @@ export class JobStore {
       // The row a slot's new record replaces, kept whole (a not_run placeholder is not history).
       keepHistory: this.db.prepare(
         `INSERT INTO trial_history (trial_id, config, task, attempt, status, error_class, row_json, replaced_at)
-         SELECT trial_id, config, task, attempt, status, error_class, json_object('trial_id', trial_id, 'status', status, 'reward', reward, 'error_class', error_class, 'error_message', error_message, 'duration_ms', duration_ms, 'trial_dir', trial_dir, 'infra_attempts', infra_attempts), ?
+         SELECT trial_id, config, task, attempt, status, error_class, json_object('trial_id', trial_id, 'status', status, 'reward', reward, 'error_class', error_class, 'error_message', error_message, 'duration_ms', duration_ms, 'trial_dir', trial_dir, 'infra_attempts', infra_attempts, 'retry_reasons_json', retry_reasons_json), ?
          FROM trials WHERE config = ? AND task = ? AND attempt = ? AND status != 'not_run'`,
       ),
       insertTest: this.db.prepare('INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)'),
