@@ -179,3 +179,35 @@ describe('re-running recorded trials', () => {
     }
   });
 });
+
+describe('longest first (fake provider)', () => {
+  it('with a prior, each round starts the tasks that took longest before first', async () => {
+    const dirs = await taskDirs(3);
+    const took: Record<string, number> = { t0: 5, t1: 80, t2: 40 };
+    const slow: Agent = {
+      name: 'oracle',
+      model: null,
+      async setup() {},
+      async run({ task }) {
+        await new Promise((r) => setTimeout(r, took[task.name]));
+        return { exitReason: 'completed', message: null };
+      },
+    };
+    const agentFactory = () => ({ agent: slow, secrets: [] });
+    const jobsDir = await tempDir();
+    const runOne = async (input: Partial<JobSpecInput> & { name: string }) => {
+      const spec = parseSpec({ tasks: { paths: dirs }, agents: [{ agent: 'oracle' }], k: 1, concurrency: 1, ...input }, 'test');
+      const opened = await openJob(spec, jobsDir);
+      const order: string[] = [];
+      try {
+        await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir, agentFactory, onEvent: (e) => e.type === 'trial-start' && order.push(e.slot.task) });
+      } finally {
+        await opened.close();
+      }
+      return order;
+    };
+    assert.deepEqual(await runOne({ name: 'before' }), ['t0', 't1', 't2'], 'without a prior: by name');
+    const order = await runOne({ name: 'after', k: 2, adaptive: { prior: { source: path.join(jobsDir, 'before') } } });
+    assert.deepEqual(order.slice(0, 3), ['t1', 't2', 't0'], 'the slowest task of the prior first');
+  });
+});

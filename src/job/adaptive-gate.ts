@@ -2,8 +2,11 @@ import { decide, DEFAULT_ADAPTIVE_RULE, informedPrior, type AdaptiveRule } from 
 import type { Slot } from '../store/store.js';
 import type { JobSpec } from './spec.js';
 
-/** Earlier counts per configuration label and task: the informed priors of an adaptive job. */
-export type Priors = Record<string, Record<string, { n: number; c: number }>>;
+/**
+ * Earlier counts per configuration label and task: the informed priors of an adaptive job, with
+ * the mean duration of those trials (ms), by which the job runs its longest tasks first.
+ */
+export type Priors = Record<string, Record<string, { n: number; c: number; ms?: number }>>;
 
 /** The job's base rule, from its spec (k is the cap). */
 export function baseRuleOf(adaptive: NonNullable<JobSpec['adaptive']>, k: number): AdaptiveRule {

@@ -74,7 +74,19 @@ export async function holdJobFolder(jobDir: string, label: string): Promise<Held
  */
 async function readPriors(spec: JobSpec): Promise<Priors> {
   const prior = spec.adaptive!.prior!;
-  const counts = countByTask(await loadRecords([prior.source]));
+  const records = await loadRecords([prior.source]);
+  const counts = countByTask(records);
+  const time = new Map<string, { sum: number; n: number }>();
+  for (const r of records) {
+    if (r.reward === null) continue;
+    const key = `${r.config}\u0000${r.task}`;
+    const t = time.get(key) ?? { sum: 0, n: 0 };
+    time.set(key, { sum: t.sum + r.durationMs, n: t.n + 1 });
+  }
+  const meanMs = (config: string, task: string): number | undefined => {
+    const t = time.get(`${config}\u0000${task}`);
+    return t && t.n ? Math.round(t.sum / t.n) : undefined;
+  };
   const available = [...new Set(counts.map((t) => t.config))].sort();
   if (!available.length) throw new TermgradeError('bad_input', `${prior.source}: no graded trials to take a prior from`);
   const priors: Priors = {};
@@ -84,7 +96,7 @@ async function readPriors(spec: JobSpec): Promise<Priors> {
     if (!from || !available.includes(from)) {
       throw new TermgradeError('usage', `${prior.source}: ${prior.config ? `no configuration "${prior.config}"` : `which configuration is the prior of "${label}"?`} (it has: ${available.join(', ')}); say it with --prior-config or adaptive.prior.config`);
     }
-    priors[label] = Object.fromEntries(counts.filter((t) => t.config === from && t.n > 0).map((t) => [t.task, { n: t.n, c: t.c }]));
+    priors[label] = Object.fromEntries(counts.filter((t) => t.config === from && t.n > 0).map((t) => [t.task, { n: t.n, c: t.c, ms: meanMs(from, t.task) }]));
   }
   return priors;
 }

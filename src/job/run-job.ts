@@ -90,10 +90,15 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   const endpointRunning = new Map<string, number>();
 
   const finished = store.finishedSlots(options.retry);
+  // Longest first, when an earlier measurement says how long each task takes: the last trials to
+  // start are then the short ones, and the job drains with every slot busy until near the end.
+  const priors = JSON.parse(store.getMeta('priors') ?? 'null') as Priors | null;
+  const expectedMs = (task: string): number => Math.max(0, ...Object.values(priors ?? {}).map((p) => p[task]?.ms ?? 0));
+  const ordered = priors ? [...options.tasks].sort((a, b) => expectedMs(b.name) - expectedMs(a.name)) : options.tasks;
   const byName = new Map(options.tasks.map((t) => [t.name, t]));
   let total = 0;
   for (let attempt = 0; attempt < spec.k; attempt++) {
-    for (const task of options.tasks) {
+    for (const task of ordered) {
       for (const c of configs) {
         total += 1;
         const slot = { config: c.label, task: task.name, attempt };
@@ -142,6 +147,8 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(spec.concurrency / 8)), spec.network ?? null);
 
   const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
+  // Sandboxes of finished trials are removed while the next trials run; the job ends after them.
+  const removals = new Set<Promise<void>>();
   let storeFailure: unknown = null;
   const record = (fn: () => void): void => {
     try {
@@ -178,6 +185,10 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         prepare: () => ensureImage(task, c.agent),
         start: (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared, queued.get(imageKeyOf(task, c.agent)) ?? 0),
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
+        removeInBackground: (removal) => {
+          removals.add(removal);
+          void removal.finally(() => removals.delete(removal));
+        },
       });
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
@@ -197,7 +208,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass: r.error?.class ?? null, infraAttempts: runs, durationMs: r.durationMs, outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd });
   };
 
-  const gate = AdaptiveGate.fromSpec(spec, JSON.parse(store.getMeta('priors') ?? 'null') as Priors | null);
+  const gate = AdaptiveGate.fromSpec(spec, priors);
   if (gate) for (const row of store.listTrials()) if (row.status !== 'not_run') gate.record(row, row.reward, row.passed === 1);
   const eligible = (slot: Slot): boolean => gate?.eligible(slot) ?? true;
   let droppedByRule = 0;
@@ -263,7 +274,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     pump();
   });
   clearTimeout(budgetTimer);
-  await warm.closeAll();
+  await Promise.all([warm.closeAll(), ...removals]);
   options.signal?.removeEventListener('abort', parentAbort);
   if (stoppedBy === 'done' && stop.signal.aborted) stoppedBy = 'cancelled';
 

@@ -47,6 +47,12 @@ export interface TrialOptions {
    * the user made. Null or absent: every trial runs offline, whatever the task asks.
    */
   network?: string | null;
+  /**
+   * Takes the sandbox's removal off the trial's path: given, the trial ends once graded and hands
+   * over the removal under way (a job frees the slot at once and awaits removals at its end);
+   * the result then has no teardown phase. Removal never throws (Sandbox.close).
+   */
+  removeInBackground?: (removal: Promise<void>) => void;
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
@@ -237,7 +243,8 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     fail(cancelled(err) ? 'cancelled' : 'internal_error', 'teardown', errorMessage(err));
   } finally {
     const box = sandbox as Sandbox | null;
-    if (box) await timed('teardown', () => box.close());
+    if (box && options.removeInBackground) options.removeInBackground(box.close());
+    else if (box) await timed('teardown', () => box.close());
   }
 
   const v = verdict as VerifierOutcome | null;
