@@ -10,6 +10,8 @@ import { runJob } from '../src/job/run-job.js';
 import type { JobSpecInput } from '../src/job/spec.js';
 import { configStats } from '../src/report/aggregate.js';
 import { toStatsRecord } from '../src/report/records.js';
+import { loadTask } from '../src/task/load.js';
+import { runTrial } from '../src/trial/run.js';
 import { tempDir, trivialTask } from './helpers.js';
 import { FakeProvider } from './support/fake-provider.js';
 
@@ -209,5 +211,43 @@ describe('longest first (fake provider)', () => {
     assert.deepEqual(await runOne({ name: 'before' }), ['t0', 't1', 't2'], 'without a prior: by name');
     const order = await runOne({ name: 'after', k: 2, adaptive: { prior: { source: path.join(jobsDir, 'before') } } });
     assert.deepEqual(order.slice(0, 3), ['t1', 't2', 't0'], 'the slowest task of the prior first');
+  });
+});
+
+describe('a model-first agent starts while its sandbox is starting (fake provider)', () => {
+  /** An agent whose first step is a 300 ms "model call", then one command. */
+  const thinker = (seen: { firstCallAt: number; commandAt: number }): Agent => ({
+    name: 'thinker',
+    model: null,
+    modelFirst: true,
+    async setup() {},
+    async run({ sandbox }) {
+      seen.firstCallAt = performance.now();
+      await new Promise((r) => setTimeout(r, 300));
+      await sandbox.exec(['true']);
+      seen.commandAt = performance.now();
+      return { exitReason: 'completed', message: null };
+    },
+  });
+
+  it('the start hides behind the first model call, and the setup phase still says how long it took', async () => {
+    const task = await loadTask(await trivialTask());
+    const seen = { firstCallAt: 0, commandAt: 0 };
+    const t0 = performance.now();
+    const r = await runTrial({ task, agent: thinker(seen), provider: new FakeProvider({ startMs: 250 }), outDir: await tempDir() });
+    assert.equal(r.reward, 1);
+    assert.ok(seen.firstCallAt - t0 < 200, 'the agent began before the 250 ms start was over');
+    assert.ok(r.phases.environment_setup!.durationMs >= 240, `setup phase ${r.phases.environment_setup!.durationMs} ms: the real start time`);
+    assert.ok(r.phases.environment_setup!.finishedAt > r.phases.agent_run!.startedAt, 'the phases overlap');
+  });
+
+  it('a start that fails is the environment failure (infrastructure), not the agent\'s, and nothing is graded', async () => {
+    const task = await loadTask(await trivialTask());
+    const provider = new FakeProvider({ startMs: 50, startFails: () => true });
+    const r = await runTrial({ task, agent: thinker({ firstCallAt: 0, commandAt: 0 }), provider, outDir: await tempDir() });
+    assert.equal(r.reward, null);
+    assert.equal(r.error?.class, 'environment_error');
+    assert.equal(r.phases.verification, undefined);
+    assert.equal(provider.open, 0);
   });
 });

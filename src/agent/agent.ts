@@ -43,6 +43,12 @@ export interface Agent {
   readonly name: string;
   /** The model it talks to, for the record; null for agents with no model. */
   readonly model: string | null;
+  /**
+   * True when the agent's first step is a model call that needs nothing of the sandbox: the trial
+   * then starts the agent while the sandbox is still starting (its methods wait for it), hiding
+   * the start behind the model's latency.
+   */
+  readonly modelFirst?: boolean;
   /** Dockerfile lines the agent needs on top of the task's image, baked in before trials run. */
   readonly imageLayer?: string;
   /** Installs what the agent needs in the sandbox (its own phase, with its own timeout). */

@@ -48,6 +48,8 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
   return {
     name: 'bash-tool',
     model: client.config.model,
+    // The first turn is a model call on the instruction alone: the sandbox may still be starting.
+    modelFirst: true,
     async setup(): Promise<void> {},
 
     async run(ctx: AgentContext): Promise<AgentOutcome> {

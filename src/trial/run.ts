@@ -3,6 +3,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Agent, AgentOutcome, AgentUsage } from '../agent/agent.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
+import { pendingSandbox } from '../sandbox/pending.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
@@ -56,6 +57,17 @@ export interface TrialOptions {
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
+}
+
+/** Waits for a sandbox started behind the agent; records its setup time, or returns its failure. */
+async function settleStart(starting: Promise<Sandbox>, from: { iso: string; ms: number; readyIso: string; readyMs: number }, phases: Partial<Record<Phase, PhaseTiming>>): Promise<unknown> {
+  try {
+    await starting;
+    phases.environment_setup = { startedAt: from.iso, finishedAt: from.readyIso, durationMs: from.readyMs - from.ms };
+    return null;
+  } catch (err) {
+    return err ?? new Error('the sandbox did not start');
+  }
 }
 
 /** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
@@ -151,21 +163,40 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   const usage: AgentUsage = { turns: 0, tokens: null, costUsd: null };
   let prepared: PreparedEnvironment | null = null;
   let sandbox: Sandbox | null = null;
+  /** With a model-first agent: the start still under way when the agent began. */
+  let startingSandbox: Promise<Sandbox> | null = null;
   let outcome: AgentOutcome | null = null;
   let exitReason: TrialResult['exitReason'] = 'not_run';
   let verdict: VerifierOutcome | null = null;
   // The model endpoint failed (after its own retries): the trial says nothing about the model.
   let endpointFailed = false;
 
+  const setupStarted = { iso: '', ms: 0, readyIso: '', readyMs: 0 };
   try {
     await timed('environment_setup', async () => {
+      setupStarted.iso = nowIso();
+      setupStarted.ms = performance.now();
       try {
         prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
         const ms = (t.environmentSec ?? 120) * 1000;
-        const starting = options.start ? options.start(prepared) : provider.start(task, prepared, { signal, labels: { 'io.termgrade.trial': trialId }, network: task.limits.network ? (options.network ?? null) : null });
-        sandbox = await withTimeout(starting, ms, 'environment_error', `container did not start within ${ms / 1000} s`);
-        const made = await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
-        if (made.exitCode !== 0) throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
+        const ready = prepared;
+        const starting = (async () => {
+          const started = options.start ? options.start(ready) : provider.start(task, ready, { signal, labels: { 'io.termgrade.trial': trialId }, network: task.limits.network ? (options.network ?? null) : null });
+          const box = await withTimeout(started, ms, 'environment_error', `container did not start within ${ms / 1000} s`);
+          const made = await box.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
+          if (made.exitCode !== 0) {
+            await box.close();
+            throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
+          }
+          setupStarted.readyIso = nowIso();
+          setupStarted.readyMs = performance.now();
+          return box;
+        })();
+        if (agent.modelFirst) {
+          // The agent begins with a model call: it starts now, the sandbox catches up.
+          startingSandbox = starting;
+          sandbox = pendingSandbox(starting);
+        } else sandbox = await starting;
       } catch (err) {
         if (cancelled(err)) throw err;
         fail(err instanceof TermgradeError && err.code === 'build_failed' ? 'build_failed' : 'environment_error', 'environment_setup', errorMessage(err));
@@ -222,9 +253,14 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             disk.stop();
           }
         });
+        // A sandbox started behind the agent's first model call: its setup phase is the time until
+        // it was ready (overlapping the agent's run); a start that failed is the environment's
+        // failure, whatever the agent made of it, and there is nothing to grade.
+        const startFailure = startingSandbox ? await settleStart(startingSandbox, setupStarted, phases) : null;
+        if (startFailure) fail(startFailure instanceof TermgradeError && startFailure.code === 'build_failed' ? 'build_failed' : 'environment_error', 'environment_setup', errorMessage(startFailure));
         // Graded whatever way the agent ended: partial work counts. Not when the model endpoint
         // failed: that trial carries no reward at all (infrastructure), and is retried.
-        if (!endpointFailed) await timed('verification', async () => {
+        if (!endpointFailed && !startFailure) await timed('verification', async () => {
           try {
             verdict = await verify(box, task, {
               hostLogsDir: verifierLogs,

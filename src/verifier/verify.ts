@@ -18,6 +18,13 @@ export interface VerifyOptions {
   signal?: AbortSignal;
 }
 
+/** /tests and /logs/verifier made afresh, whatever the agent left there (/logs as a file, a link, a read-only mode), and the tests copied in by the backend. */
+async function freshFolders(sandbox: Sandbox, task: Task): Promise<void> {
+  const fresh = await sandbox.exec(['/bin/sh', '-c', `rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`]);
+  if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR} before grading: ${fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
+  await sandbox.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
+}
+
 /** The agent's filesystem changes that touch the verifier's machinery (read through the backend). */
 async function scanForTampering(sandbox: Sandbox): Promise<Tampering[]> {
   const changes = await sandbox.changes();
@@ -47,16 +54,15 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     const alive = await sandbox.exec(['true'], { timeoutSec: 30 }).then((r) => r.exitCode === 0, () => false);
     if (!alive) await sandbox.endProcesses();
   }
-  const tampering = await scanForTampering(sandbox);
+  // The scan reads the agent's changes while the verifier's folders are made afresh and the tests
+  // copied in: those touch only /tests and /logs, which the scan never flags, so the two overlap.
+  const [tampering, folders] = await Promise.all([scanForTampering(sandbox), freshFolders(sandbox, task).then(() => null, (err: unknown) => err)]);
   const none = { tests: [], testsSource: 'none' as const, testsSourceCounts: {}, exitCode: null, durationMs: 0, rewardSource: null };
   if (tampering.length > 0) {
     const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
     return { ...none, reward: 0, rewards: {}, tampering, error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` } };
   }
-  // Made fresh whatever the agent left there (/logs as a file, a link, a read-only mode).
-  const fresh = await sandbox.exec(['/bin/sh', '-c', `rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`]);
-  if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR} before grading: ${fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
-  await sandbox.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
+  if (folders) throw folders;
   const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
   const run = await sandbox.exec(
     `if command -v bash >/dev/null 2>&1; then bash ${TESTS_DIR}/test.sh; else sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,

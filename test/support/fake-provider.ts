@@ -22,6 +22,8 @@ export interface FakeBehaviour {
   prepareFails?: (task: Task) => boolean;
   /** How long each command takes, ms. */
   commandMs?: number;
+  /** How long a sandbox takes to start, ms. */
+  startMs?: number;
 }
 
 const ok = (text = ''): ExecResult => ({ exitCode: 0, stdout: { text, totalBytes: text.length, truncatedBytes: 0 }, stderr: { text: '', totalBytes: 0, truncatedBytes: 0 }, timedOut: false, durationMs: 0 });
@@ -143,6 +145,7 @@ export class FakeProvider implements SandboxProvider {
     if (options.signal?.aborted) throw new CancelledError('sandbox start');
     const n = this.startsByTask.get(task.name) ?? 0;
     this.startsByTask.set(task.name, n + 1);
+    if (this.behaviour.startMs) await new Promise((r) => setTimeout(r, this.behaviour.startMs));
     if (this.behaviour.startFails?.(task, n)) throw new TermgradeError('environment_error', `fake sandbox for ${task.name} did not start`);
     this.starts += 1;
     this.open += 1;

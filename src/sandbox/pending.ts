@@ -1,0 +1,36 @@
+import type { Sandbox } from './sandbox.js';
+
+/**
+ * A sandbox that is still starting, handed to an agent whose first step needs none of it (a model
+ * call): every method waits for the start and then acts, so the start hides behind the model's
+ * latency. If the start fails, every method rejects with the start's error (the trial records it
+ * as the environment's failure, not the agent's).
+ */
+export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
+  // A start that fails before anyone asked must not be an unhandled rejection: the trial awaits it.
+  starting.catch(() => undefined);
+  let ready: Sandbox | null = null;
+  void starting.then((s) => (ready = s), () => undefined);
+  const later =
+    <K extends keyof Sandbox>(name: K) =>
+    async (...args: unknown[]): Promise<unknown> => {
+      const s = await starting;
+      return (s[name] as (...a: unknown[]) => Promise<unknown>).apply(s, args);
+    };
+  return {
+    get id() {
+      return ready?.id ?? 'starting';
+    },
+    exec: later('exec') as Sandbox['exec'],
+    shell: later('shell') as Sandbox['shell'],
+    copyIn: later('copyIn') as Sandbox['copyIn'],
+    putFiles: later('putFiles') as Sandbox['putFiles'],
+    copyOut: later('copyOut') as Sandbox['copyOut'],
+    readFile: later('readFile') as Sandbox['readFile'],
+    endProcesses: later('endProcesses') as Sandbox['endProcesses'],
+    changes: later('changes') as Sandbox['changes'],
+    diskUsage: later('diskUsage') as Sandbox['diskUsage'],
+    // Closing a sandbox whose start failed has nothing to remove.
+    close: () => starting.then((s) => s.close(), () => undefined),
+  };
+}
