@@ -255,3 +255,13 @@ describe('retry waste', () => {
     assert.match(r.stdout, /bash-tool\/flaky: [\d.]+% of sandbox time bought no grade \(2 of 3 runs\): (verifier_timeout|model_unavailable) [\d.]+%, (verifier_timeout|model_unavailable) [\d.]+%/);
   });
 });
+
+describe('run-trial with a custom agent', () => {
+  it('loads the module and runs its agent (the name from the module when --agent is not given)', async () => {
+    const { url } = await serve({ m: [{ reply: { content: '```bash\necho hello > /app/out.txt\n```' } }] });
+    const r = await runCli(['run-trial', await trivialTask(), '--agent-import-path', ONE_SHOT, '--model', 'm', '--base-url', url, '--json', '-o', await tempDir()]);
+    assert.equal(r.status, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as { agent: { name: string; model: string }; reward: number };
+    assert.deepEqual([result.agent.name, result.agent.model, result.reward], ['one-shot', 'm', 1]);
+  });
+});

@@ -7,7 +7,8 @@ import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
-import { CLI, tempDir, trivialTask } from './helpers.js';
+import { loadAgentModule } from '../src/agent/registry.js';
+import { CLI, ROOT, tempDir, trivialTask } from './helpers.js';
 import { bash } from './support/scripts.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 
@@ -187,6 +188,22 @@ describe('serve: episodes against a scripted model endpoint', () => {
     assert.equal(r.json.reward, null);
     assert.equal(r.json.status, 'infra');
     assert.equal(r.json.error_class, 'model_unavailable');
+  });
+
+  it('serves a custom agent the server loaded, and refuses an agent it does not know with 400', async () => {
+    const unknown = await call(server.url, 'POST', '/v1/episodes', { task: 'hello', agent: 'one-shot', model: { base_url: baseUrl, model: 'good' } });
+    assert.equal(unknown.status, 400);
+    assert.match(JSON.stringify(unknown.json), /unknown agent/);
+    await loadAgentModule(path.join(ROOT, 'examples', 'agents', 'one-shot.mjs'));
+    const script = new ScriptedModelServer({ writer: [{ reply: { content: '```bash\necho hello > /app/out.txt\n```' } }] });
+    const url = await script.start();
+    try {
+      const r = await call(server.url, 'POST', '/v1/episodes', { task: 'hello', agent: 'one-shot', model: { base_url: url, model: 'writer' } });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      assert.equal(r.json.reward, 1);
+    } finally {
+      await script.close();
+    }
   });
 });
 

@@ -77,7 +77,8 @@ program
   .command('run-trial')
   .description('Run one trial of an agent on a task and print its result.')
   .argument('<task>', 'task folder')
-  .addOption(new Option('-a, --agent <name>', 'agent').choices(['oracle', 'nop', 'terminus', 'bash-tool']).default('oracle'))
+  .option('-a, --agent <name>', 'agent: oracle, nop, terminus, bash-tool, or a loaded custom agent (default oracle, or the loaded one)')
+  .option('--agent-import-path <module>', 'load a custom agent: a .js file or package whose default export is an agent plugin')
   .option('-m, --model <name>', 'model name, for terminus and bash-tool')
   .option('--base-url <url>', 'OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1')
   .option('--api-key-env <var>', 'environment variable holding the API key (its value is never logged)', 'OPENAI_API_KEY')
@@ -286,6 +287,7 @@ program
   .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
   .option('--record <name>', 'keep this server\'s grades under .termgrade/serve/NAME (for `termgrade drift NAME`)')
   .option('--data-dir <dir>', 'verifier logs, episode folders and grades.jsonl (default .termgrade/serve, or .termgrade/serve/NAME with --record)')
+  .option('--agent-import-path <module...>', 'custom agents episodes may name (a .js file or package whose default export is an agent plugin)')
   .addHelpText('after', '\nPrints one JSON line {"url", "tasks"} on stdout once listening. Stops on SIGINT / SIGTERM, removing every sandbox.')
   .action(async (opts) => {
     const { serveCommand } = await import('./serve-command.js');

@@ -1,9 +1,10 @@
 import path from 'node:path';
-import { createAgent, loadPrices, DockerProvider, loadTask, runTrial, TermgradeError } from '../index.js';
+import { createAgent, loadAgentModule, loadPrices, DockerProvider, loadTask, runTrial, TermgradeError } from '../index.js';
 import { EXIT, handleSignals } from './signals.js';
 
 export interface RunTrialFlags {
-  agent: string;
+  agent?: string;
+  agentImportPath?: string;
   out: string;
   timeoutMultiplier: number;
   json?: boolean;
@@ -46,7 +47,9 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
           price: prices[flags.model],
         }
       : undefined;
-  const { agent, secrets } = createAgent({ name: flags.agent, model, maxTurns: flags.maxTurns });
+  const name = flags.agent ?? (flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : 'oracle');
+  if (flags.agent && flags.agentImportPath) await loadAgentModule(flags.agentImportPath);
+  const { agent, secrets } = createAgent({ name, model, maxTurns: flags.maxTurns });
   const provider = new DockerProvider();
   await provider.ping();
   const signals = handleSignals(provider, (m) => process.stderr.write(`${m}\n`));

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DockerProvider } from '../index.js';
+import { DockerProvider, loadAgentModule } from '../index.js';
 import { startServer } from '../serve/server.js';
 import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
@@ -14,6 +14,7 @@ export interface ServeFlags {
   idleTtl: number;
   dataDir?: string;
   record?: string;
+  agentImportPath?: string[];
 }
 
 /** Where a server keeps its records: --data-dir, else .termgrade/serve/NAME for --record NAME. */
@@ -29,6 +30,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     token = process.env[flags.tokenEnv] ?? null;
     if (!token) throw new TermgradeError('usage', `--token-env ${flags.tokenEnv}: the variable is not set`);
   }
+  for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
   const provider = new DockerProvider();
   await provider.ping();
   const tasks = await loadServedTasks(flags.tasks, flags.selection);

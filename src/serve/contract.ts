@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { knownAgents } from '../agent/registry.js';
 
 /**
  * The HTTP contract `termgrade serve` keeps with RL trainers (fields may be added, never changed).
@@ -50,7 +51,8 @@ export const ModelBody = z.looseObject({
 
 export const EpisodeBody = z.strictObject({
   task: z.string().min(1),
-  agent: z.enum(['bash-tool', 'terminus']),
+  /** A registered agent: bash-tool, terminus, or one the server loaded (serve --agent-import-path). */
+  agent: z.string().min(1).refine((name) => knownAgents().includes(name), { message: 'unknown agent (known: bash-tool, terminus, and any the server loaded)' }),
   model: ModelBody,
   /** The trainer's session id: sent on every model call (header and body) so its gateway can match tokens. */
   session_id: z.string().max(200).optional(),
