@@ -85,7 +85,7 @@ function runSeed(seed: number, scenario: Scenario): SeedResult {
     const old = trueRate(u);
     const earlierC = Array.from({ length: 16 }, () => u() < old).filter(Boolean).length;
     const p = scenario === 'shift' ? expit(logit(clip(old)) + 1) : scenario === 'third moved' && u() < 1 / 3 ? 1 - old : old;
-    const taskRule: AdaptiveRule = scenario === 'cold (earlier)' ? legacy : scenario === 'cold' ? rule : { ...rule, informed: informedPrior({ n: 16, c: earlierC }, { weight: 0.9, maxTrials: 16 }) };
+    const taskRule: AdaptiveRule = scenario === 'cold (earlier)' ? legacy : scenario === 'cold' ? rule : { ...rule, informed: informedPrior({ n: 16, c: earlierC }, { maxTrials: 16 }) };
     const outcomes = Array.from({ length: rule.kMax }, () => u() < p);
     const fixedIn = inBand(outcomes.filter(Boolean).length / rule.kMax, rule.lo, rule.hi);
     const a = runAdaptive(outcomes, taskRule);
@@ -103,7 +103,7 @@ function runSeed(seed: number, scenario: Scenario): SeedResult {
 const pad = (s: string, n = 14): string => s.padStart(n);
 console.log(`synthetic pools: ${TASKS} tasks each, U-shaped true rates, ${SEEDS} seeds; band ${rule.lo}..${rule.hi}, k ${rule.kMax}`);
 console.log(`rule: Bayes-optimal stopping, one trial at a time, risk ${rule.risk} (a differing decision costs ${Math.round(1 / rule.risk)} trials); 'cold (earlier)': curtailment in pairs, risk ${legacy.risk}`);
-console.log('prior: the 16 earlier trials, counted as at most 16, mixed 0.9 / 0.1 with Jeffreys Beta(1/2, 1/2)');
+console.log('prior: the 16 earlier trials, counted as at most 16, mixed with Jeffreys Beta(1/2, 1/2): 0.97 / 0.03 for a one-sided record (<= 1 success or failure), else 0.9 / 0.1');
 console.log(`${'scenario'.padEnd(14)}${pad('trials/fixed')}${pad('worst seed')}${pad('agreement %')}${pad('worst seed %')}${pad('mean bias')}${pad('bias / SE')}${pad('target')}`);
 for (const scenario of SCENARIOS) {
   const results = Array.from({ length: SEEDS }, (_, s) => runSeed(s + 1, scenario));

@@ -230,7 +230,8 @@ describe('adaptive sampling', () => {
 
   it('an informed prior is discounted to at most maxTrials pseudo-trials and mixed with the vague prior', () => {
     assert.deepEqual(informedPrior({ n: 32, c: 8 }, { maxTrials: 16, weight: 0.9 }), { a: 4.5, b: 12.5, weight: 0.9 });
-    assert.deepEqual(informedPrior({ n: 4, c: 1 }, { maxTrials: 16 }), { a: 1.5, b: 3.5, weight: 0.8 });
+    assert.deepEqual(informedPrior({ n: 4, c: 1 }, { maxTrials: 16 }), { a: 1.5, b: 3.5, weight: 0.97 }, 'at most one success: one-sided');
+    assert.deepEqual(informedPrior({ n: 16, c: 8 }, { maxTrials: 16 }), { a: 8.5, b: 8.5, weight: 0.9 });
     assert.equal(informedPrior({ n: 0, c: 0 }), null);
     // Agreeing evidence: after 0 of 2, a prior of 0 of 16 makes "in the band" far less likely than
     // the vague prior alone does. Evidence against it (6 of 6) moves the weight to the vague part:

@@ -130,7 +130,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
       method: was?.method ?? 'optimal',
       risk: f.adaptiveRisk ?? was?.risk,
       step: was?.step ?? 1,
-      prior: f.prior ? { source: path.resolve(f.prior), config: f.priorConfig, weight: was?.prior?.weight ?? 0.9, maxTrials: was?.prior?.maxTrials } : was?.prior,
+      prior: f.prior ? { source: path.resolve(f.prior), config: f.priorConfig, weight: was?.prior?.weight, maxTrials: was?.prior?.maxTrials } : was?.prior,
     };
   }
   if (f.timeoutMultiplier !== undefined) {

@@ -78,7 +78,8 @@ export const JobSpecSchema = z.strictObject({
           source: z.string().min(1),
           /** Which configuration of the source; default the one there is, or the same label. */
           config: z.string().min(1).optional(),
-          weight: z.number().gt(0).lt(1).default(0.9),
+          /** The informed part's share of the prior; default 0.97 for a one-sided earlier record, else 0.9. */
+          weight: z.number().gt(0).lt(1).optional(),
           /** Earlier trials count as at most this many (default k). */
           maxTrials: z.number().positive().optional(),
         })

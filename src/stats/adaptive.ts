@@ -44,15 +44,19 @@ export interface InformedPrior {
  * the new evidence:
  * - discounted (a power prior): the earlier trials count as at most `maxTrials` (default 8,
  *   half of k = 16) pseudo-trials, so a full new measurement always outweighs them;
- * - robust (a mixture): the discounted Beta gets `weight` (default 0.8) of the prior, the vague
- *   Jeffreys Beta(1/2, 1/2) the rest. When the new trials disagree with the old rate (the task
- *   drifted), the posterior shifts to the vague part by Bayes' rule, and the rule samples on as if
- *   cold. The prior changes when a task stops, never which estimate is unbiased (see GmsEstimator).
+ * - robust (a mixture): the discounted Beta gets `weight` of the prior, the vague Jeffreys
+ *   Beta(1/2, 1/2) the rest. When the new trials disagree with the old rate (the task drifted), the
+ *   posterior shifts to the vague part by Bayes' rule, and the rule samples on as if cold. The
+ *   default weight is 0.97 for a one-sided earlier record (at most one success, or at most one
+ *   failure: far from any band, so a drift into it is a large move the first trials show) and 0.9
+ *   otherwise.
+ * The prior changes when a task stops, never which estimate is unbiased (see GmsEstimator).
  */
 export function informedPrior(earlier: { n: number; c: number }, options: { maxTrials?: number; weight?: number } = {}): InformedPrior | null {
   if (earlier.n <= 0) return null;
   const scale = Math.min(1, (options.maxTrials ?? 8) / earlier.n);
-  return { a: 0.5 + scale * earlier.c, b: 0.5 + scale * (earlier.n - earlier.c), weight: options.weight ?? 0.8 };
+  const oneSided = earlier.c <= 1 || earlier.n - earlier.c <= 1;
+  return { a: 0.5 + scale * earlier.c, b: 0.5 + scale * (earlier.n - earlier.c), weight: options.weight ?? (oneSided ? 0.97 : 0.9) };
 }
 
 export const DEFAULT_ADAPTIVE_RULE: AdaptiveRule = { lo: 0.25, hi: 0.75, kMax: 16, risk: 0.02, step: 2, priorA: 0.5, priorB: 0.5 };
