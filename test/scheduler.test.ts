@@ -216,27 +216,27 @@ describe('longest first (fake provider)', () => {
 
 describe('a model-first agent starts while its sandbox is starting (fake provider)', () => {
   /** An agent whose first step is a 300 ms "model call", then one command. */
-  const thinker = (seen: { firstCallAt: number; commandAt: number }): Agent => ({
+  const thinker = (seen: { idAtStart: string; idAfter: string }): Agent => ({
     name: 'thinker',
     model: null,
     modelFirst: true,
     async setup() {},
     async run({ sandbox }) {
-      seen.firstCallAt = performance.now();
+      seen.idAtStart = sandbox.id;
       await new Promise((r) => setTimeout(r, 300));
       await sandbox.exec(['true']);
-      seen.commandAt = performance.now();
+      seen.idAfter = sandbox.id;
       return { exitReason: 'completed', message: null };
     },
   });
 
   it('the start hides behind the first model call, and the setup phase still says how long it took', async () => {
     const task = await loadTask(await trivialTask());
-    const seen = { firstCallAt: 0, commandAt: 0 };
-    const t0 = performance.now();
+    const seen = { idAtStart: '', idAfter: '' };
     const r = await runTrial({ task, agent: thinker(seen), provider: new FakeProvider({ startMs: 250 }), outDir: await tempDir() });
     assert.equal(r.reward, 1);
-    assert.ok(seen.firstCallAt - t0 < 200, 'the agent began before the 250 ms start was over');
+    assert.equal(seen.idAtStart, 'starting', 'the agent began while its sandbox was still starting');
+    assert.match(seen.idAfter, /^fake-\d+$/, 'and its command ran in the started sandbox');
     assert.ok(r.phases.environment_setup!.durationMs >= 240, `setup phase ${r.phases.environment_setup!.durationMs} ms: the real start time`);
     assert.ok(r.phases.environment_setup!.finishedAt > r.phases.agent_run!.startedAt, 'the phases overlap');
   });
@@ -244,7 +244,7 @@ describe('a model-first agent starts while its sandbox is starting (fake provide
   it('a start that fails is the environment failure (infrastructure), not the agent\'s, and nothing is graded', async () => {
     const task = await loadTask(await trivialTask());
     const provider = new FakeProvider({ startMs: 50, startFails: () => true });
-    const r = await runTrial({ task, agent: thinker({ firstCallAt: 0, commandAt: 0 }), provider, outDir: await tempDir() });
+    const r = await runTrial({ task, agent: thinker({ idAtStart: '', idAfter: '' }), provider, outDir: await tempDir() });
     assert.equal(r.reward, null);
     assert.equal(r.error?.class, 'environment_error');
     assert.equal(r.phases.verification, undefined);
