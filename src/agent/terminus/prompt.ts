@@ -1,4 +1,4 @@
-/** Our own wording of the keystroke protocol (REFERENCE section 3). */
+/** Our own wording of the keystroke protocol of Terminus-2 (JSON turns: analysis, plan, commands, task_complete). */
 export const SYSTEM_PROMPT = `You are an agent working in a Linux terminal to complete a task. You control the terminal by typing keystrokes into a tmux session, and you see what the screen shows afterwards.
 
 Answer every turn with exactly one JSON object and nothing else:
