@@ -5,7 +5,6 @@ import { after, describe, it } from 'node:test';
 import { createAgent } from '../src/agent/registry.js';
 import { loadTask } from '../src/task/load.js';
 import { runTrial } from '../src/trial/run.js';
-import type { TrialResult } from '../src/trial/schema.js';
 import { docker, EXAMPLES, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer, type ScriptStep } from './support/scripted-model-server.js';
 import { bash, BASH_SOLVES, TERMINUS_SOLVES, turn } from './support/scripts.js';

@@ -85,10 +85,12 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs the CLI; `killOn` SIGKILLs it at the first JSON event on stdout that matches. */
-export function runCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; killOn?: (e: Record<string, unknown>) => boolean } = {}): Promise<Run & { killed: boolean }> {
+type RunOptions = { env?: Record<string, string | undefined>; cwd?: string; killOn?: (e: Record<string, unknown>) => boolean };
+
+/** Runs a program and collects its output; `killOn` SIGKILLs it at the first JSON event on stdout that matches. */
+function runProcess(file: string, args: string[], options: RunOptions): Promise<Run & { killed: boolean }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let pending = '';
@@ -115,15 +117,12 @@ export function runCli(args: string[], options: { env?: Record<string, string | 
   });
 }
 
+/** Runs the CLI (`nodeArgs` go to node before it); `killOn` as for runProcess. */
+export function runCli(args: string[], options: RunOptions & { nodeArgs?: string[] } = {}): Promise<Run & { killed: boolean }> {
+  return runProcess(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], options);
+}
 
 /** Runs a shell command line as a user would type it (for documented commands). */
 export function runShell(command: string, options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn('sh', ['-c', command], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
+  return runProcess('sh', ['-c', command], options);
 }

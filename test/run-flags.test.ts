@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { JobStore } from '../src/store/store.js';
 import { etaSeconds } from '../src/cli/job-progress.js';
-import { CLI, ROOT, runCli, tempDir, trivialTask } from './helpers.js';
+import { ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { bash } from './support/scripts.js';
 
@@ -182,12 +182,7 @@ describe('run: what it says while and after it works', () => {
   it('an internal error is one line naming the file that holds the whole trace', async () => {
     // A fault injected into the process from outside (no hook in the product): stdout breaks.
     const inject = 'data:text/javascript,process.stdout.write = () => { throw new TypeError("injected fault") };';
-    const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', inject, CLI, 'schema', 'stats'], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d));
-      child.on('exit', (status) => resolve({ status, stderr }));
-    });
+    const r = await runCli(['schema', 'stats'], { nodeArgs: ['--import', inject] });
     assert.equal(r.status, 4);
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 1, r.stderr);

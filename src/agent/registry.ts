@@ -72,10 +72,14 @@ const PluginShape = z.object({
   create: z.custom<AgentPlugin['create']>((v) => typeof v === 'function', 'must be a function (options) => Agent'),
 });
 
-/** A path (./x.js, /abs/x.js, x.mjs) is loaded from the file; anything else as a package from `from`. */
+/** An agent module named by a path (./x.js, /abs/x.js, x.mjs) rather than a package name. */
+export function isModuleFile(spec: string): boolean {
+  return spec.startsWith('.') || path.isAbsolute(spec) || /\.(m?js|cjs)$/.test(spec);
+}
+
+/** A file is loaded from its path; anything else as a package resolved from `from`. */
 function resolveModule(spec: string, from: string): string {
-  const looksLikePath = spec.startsWith('.') || path.isAbsolute(spec) || /\.(m?js|cjs)$/.test(spec);
-  if (looksLikePath) return pathToFileURL(path.resolve(from, spec)).href;
+  if (isModuleFile(spec)) return pathToFileURL(path.resolve(from, spec)).href;
   try {
     return pathToFileURL(createRequire(path.join(from, 'package.json')).resolve(spec)).href;
   } catch {

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, DockerProvider, TermgradeError } from '../index.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
-import { configLabelOf, type AgentConfigInput } from '../job/spec.js';
-import { agentNeedsModel, loadAgentModule, loadAgentModules } from '../agent/registry.js';
+import type { AgentConfigInput } from '../job/spec.js';
+import { agentNeedsModel, isModuleFile, loadAgentModule, loadAgentModules } from '../agent/registry.js';
 import { parseEnvAssignment } from '../agent/env.js';
 import { preflightModels } from '../model/preflight.js';
 import { TrialErrorClass } from '../trial/schema.js';
@@ -72,7 +72,7 @@ function modelsFrom(f: RunFlags): Array<{ model: string; baseUrl: string }> {
 }
 
 /** A module path as stored in the job: absolute for a file, as given for a package. */
-const modulePath = (p: string): string => (p.startsWith('.') || path.isAbsolute(p) || /\.(m?js|cjs)$/.test(p) ? path.resolve(p) : p);
+const modulePath = (p: string): string => (isModuleFile(p) ? path.resolve(p) : p);
 
 /**
  * The agent configurations from flags: every agent named with --agent, and each loaded custom

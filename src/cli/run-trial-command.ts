@@ -47,9 +47,8 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
           price: prices[flags.model],
         }
       : undefined;
-  const name = flags.agent ?? (flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : 'oracle');
-  if (flags.agent && flags.agentImportPath) await loadAgentModule(flags.agentImportPath);
-  const { agent, secrets } = createAgent({ name, model, maxTurns: flags.maxTurns });
+  const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
+  const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
   const provider = new DockerProvider();
   await provider.ping();
   const signals = handleSignals(provider, (m) => process.stderr.write(`${m}\n`));

@@ -1,4 +1,4 @@
-import { decide, DEFAULT_ADAPTIVE_RULE, informedPrior, type AdaptiveRule } from '../stats/adaptive.js';
+import { decide, DEFAULT_ADAPTIVE_RULE, DEFAULT_RISK, informedPrior, type AdaptiveRule } from '../stats/adaptive.js';
 import type { Slot } from '../store/store.js';
 import type { JobSpec } from './spec.js';
 
@@ -14,7 +14,7 @@ export function baseRuleOf(adaptive: NonNullable<JobSpec['adaptive']>, k: number
     ...DEFAULT_ADAPTIVE_RULE,
     lo: adaptive.lo,
     hi: adaptive.hi,
-    risk: adaptive.risk ?? DEFAULT_ADAPTIVE_RULE.risk,
+    risk: adaptive.risk ?? DEFAULT_RISK[adaptive.method],
     kMax: k,
     step: adaptive.step,
     method: adaptive.method,

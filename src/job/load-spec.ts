@@ -5,7 +5,8 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { TermgradeError } from '../util/errors.js';
 import { JobSpecSchema, type JobSpec } from './spec.js';
-import { agentNeedsModel } from '../agent/registry.js';
+import { agentNeedsModel, isModuleFile } from '../agent/registry.js';
+import { DEFAULT_RISK } from '../stats/adaptive.js';
 
 /** Reads a job file (.toml, .yaml/.yml, or .json); task paths are relative to the file. */
 export async function readJobFile(file: string): Promise<JobSpec> {
@@ -29,7 +30,7 @@ export async function readJobFile(file: string): Promise<JobSpec> {
   // Files named in the job are relative to it, as task paths are; a package name stays as written.
   for (const a of spec.agents) {
     a.envFiles = a.envFiles.map((f) => path.resolve(base, f));
-    if (a.importPath && (a.importPath.startsWith('.') || /\.(m?js|cjs)$/.test(a.importPath))) a.importPath = path.resolve(base, a.importPath);
+    if (a.importPath && isModuleFile(a.importPath)) a.importPath = path.resolve(base, a.importPath);
   }
   return spec;
 }
@@ -76,7 +77,7 @@ export function parseSpec(raw: unknown, where: string): JobSpec {
     throw new TermgradeError('bad_input', `${where}: ${at}: ${issue.message}`);
   }
   // The default risk is the stopping rule's: each rule has its own scale (see spec.ts).
-  if (parsed.data.adaptive && parsed.data.adaptive.risk === undefined) parsed.data.adaptive.risk = parsed.data.adaptive.method === 'optimal' ? 0.009 : 0.02;
+  if (parsed.data.adaptive && parsed.data.adaptive.risk === undefined) parsed.data.adaptive.risk = DEFAULT_RISK[parsed.data.adaptive.method];
   const labels = parsed.data.agents.map((a) => a.label ?? (a.model ? `${a.agent}/${a.model.model}` : a.agent));
   const dup = labels.find((l, i) => labels.indexOf(l) !== i);
   if (dup) throw new TermgradeError('bad_input', `${where}: two agent configurations are both labelled "${dup}"; give each a distinct label`);

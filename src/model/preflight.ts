@@ -1,5 +1,5 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
-import { scrubValue, makeScrub } from '../util/scrub.js';
+import { makeScrub } from '../util/scrub.js';
 import { TermgradeError } from '../util/errors.js';
 import type { ModelConfig } from './config.js';
 
@@ -47,7 +47,7 @@ export async function preflightModel(config: Pick<ModelConfig, 'baseUrl' | 'mode
     if (err instanceof APIError && err.status === 404) {
       return { ...base, ok: true, problem: null, warning: [noKey, `${config.baseUrl} lists no models (GET /models: 404); assuming it serves "${config.model}"`].filter(Boolean).join('; ') };
     }
-    const message = scrubValue(err instanceof Error ? err.message : String(err), scrub);
+    const message = scrub(err instanceof Error ? err.message : String(err));
     return { ...base, ok: false, problem: `${config.baseUrl}: GET /models failed: ${message}`, warning: null };
   }
 }

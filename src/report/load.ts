@@ -5,7 +5,7 @@ import { TermgradeError } from '../util/errors.js';
 import { filesNamed } from '../util/files.js';
 import { baseRuleOf, taskRuleOf, type Priors } from '../job/adaptive-gate.js';
 import type { JobSpec } from '../job/spec.js';
-import { JobStore } from '../store/store.js';
+import { JobStore, slotKey } from '../store/store.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
 
 function badRecord(where: string, err: unknown): TermgradeError {
@@ -59,13 +59,13 @@ function readJob(dir: string, out: StatsRecord[]): void {
     // Records replaced by `run --retry` count as discarded runs of their slot (retry waste).
     const replaced = new Map<string, Array<{ class: string; durationMs: number }>>();
     for (const h of store.allHistory()) {
-      const key = `${h.config}\u0000${h.task}\u0000${h.attempt}`;
+      const key = slotKey(h);
       replaced.set(key, [...(replaced.get(key) ?? []), ...h.retries, { class: h.error_class ?? 'replaced', durationMs: h.duration_ms }]);
     }
     for (const row of store.listTrials()) {
       if (row.status === 'not_run') continue;
       const rec = toStatsRecord(row);
-      const earlier = replaced.get(`${row.config}\u0000${row.task}\u0000${row.attempt}`);
+      const earlier = replaced.get(slotKey(row));
       out.push({ ...rec, retries: earlier ? [...earlier, ...(rec.retries ?? [])] : rec.retries, adaptive: base && adaptive ? taskRuleOf(base, adaptive, priors, row.config, row.task) : null });
     }
   } finally {

@@ -7,9 +7,8 @@ import type { Sandbox } from './sandbox.js';
  * as the environment's failure, not the agent's).
  */
 export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
-  // A start that fails before anyone asked must not be an unhandled rejection: the trial awaits it.
-  starting.catch(() => undefined);
   let ready: Sandbox | null = null;
+  // Also handles a start that fails before anyone asked (no unhandled rejection; the trial awaits it).
   void starting.then((s) => (ready = s), () => undefined);
   const later =
     <K extends keyof Sandbox>(name: K) =>

@@ -59,6 +59,9 @@ export function informedPrior(earlier: { n: number; c: number }, options: { maxT
   return { a: 0.5 + scale * earlier.c, b: 0.5 + scale * (earlier.n - earlier.c), weight: options.weight ?? (oneSided ? 0.97 : 0.9) };
 }
 
+/** Each stopping rule's default risk: the two read it on different scales. */
+export const DEFAULT_RISK = { optimal: 0.009, curtail: 0.02 } as const;
+
 export const DEFAULT_ADAPTIVE_RULE: AdaptiveRule = { lo: 0.25, hi: 0.75, kMax: 16, risk: 0.02, step: 2, priorA: 0.5, priorB: 0.5 };
 
 export type AdaptiveDecision =
