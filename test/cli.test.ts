@@ -107,13 +107,20 @@ describe('interrupting a check', () => {
   }
 
   it('containers of a SIGKILLed run are found by label and removed by `cleanup`', async () => {
-    const { child, exited } = await startCheck();
-    child.kill('SIGKILL');
-    await exited;
-    assert.ok((await owned(child.pid!)).length > 0, 'a killed run leaves its container');
+    // Other test files' `run` / `check` / `cleanup` also remove dead owners' containers; a round
+    // where one of them got there first is run again (at most five) so the leftover is seen.
+    let pid = 0;
+    for (let round = 0; round < 5; round++) {
+      const { child, exited } = await startCheck();
+      child.kill('SIGKILL');
+      await exited;
+      pid = child.pid!;
+      if ((await owned(pid)).length > 0) break;
+    }
+    assert.ok((await owned(pid)).length > 0, 'a killed run leaves its container');
     const r = cli(['cleanup']);
     assert.equal(r.status, 0);
-    assert.deepEqual(await owned(child.pid!), []);
+    assert.deepEqual(await owned(pid), []);
   });
 });
 
