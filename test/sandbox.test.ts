@@ -130,6 +130,34 @@ describe('docker backend specifics', () => {
     assert.match(prepared.image, /^termgrade-agent:/);
   });
 
+  it('a cleanup that meets a removal already under way (another cleanup) returns only once the container is gone', async () => {
+    const engine = new Docker();
+    let observed = false;
+    // A round counts only if the second cleanup started while the first was mid-removal.
+    for (let round = 0; round < 10 && !observed; round++) {
+      const dead = await engine.createContainer({ Image: 'debian:bookworm-slim', Cmd: ['sleep', 'infinity'], Labels: { [LABEL_MANAGED]: 'true', [LABEL_OWNER]: `${ownerId().split(':')[0]}:999999:1` }, HostConfig: { NetworkMode: 'none' } });
+      await dead.start();
+      try {
+        const first = docker().cleanup();
+        let removing = false;
+        for (let i = 0; i < 200 && !removing; i++) {
+          const status = await dead.inspect().then((c) => c.State.Status, () => 'gone');
+          if (status === 'gone') break;
+          removing = status === 'removing';
+        }
+        if (removing) {
+          await docker().cleanup();
+          await assert.rejects(dead.inspect(), /no such container/i, 'the second cleanup returned while the container was still there');
+          observed = true;
+        }
+        await first;
+      } finally {
+        await dead.remove({ force: true }).catch(() => undefined);
+      }
+    }
+    assert.ok(observed, 'never caught a removal under way in ten rounds');
+  });
+
   it("cleanup removes only dead owners' containers: never a live process's, never an ownerless one (an image build)", async () => {
     const engine = new Docker();
     const make = async (labels: Record<string, string>) => {

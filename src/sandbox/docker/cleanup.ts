@@ -13,12 +13,28 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
   for (const info of list) {
     const owner = info.Labels[LABEL_OWNER];
     if (!options.all && (!owner || ownerIsAlive(owner))) continue;
+    const container = docker.getContainer(info.Id);
     try {
-      await docker.getContainer(info.Id).remove({ force: true, v: true });
+      await container.remove({ force: true, v: true });
       removed += 1;
-    } catch {
-      // Gone meanwhile, or being removed by its owner.
+    } catch (err) {
+      // 409: another process (a cleanup running alongside, its owner) is removing it. Wait for that
+      // to finish, so that when cleanup returns no dead owner's container is still listed.
+      // Anything else: gone meanwhile.
+      if ((err as { statusCode?: number }).statusCode === 409) await waitRemoved(container);
     }
   }
   return removed;
+}
+
+/** Until a container removal under way elsewhere is over (at most 30 s); never throws. */
+async function waitRemoved(container: Docker.Container): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    container.wait({ condition: 'removed' }).catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, 30_000);
+    }),
+  ]);
+  clearTimeout(timer);
 }
