@@ -18,6 +18,10 @@ export { TaskConfigSchema, type TaskConfig } from './task/schema.js';
 // Sandboxes
 export type { Sandbox, SandboxProvider, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, PrepareOptions, StartOptions, ProviderHealth, ImageSource } from './sandbox/sandbox.js';
 export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';
+export { EnginePool, PoolEventSchema, type PoolEvent, type EnginePoolOptions, type EngineState } from './sandbox/pool/provider.js';
+export { EngineSpecSchema, parseEngineFlag, type EngineSpec, type EngineSpecInput } from './sandbox/pool/engine-spec.js';
+export { engineReport, type EngineReport } from './sandbox/pool/inspect.js';
+export { providerFor } from './sandbox/engines.js';
 
 // Agents and models
 export type { Agent, AgentContext, AgentOutcome, AgentExitReason, AgentUsage } from './agent/agent.js';

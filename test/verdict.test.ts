@@ -28,6 +28,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     image: null,
     imageSource: null,
     imageId: null,
+    engine: null,
     imageCached: null,
     phases: {},
     startedAt: '',

@@ -3,12 +3,14 @@ import { JobStore } from '../store/store.js';
 import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
 import { TermgradeError } from '../util/errors.js';
-import { checkTasks, DockerProvider, findTaskDirs } from '../index.js';
+import { checkTasks, findTaskDirs } from '../index.js';
+import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { formatCheckReport } from './format.js';
 import { checkProgress } from './progress.js';
 import { EXIT, handleSignals } from './signals.js';
 
 export interface CheckFlags {
+  engine?: string[];
   repeat: number;
   concurrency: number;
   out?: string;
@@ -39,8 +41,8 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
     review = parsed.data;
   }
   const taskDirs = await findTaskDirs(dirs);
-  const provider = new DockerProvider();
-  await provider.ping();
+  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => log(`${e.type}: ${e.engine}${e.type === 'engine-down' ? ` (${e.reason})` : ''}`) });
+  for (const w of await provider.ping()) log(`warning: ${w}`);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
 

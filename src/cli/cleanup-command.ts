@@ -1,9 +1,9 @@
-import { DockerProvider } from '../index.js';
+import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { EXIT } from './signals.js';
 
-export async function cleanupCommand(flags: { all?: boolean }): Promise<number> {
-  const provider = new DockerProvider();
-  await provider.ping();
+export async function cleanupCommand(flags: { all?: boolean; engine?: string[] }): Promise<number> {
+  const provider = providerFor(enginesFromFlags(flags.engine));
+  for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   const removed = await provider.cleanup({ all: flags.all });
   process.stdout.write(`removed ${removed} container(s)\n`);
   return EXIT.ok;

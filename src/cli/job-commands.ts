@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, DockerProvider, TermgradeError } from '../index.js';
+import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, TermgradeError } from '../index.js';
+import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
+import type { PoolEvent } from '../sandbox/pool/provider.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
 import type { AgentConfigInput } from '../job/spec.js';
 import { agentNeedsModel, isModuleFile, loadAgentModule, loadAgentModules } from '../agent/registry.js';
@@ -50,6 +52,7 @@ export interface RunFlags {
   sample?: number;
   seed?: number;
   retry?: string;
+  engine?: string[];
 }
 
 /** `--retry errors` or `--retry cls1,cls2`: validated against the known error classes. */
@@ -143,6 +146,8 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
   if (f.nTasks !== undefined) spec.tasks.limit = f.nTasks;
   if (f.sample !== undefined) spec.tasks.sample = { n: f.sample, seed: f.seed ?? 1 };
   if (f.forceBuild) spec.forceBuild = true;
+  const engines = enginesFromFlags(f.engine);
+  if (engines) spec.engines = engines;
   const env = Object.fromEntries((f.agentEnv ?? []).map(parseEnvAssignment));
   for (const a of spec.agents) {
     a.env = { ...a.env, ...env };
@@ -162,11 +167,13 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   } else {
     for (const m of models) if (!process.env[m.apiKeyEnv]) process.stderr.write(`termgrade: warning: ${m.apiKeyEnv} is not set, so requests to ${m.baseUrl} carry no API key\n`);
   }
-  const provider = new DockerProvider();
-  await provider.ping();
   const log = (m: string): void => {
     if (!flags.quiet && !flags.jsonl) process.stderr.write(`${m}\n`);
   };
+  // Engine events go where the job's events go, once the progress display exists.
+  let onPoolEvent: (e: PoolEvent) => void = () => {};
+  const provider = providerFor(spec.engines, { onEvent: (e) => onPoolEvent(e) });
+  for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   // A network named for internet tasks must exist and be isolated: refused now, not per trial.
   if (spec.network) await provider.checkNetwork(spec.network);
   const removed = await provider.cleanup();
@@ -183,6 +190,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   }
   const signals = handleSignals(provider, log);
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
+  onPoolEvent = progress.onEvent;
   try {
     const summary = await runJob({ retry: parseRetry(flags.retry), spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
     progress.stop();

@@ -84,6 +84,12 @@ export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEven
         if (e.costUsd !== null) c.cost = (c.cost ?? 0) + e.costUsd;
         return null;
       }
+      case 'engine-down':
+        return `engine ${e.engine} lost (${e.reason.split('\n')[0]}): no new trials go there, its running trials are re-run elsewhere`;
+      case 'engine-up':
+        return `engine ${e.engine} answers again: taking trials${e.removed ? ` (removed ${e.removed} container(s) left from before)` : ''}`;
+      case 'image-shipped':
+        return `image ${e.image} copied from ${e.from} to ${e.engine} in ${(e.ms / 1000).toFixed(1)} s`;
       default:
         return null;
     }

@@ -28,6 +28,7 @@ function rate(value: string): number {
 
 const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter(Boolean);
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+const ENGINE_HELP = 'a Docker engine to run sandboxes on, repeatable (a pool): unix:///path, tcp://host:port or ssh://user@host, then ,capacity=N ,name=X ,tls=DIR ,ssh-key=FILE ,label.K=V (default: the local engine)';
 
 export function positiveNumber(value: string): number {
   const n = Number(value);
@@ -53,6 +54,7 @@ const program = new Command()
 program
   .command('check')
   .description('Admit or reject candidate tasks: build, oracle passes offline, nop fails, stable on repeat.')
+  .option('--engine <host>', ENGINE_HELP, collect)
   .argument('<dirs...>', 'task folders, or folders of task folders')
   .option('-r, --repeat <n>', 'oracle runs per task; disagreement means flaky', positiveInt, 2)
   .option('-c, --concurrency <n>', 'tasks checked at once', positiveInt, 2)
@@ -103,6 +105,7 @@ const JOBS_DIR = '.termgrade/jobs';
 program
   .command('run')
   .description('Run a job: agent configurations x tasks x k trials, recorded in the job store; run again to resume.')
+  .option('--engine <host>', ENGINE_HELP, collect)
   .argument('[jobfile]', 'job file (.toml, .yaml or .json); or use the flags below')
   .option('-j, --job <name>', 'resume this job by name (its stored spec), or name a new one')
   .option('--name <name>', 'name for a job built from flags')
@@ -176,6 +179,7 @@ program
   .argument('<sources...>', SOURCES)
   .option('--tasks', 'also list every task: trials, successes, rate, Wilson and Jeffreys intervals, band probability')
   .option('--band <lo:hi>', 'band for the per-task band probability', band, [0.25, 0.75] as [number, number])
+  .option('--by-image', 'split each configuration by the image id its trials ran on (label "CONFIG @ID")')
   .option('--json', 'print one JSON object')
   .action(async (sources: string[], opts) => {
     const { statsCommand } = await import('./measure-commands.js');
@@ -278,6 +282,7 @@ program
 program
   .command('serve')
   .description('Serve tasks to RL trainers over HTTP: sessions (create, exec, verify) and whole episodes against a model endpoint.')
+  .option('--engine <host>', ENGINE_HELP, collect)
   .requiredOption('-t, --tasks <paths...>', 'task folders, or folders of task folders')
   .option('--selection <dir>', 'a `select --out` folder: serve only its training and validation tasks, with their rates')
   .option('--host <host>', 'address to bind (anything but loopback needs --token-env)', '127.0.0.1')
@@ -297,6 +302,7 @@ program
 program
   .command('cleanup')
   .description('Remove containers left by termgrade runs that were killed.')
+  .option('--engine <host>', ENGINE_HELP, collect)
   .option('--all', 'remove every termgrade container, even those of live runs')
   .action(async (opts) => {
     const { cleanupCommand } = await import('./cleanup-command.js');
@@ -304,8 +310,18 @@ program
   });
 
 program
+  .command('engines')
+  .description('Each Docker engine: whether it answers, capacity, termgrade sandboxes on it (and leftovers of dead runs), images.')
+  .option('--engine <host>', ENGINE_HELP, collect)
+  .option('--json', 'one JSON object: {engines: [...]}')
+  .action(async (opts) => {
+    const { enginesCommand } = await import('./engines-command.js');
+    process.exitCode = await enginesCommand(opts);
+  });
+
+program
   .command('schema')
-  .description('Print the JSON Schema of a machine-readable output (check, trial-result, job-event, trial-row, stats, compare, select, overlap, drift, job-spec), or write them all.')
+  .description('Print the JSON Schema of a machine-readable output (check, trial-result, job-event, trial-row, stats, compare, select, overlap, drift, engines, job-spec), or write them all.')
   .argument('[name]', 'which output; without it, the list')
   .option('-o, --out <dir>', 'write every schema as <name>.schema.json into this folder')
   .action(async (name: string | undefined, opts: { out?: string }) => {

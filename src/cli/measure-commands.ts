@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { configStats, countByTask, taskRates, type TaskRate, loadRecords, selectTraining, selectValidation, jaccard, sameModelCeiling, pairedCompare, TermgradeError, statsJson } from '../index.js';
 import { inBand } from '../stats/band.js';
+import { splitByImage } from '../report/records.js';
 import { readTaskList } from '../task/list.js';
 import { EXIT } from './signals.js';
 import type { CompareOutput, OverlapOutput, SelectManifest, StatsOutput } from '../report/outputs.js';
@@ -20,8 +21,9 @@ function ratesFor(rates: TaskRate[], config: string): TaskRate[] {
   return mine;
 }
 
-export async function statsCommand(sources: string[], flags: { tasks?: boolean; json?: boolean; band: [number, number] }): Promise<number> {
-  const records = await loadRecords(sources);
+export async function statsCommand(sources: string[], flags: { tasks?: boolean; json?: boolean; band: [number, number]; byImage?: boolean }): Promise<number> {
+  const loaded = await loadRecords(sources);
+  const records = flags.byImage ? splitByImage(loaded) : loaded;
   const configs = configStats(records);
   const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
   if (flags.json) {

@@ -5,6 +5,7 @@ import { JobSpecSchema } from '../job/spec.js';
 import { CompareOutputSchema, DriftOutputSchema, OverlapOutputSchema, SelectManifestSchema, StatsOutputSchema } from '../report/outputs.js';
 import { TrialRowSchema } from '../store/store.js';
 import { TrialResultSchema } from '../trial/schema.js';
+import { EnginesOutputSchema } from '../sandbox/pool/inspect.js';
 import { STAT_DESCRIPTION } from '../util/json.js';
 
 /**
@@ -22,6 +23,7 @@ export const OUTPUT_SCHEMAS = {
   select: { schema: SelectManifestSchema, io: 'output', what: '`select --json`, and manifest.json of `select --out`' },
   overlap: { schema: OverlapOutputSchema, io: 'output', what: '`overlap --json`' },
   drift: { schema: DriftOutputSchema, io: 'output', what: '`drift --json`' },
+  engines: { schema: EnginesOutputSchema, io: 'output', what: '`engines --json`' },
   'job-spec': { schema: JobSpecSchema, io: 'input', what: 'a job file for `run` (.json, .yaml or .toml)' },
 } as const satisfies Record<string, { schema: z.ZodType; io: 'input' | 'output'; what: string }>;
 

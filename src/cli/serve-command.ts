@@ -1,10 +1,12 @@
 import path from 'node:path';
-import { DockerProvider, loadAgentModule } from '../index.js';
+import { loadAgentModule } from '../index.js';
+import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { startServer } from '../serve/server.js';
 import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
 
 export interface ServeFlags {
+  engine?: string[];
   tasks: string[];
   selection?: string;
   host: string;
@@ -31,8 +33,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     if (!token) throw new TermgradeError('usage', `--token-env ${flags.tokenEnv}: the variable is not set`);
   }
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
-  const provider = new DockerProvider();
-  await provider.ping();
+  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => process.stderr.write(`termgrade serve: ${e.type}: ${e.engine}${e.type === 'engine-down' ? ` (${e.reason})` : ''}\n`) });
+  for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
   const dataDir = serveDataDir(flags);
   const server = await startServer({ provider, tasks, dataDir, host: flags.host, port: flags.port, token, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SlotSchema } from '../store/store.js';
 import { PHASES } from '../trial/schema.js';
+import { PoolEventSchema } from '../sandbox/pool/provider.js';
 
 /** What a run did, as `run` reports it at the end (and in the job-done event). */
 export const JobSummarySchema = z.strictObject({
@@ -57,5 +58,7 @@ export const JobEventSchema = z.discriminatedUnion('type', [
     costUsd: z.number().nullable(),
   }),
   z.strictObject({ type: z.literal('job-done'), summary: JobSummarySchema }),
+  // From an engine pool (run with several engines): an engine lost or back, an image copied.
+  ...PoolEventSchema.options,
 ]);
 export type JobEvent = z.infer<typeof JobEventSchema>;

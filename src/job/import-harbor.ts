@@ -118,6 +118,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       image: null,
       imageSource: null,
       imageId: null,
+      engine: null,
       imageCached: null,
       phases: {},
       startedAt: started,

@@ -50,6 +50,9 @@ export interface RunJobOptions {
   agentFactory?: (config: AgentConfig) => CreatedAgent;
 }
 
+/** Trials at once when neither the job nor the provider says. */
+export const DEFAULT_CONCURRENCY = 4;
+
 const imageKeyOf = (task: Task, agent: Agent): string => `${task.name}\u0000${agent.imageLayer ?? ''}`;
 
 const safe = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80);
@@ -64,6 +67,7 @@ const safe = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0,
  */
 export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   const { spec, store, provider } = options;
+  const lanes = spec.concurrency ?? provider.capacity ?? DEFAULT_CONCURRENCY;
   const emit = options.onEvent ?? (() => {});
   const started = performance.now();
   const stop = new AbortController();
@@ -107,7 +111,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     }
   }
   const pending = configs.reduce((n, c) => n + c.queue.length, 0);
-  emit({ type: 'job-start', job: spec.name, configs: configs.map((c) => c.label), tasks: options.tasks.length, total, pending, pendingByConfig: Object.fromEntries(configs.map((c) => [c.label, c.queue.length])), concurrency: spec.concurrency });
+  emit({ type: 'job-start', job: spec.name, configs: configs.map((c) => c.label), tasks: options.tasks.length, total, pending, pendingByConfig: Object.fromEntries(configs.map((c) => [c.label, c.queue.length])), concurrency: lanes });
 
   // One build per (task image, agent layer), shared by every trial that needs it.
   const builds = new Map<string, Promise<PreparedEnvironment>>();
@@ -144,7 +148,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       queued.set(key, (queued.get(key) ?? 0) + 1);
     }
   }
-  const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(spec.concurrency / 8)), spec.network ?? null);
+  const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(lanes / 8)), spec.network ?? null);
 
   const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
   // Sandboxes of finished trials are removed while the next trials run; the job ends after them.
@@ -232,7 +236,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   let cursor = 0;
   await new Promise<void>((resolveAll) => {
     const pump = (): void => {
-      while (!stop.signal.aborted && running < spec.concurrency) {
+      while (!stop.signal.aborted && running < lanes) {
         dropSettled();
         let picked: { c: ConfigRuntime; at: number } | null = null;
         for (let i = 0; i < configs.length; i++) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ModelConfigSchema } from '../model/config.js';
+import { EngineSpecSchema } from '../sandbox/pool/engine-spec.js';
 import { MAX_TIMEOUT_SEC } from '../util/time.js';
 
 const seconds = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOUT_SEC} s (about 24 days)`);
@@ -42,7 +43,13 @@ export const JobSpecSchema = z.strictObject({
   }),
   agents: z.array(AgentConfigSchema).min(1),
   k: z.number().int().positive().default(1),
-  concurrency: z.number().int().positive().default(4),
+  /** Trials at once; default the engines' total capacity, or 4 on the local engine. */
+  concurrency: z.number().int().positive().optional(),
+  /**
+   * Docker engines to spread trials over, each with its capacity; default the local engine.
+   * Images are built once and copied to the others; an engine lost mid-run is drained.
+   */
+  engines: z.array(EngineSpecSchema).min(1).optional(),
   /** Wall-clock budget in seconds; at the end running trials stop and are recorded as not run. */
   budgetSec: seconds.optional(),
   timeouts: z

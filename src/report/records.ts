@@ -24,6 +24,17 @@ export interface StatsRecord {
   adaptive?: AdaptiveRule | null;
   /** Runs of this slot that were discarded (infrastructure retries, records replaced by --retry). */
   retries?: Array<{ class: string; durationMs: number }>;
+  /** The engine's id of the image the trial ran on, when recorded. */
+  imageId?: string | null;
+}
+
+/**
+ * Each configuration split by the image its trials ran on (`stats --by-image`): trials on two
+ * builds of one task (a rebuild that pulled other packages, an engine that built its own) are
+ * then told apart. The label gains ` @` and the id's first 12 digits (`?` when not recorded).
+ */
+export function splitByImage(records: StatsRecord[]): StatsRecord[] {
+  return records.map((r) => ({ ...r, config: `${r.config} @${r.imageId ? r.imageId.replace(/^sha256:/, '').slice(0, 12) : '?'}` }));
 }
 
 export function configLabel(agent: string, model: string | null | undefined): string {
@@ -43,6 +54,7 @@ const TrialResultLine = z.object({
   tokens: z.object({ output: z.number() }).nullable().optional(),
   costUsd: z.number().nullable().optional(),
   testsSummary: z.object({ passed: z.number(), failed: z.number() }).optional(),
+  imageId: z.string().nullable().optional(),
 });
 
 const JobListingLine = z.object({
@@ -60,6 +72,7 @@ const JobListingLine = z.object({
   tests_passed: z.number().optional(),
   tests_failed: z.number().optional(),
   retry_reasons_json: z.string().optional(),
+  image_id: z.string().nullable().optional(),
 });
 
 /** A job-listing row for a slot the job never ran (budget, interrupt): not a trial at all. */
@@ -84,6 +97,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
       testsPassed: r.tests_passed ?? 0,
       testsFailed: r.tests_failed ?? 0,
       retries: parseRetries(r.retry_reasons_json).map((x) => ({ class: x.class, durationMs: x.durationMs })),
+      imageId: r.image_id ?? null,
     };
   }
   const r = TrialResultLine.parse(raw);
@@ -99,5 +113,6 @@ export function toStatsRecord(raw: unknown): StatsRecord {
     costUsd: r.costUsd ?? null,
     testsPassed: r.testsSummary?.passed ?? 0,
     testsFailed: r.testsSummary?.failed ?? 0,
+    imageId: r.imageId ?? null,
   };
 }

@@ -20,6 +20,9 @@ export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
     get id() {
       return ready?.id ?? 'starting';
     },
+    get engine() {
+      return ready?.engine;
+    },
     exec: later('exec') as Sandbox['exec'],
     shell: later('shell') as Sandbox['shell'],
     copyIn: later('copyIn') as Sandbox['copyIn'],

@@ -51,6 +51,8 @@ export interface Shell {
  */
 export interface Sandbox {
   readonly id: string;
+  /** The engine of a pool it runs on; unset on a single engine. */
+  readonly engine?: string;
   /** An argv array is run as is; a string is run by `/bin/sh -c`. */
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
   /** A persistent helper shell (opened on first use, reopened if it died). */
@@ -141,6 +143,8 @@ export interface ProviderHealth {
 /** Makes sandboxes for tasks: builds (or finds) the task's image once, then starts containers from it. */
 export interface SandboxProvider {
   readonly name: string;
+  /** Sandboxes it holds at once (an engine pool's capacities), when it has such a limit. */
+  readonly capacity?: number;
   prepare(task: Task, options?: PrepareOptions): Promise<PreparedEnvironment>;
   start(task: Task, prepared: PreparedEnvironment, options?: StartOptions): Promise<Sandbox>;
   /** Closes every sandbox this provider has open (used on Ctrl-C / SIGTERM). */

@@ -311,6 +311,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,
     imageId: (prepared as PreparedEnvironment | null)?.imageId ?? null,
     imageCached: (prepared as PreparedEnvironment | null)?.cached ?? null,
+    engine: (sandbox as Sandbox | null)?.engine ?? null,
     phases,
     startedAt,
     finishedAt: nowIso(),

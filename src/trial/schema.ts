@@ -73,6 +73,8 @@ export const TrialResultSchema = z.object({
   /** Which image source was used: the task's prebuilt image, its Dockerfile, or the Dockerfile because the prebuilt one could not be had. */
   imageSource: z.enum(['prebuilt', 'dockerfile', 'dockerfile-fallback']).nullable().default(null),
   imageCached: z.boolean().nullable(),
+  /** The Docker engine of a pool the trial ran on (`--engine`); null on the single local engine. */
+  engine: z.string().nullable().default(null),
   phases: z.partialRecord(z.enum(PHASES), PhaseTimingSchema),
   startedAt: z.string(),
   finishedAt: z.string(),

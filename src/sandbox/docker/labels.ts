@@ -18,26 +18,47 @@ function startTicks(pid: number): string | null {
   }
 }
 
+/** The first 12 hex digits of a file's id (machine-id, boot_id), or '' when there is none. */
+function idFrom(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').replace(/[^0-9a-f]/gi, '').slice(0, 12);
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * This machine and this boot of it. Hostnames repeat across machines (CI runners, containers all
+ * called "localhost"), so the machine id is part of an owner; the boot id tells a process from
+ * before a reboot, which is gone whatever its pid says.
+ */
+const MACHINE = idFrom('/etc/machine-id') || idFrom('/var/lib/dbus/machine-id') || hostname().replace(/:/g, '-');
+const BOOT = idFrom('/proc/sys/kernel/random/boot_id');
+
 let self: string | null = null;
 
 /**
- * `host:pid:start` of this process: unique across machines sharing an engine and across pid reuse.
- * A container whose owner process is gone is a leftover.
+ * `host:pid:start:machine:boot` of this process: unique across machines sharing engines (a job
+ * spread over several engines, other machines' jobs on the same ones) and across pid reuse and
+ * reboots. A container whose owner process is gone is a leftover.
  */
 export function ownerId(): string {
-  self ??= `${hostname()}:${process.pid}:${startTicks(process.pid) ?? '0'}`;
+  self ??= `${hostname().replace(/:/g, '-')}:${process.pid}:${startTicks(process.pid) ?? '0'}:${MACHINE}:${BOOT}`;
   return self;
 }
 
 /**
- * Whether the owner is a live process. Another machine's process is not ours to judge (alive); an
+ * Whether the owner is a live process. Another machine's process is not ours to judge (alive): a
+ * cleanup on any machine removes only its own dead processes' containers, on every engine. An
  * empty owner is not a termgrade process at all (an image build's container, say): treated as
  * alive too, so cleanup never removes it.
  */
 export function ownerIsAlive(owner: string | undefined): boolean {
   if (!owner) return true;
-  const [host, pidText, start] = owner.split(':');
-  if (host !== hostname()) return true;
+  const [host, pidText, start, machine, boot] = owner.split(':');
+  // Owners written before the machine and boot ids were part of it: the host name decides.
+  if (machine === undefined ? host !== hostname() : machine !== MACHINE) return true;
+  if (boot !== undefined && BOOT && boot !== BOOT) return false; // from before this machine's last boot
   const pid = Number(pidText);
   if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return false;
   if (start === undefined || start === '0') return true;

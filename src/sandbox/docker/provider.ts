@@ -60,10 +60,11 @@ export class DockerProvider implements SandboxProvider {
     this.images = new ImageBuilder(this.docker);
   }
 
-  /** Fails with a readable message when no engine answers. */
-  async ping(): Promise<void> {
+  /** Fails with a readable message when no engine answers; returns warnings (none for one engine). */
+  async ping(): Promise<string[]> {
     try {
       await this.docker.ping();
+      return [];
     } catch (err) {
       throw new TermgradeError(
         'engine_unavailable',

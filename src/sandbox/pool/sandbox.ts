@@ -1,0 +1,91 @@
+import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
+import type { Engine, EnginePool } from './provider.js';
+
+/**
+ * A sandbox on one engine of a pool. It adds one rule to the engine's own sandbox: once the engine
+ * has been lost (even if it answers again since), every call fails as the environment's failure,
+ * naming the engine, so the trial is re-run elsewhere and never graded on a half-dead container.
+ */
+export class PoolSandbox implements Sandbox {
+  private readonly generation: number;
+  private closing: Promise<void> | null = null;
+
+  constructor(
+    private readonly pool: EnginePool,
+    readonly home: Engine,
+    private readonly inner: Sandbox,
+    private readonly onClosed: () => void,
+  ) {
+    this.generation = home.generation;
+  }
+
+  get id(): string {
+    return this.inner.id;
+  }
+
+  get engine(): string {
+    return this.home.name;
+  }
+
+  private lostError(cause?: unknown): TermgradeError {
+    const why = this.home.reason || (cause ? errorMessage(cause) : 'it stopped answering');
+    return new TermgradeError('environment_error', `engine ${this.home.name} was lost during this trial: ${why}`, { cause });
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.home.generation !== this.generation) throw this.lostError();
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof CancelledError) throw err;
+      if ((await this.pool.lost(this.home, err)) || this.home.generation !== this.generation) throw this.lostError(err);
+      throw err;
+    }
+  }
+
+  exec(command: string | string[], options?: ExecOptions): Promise<ExecResult> {
+    return this.call(() => this.inner.exec(command, options));
+  }
+
+  shell(): Promise<Shell> {
+    return this.call(async () => {
+      const s = await this.inner.shell();
+      return { run: (command, options) => this.call(() => s.run(command, options)) };
+    });
+  }
+
+  copyIn(hostDir: string, destDir: string, options?: CopyOptions): Promise<void> {
+    return this.call(() => this.inner.copyIn(hostDir, destDir, options));
+  }
+
+  putFiles(entries: FileEntry[]): Promise<void> {
+    return this.call(() => this.inner.putFiles(entries));
+  }
+
+  copyOut(srcDir: string, hostDir: string, options?: CopyOptions & { maxBytes?: number }): Promise<void> {
+    return this.call(() => this.inner.copyOut(srcDir, hostDir, options));
+  }
+
+  readFile(path: string, maxBytes: number): Promise<Buffer | null> {
+    return this.call(() => this.inner.readFile(path, maxBytes));
+  }
+
+  endProcesses(): Promise<void> {
+    return this.call(() => this.inner.endProcesses());
+  }
+
+  changes(): Promise<FsChange[]> {
+    return this.call(() => this.inner.changes());
+  }
+
+  diskUsage(): Promise<number | null> {
+    return this.call(() => this.inner.diskUsage());
+  }
+
+  /** Removes the container (when its engine answers; a lost engine's leftovers go when it is back) and frees the slot. */
+  close(): Promise<void> {
+    this.closing ??= this.inner.close().finally(this.onClosed);
+    return this.closing;
+  }
+}
