@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { JobEventSchema } from '../src/job/events.js';
 import { openJob } from '../src/job/job.js';
 import { parseSpec } from '../src/job/load-spec.js';
 import { runJob, type JobEvent } from '../src/job/run-job.js';
@@ -189,6 +190,9 @@ describe('engine pool: the CLI', () => {
       killOn: (e) => e.type === 'phase' && e.phase === 'agent_run' && ++running === 6,
     });
     assert.equal(done.killed, true, done.stderr);
+    // The pool's events are job events: in the --jsonl stream, in the published contract.
+    const printed = done.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JobEventSchema.parse(JSON.parse(l)));
+    assert.deepEqual(printed.filter((e) => e.type === 'image-shipped').map((e) => e.type === 'image-shipped' && e.engine).sort(), ['e2', 'e3']);
     const owned = async (e: TestEngine): Promise<number> => (await e.docker.listContainers({ all: true })).filter((c) => c.Labels[LABEL_OWNER] !== undefined && !ownerIsAlive(c.Labels[LABEL_OWNER])).length;
     const before = await Promise.all(engines.map(owned));
     assert.ok(before.every((n) => n > 0), `${before}`);

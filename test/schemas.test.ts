@@ -94,6 +94,14 @@ describe('published JSON Schemas of every machine-readable output', () => {
       assertValid('check', lines(check.stdout)[0], 'check --json');
     });
 
+    it('engines --json: one engine that answers and one that does not', async () => {
+      const out = await runCli(['engines', '--json', '--engine', `unix://${process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') ?? '/var/run/docker.sock'},name=main`, '--engine', 'unix:///nonexistent/docker.sock,name=gone']);
+      assert.equal(out.status, 0, out.stderr);
+      const value = lines(out.stdout)[0] as { engines: Array<{ ok: boolean }> };
+      assert.deepEqual(value.engines.map((e) => e.ok), [true, false]);
+      assertValid('engines', value, 'engines --json');
+    });
+
     it('drift --json on grades a server recorded', async () => {
       const grades = path.join(root.dir, 'grades.jsonl');
       const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();

@@ -148,7 +148,9 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       queued.set(key, (queued.get(key) ?? 0) + 1);
     }
   }
-  const warm = new WarmPool(provider, stop.signal, Math.max(1, Math.ceil(lanes / 8)), spec.network ?? null);
+  // A provider with a fixed capacity (an engine pool) has no room for containers kept ready: each
+  // would hold a slot a running trial needs.
+  const warm = new WarmPool(provider, stop.signal, provider.capacity === undefined ? Math.max(1, Math.ceil(lanes / 8)) : 0, spec.network ?? null);
 
   const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
   // Sandboxes of finished trials are removed while the next trials run; the job ends after them.
