@@ -14,7 +14,7 @@ import type { TrialResult } from '../src/trial/schema.js';
 import { makeTask, runCli, tempDir, trivialTask } from './helpers.js';
 import { gradingAttacks } from './support/attack-suite.js';
 import { sandboxBehaviour } from './support/sandbox-suite.js';
-import { startEngines, type TestEngine } from './support/engines.js';
+import { startEngines, startSshEngine, type TestEngine } from './support/engines.js';
 
 /**
  * The engine pool against real Docker engines: three extra dockerd on this machine, each with its
@@ -176,6 +176,26 @@ describe('engine pool: one job across engines', () => {
       }
     } finally {
       await p.closeAll();
+    }
+  });
+});
+
+describe('engine pool: an engine over ssh', () => {
+  it('runs a job on a local engine and one reached over ssh, the image copied over ssh with its id', async () => {
+    const sshd = await startSshEngine(engines[2]!.socket);
+    const events: PoolEvent[] = [];
+    const p = new EnginePool([specOf(engines[0]!, 1), { name: 'remote', host: sshd.host, sshKey: sshd.keyFile, capacity: 1, labels: {} }], { onEvent: (e) => events.push(e) });
+    try {
+      const { summary, results } = await runPoolJob('over-ssh', p, [await slowTask('sigma', 1)], 4);
+      assert.equal(summary.completed, 4, JSON.stringify(summary));
+      assert.ok(results.every((r) => r.reward === 1));
+      assert.deepEqual(new Set(results.map((r) => r.engine)), new Set(['e1', 'remote']));
+      assert.ok(events.some((e) => e.type === 'image-shipped' && e.engine === 'remote'));
+      // What the remote ran is on the engine behind the ssh account, with the same id.
+      assert.equal((await engines[2]!.docker.getImage(results[0]!.imageId!).inspect()).Id, results[0]!.imageId);
+    } finally {
+      await p.closeAll();
+      sshd.stop();
     }
   });
 });

@@ -1,5 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { shipImage } from '../../src/sandbox/pool/ship.js';
@@ -153,4 +155,43 @@ export async function startEngines(n: number): Promise<TestEngine[]> {
   await Promise.all(engines.map((e) => e.start()));
   await Promise.all(engines.map((e) => e.loadFromMain()));
   return engines;
+}
+
+/**
+ * An sshd on 127.0.0.1 (a free port, its own host key and config) whose one authorized key runs
+ * commands with DOCKER_HOST set to `socket`: an engine reached as `ssh://root@127.0.0.1:PORT`,
+ * the way a remote machine's engine is. Needs Debian's openssh-server (scripts/setup.sh).
+ */
+export async function startSshEngine(socket: string): Promise<{ host: string; keyFile: string; stop: () => void }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'termgrade-sshd-'));
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as { port: number }).port;
+      probe.close(() => resolve(p));
+    });
+  });
+  for (const key of ['host', 'client']) {
+    const made = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(dir, key)]);
+    if (made.status !== 0) throw new Error(`ssh-keygen failed: ${made.stderr}`);
+  }
+  writeFileSync(path.join(dir, 'authorized_keys'), `environment="DOCKER_HOST=unix://${socket}" ${readFileSync(path.join(dir, 'client.pub'), 'utf8')}`, { mode: 0o600 });
+  writeFileSync(
+    path.join(dir, 'sshd_config'),
+    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${dir}/host`, `AuthorizedKeysFile ${dir}/authorized_keys`, 'PermitRootLogin prohibit-password', 'PasswordAuthentication no', 'PermitUserEnvironment yes', `PidFile ${dir}/sshd.pid`, 'StrictModes no', 'UsePAM no', ''].join('\n'),
+  );
+  mkdirSync('/run/sshd', { recursive: true });
+  const started = spawnSync('/usr/sbin/sshd', ['-f', path.join(dir, 'sshd_config'), '-E', path.join(dir, 'sshd.log')]);
+  if (started.status !== 0) throw new Error(`sshd did not start: ${started.stderr}`);
+  return {
+    host: `ssh://root@127.0.0.1:${port}`,
+    keyFile: path.join(dir, 'client'),
+    stop: () => {
+      try {
+        process.kill(Number(readFileSync(path.join(dir, 'sshd.pid'), 'utf8').trim()), 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
