@@ -310,6 +310,20 @@ program
   });
 
 program
+  .command('report')
+  .description('One self-contained HTML page (plus report.json) with every figure for your trials: pass@1/pass@k, paired comparisons, rate histograms, cost, overlap, check yield, selection, trajectory behaviour.')
+  .argument('<sources...>', SOURCES)
+  .requiredOption('-o, --out <dir>', 'where index.html and report.json go')
+  .option('--band <lo:hi>', 'the selection band', band, [0.25, 0.75] as [number, number])
+  .option('--min-trials <n>', 'band sets (overlap) leave out tasks with fewer graded trials', positiveInt, 4)
+  .option('--check <file>', 'a check output (check.json) for the yield and rejection reasons')
+  .option('--select <dir>', 'a selection (select --out folder, or its manifest.json)')
+  .action(async (sources: string[], opts) => {
+    const { reportCommand } = await import('./report-command.js');
+    process.exitCode = await reportCommand(sources, opts);
+  });
+
+program
   .command('engines')
   .description('Each Docker engine: whether it answers, capacity, termgrade sandboxes on it (and leftovers of dead runs), images.')
   .option('--engine <host>', ENGINE_HELP, collect)

@@ -132,6 +132,8 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
           }
           const parsed = parseTurn(c.content);
           if (!parsed.ok) {
+            // Kept on the step so a reader of the trajectory can count turns with no valid action.
+            step.extra = { ...step.extra, parse_error: parsed.error };
             parseErrors += 1;
             if (parseErrors >= maxParseErrors) return end('parse_errors', `${parseErrors} unreadable replies in a row; last: ${parsed.error}`);
             reply(parseErrorMessage(parsed.error));
@@ -139,6 +141,7 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
           }
           parseErrors = 0;
           const { turn: t, warnings } = parsed;
+          step.extra = { ...step.extra, commands: t.commands.length, ...(t.task_complete ? { task_complete: true } : {}) };
           if (t.task_complete && askedToConfirm) return end('completed');
 
           for (const cmd of t.commands) {

@@ -1,0 +1,96 @@
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { JobStore } from '../store/store.js';
+import { filesNamed } from '../util/files.js';
+import { configLabel } from './records.js';
+import type { TrialDetail } from './page-data.js';
+import { summarizeTrajectory } from './trajectory.js';
+
+async function readJson(file: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+interface ResultFields {
+  trialId?: string;
+  task?: { name?: string };
+  agent?: { name?: string; model?: string | null };
+  reward?: number | null;
+  passed?: boolean;
+  error?: { class?: string } | null;
+  tokens?: { input?: number; output?: number } | null;
+  tests?: Array<{ name?: string; status?: string }>;
+  testsSummary?: { passed?: number; failed?: number };
+}
+
+/** One trial's detail from its folder (result.json, agent/trajectory.json); `fallback` when the folder is gone. */
+async function fromFolder(dir: string | null, fallback: Omit<TrialDetail, 'trajectory' | 'failedTests'>): Promise<TrialDetail> {
+  const result = dir ? ((await readJson(path.join(dir, 'result.json'))) as ResultFields | null) : null;
+  const trajectory = dir ? summarizeTrajectory(await readJson(path.join(dir, 'agent', 'trajectory.json'))) : null;
+  const failedTests = (result?.tests ?? []).filter((t) => t.status === 'failed' || t.status === 'error').map((t) => t.name ?? '?');
+  return { ...fallback, failedTests, trajectory };
+}
+
+/**
+ * What the report reads beyond the stats records: failing test names, tokens and trajectories,
+ * from each trial's folder. Job folders give their store's rows (and each row's trial folder);
+ * folders of trial folders give every result.json; JSONL sources have no folders, so only what
+ * their lines hold. A trial folder that is gone leaves its row's own figures.
+ */
+export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
+  const out: TrialDetail[] = [];
+  const seen = new Set<string>();
+  const push = (d: TrialDetail): void => {
+    if (seen.has(d.trialId)) return;
+    seen.add(d.trialId);
+    out.push(d);
+  };
+  for (const source of sources) {
+    const st = await stat(source).catch(() => null);
+    if (!st?.isDirectory()) continue;
+    if (await stat(path.join(source, 'job.db')).catch(() => null)) {
+      const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
+      const rows = [...store.listTrials()].filter((r) => r.status !== 'not_run');
+      store.close();
+      for (const r of rows) {
+        push(
+          await fromFolder(r.trial_dir, {
+            trialId: r.trial_id,
+            config: r.config,
+            task: r.task,
+            passed: r.reward !== null && r.reward >= 1,
+            graded: r.reward !== null,
+            errorClass: r.error_class,
+            inputTokens: r.input_tokens,
+            outputTokens: r.output_tokens,
+            testsPassed: r.tests_passed,
+            testsFailed: r.tests_failed,
+          }),
+        );
+      }
+      continue;
+    }
+    for await (const file of filesNamed(source, 'result.json')) {
+      const r = (await readJson(file)) as ResultFields | null;
+      if (!r?.trialId || !r.task?.name || !r.agent?.name) continue;
+      push(
+        await fromFolder(path.dirname(file), {
+          trialId: r.trialId,
+          config: configLabel(r.agent.name, r.agent.model),
+          task: r.task.name,
+          passed: r.passed ?? false,
+          graded: r.reward !== null && r.reward !== undefined,
+          errorClass: r.error?.class ?? null,
+          inputTokens: r.tokens?.input ?? null,
+          outputTokens: r.tokens?.output ?? null,
+          testsPassed: r.testsSummary?.passed ?? 0,
+          testsFailed: r.testsSummary?.failed ?? 0,
+        }),
+      );
+    }
+  }
+  return out;
+}

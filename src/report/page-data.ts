@@ -1,0 +1,146 @@
+import type { CheckReport } from '../check/schema.js';
+import { inBand } from '../stats/band.js';
+import { isNearMiss } from '../stats/efficiency.js';
+import { jaccard, sameModelCeiling } from '../stats/overlap.js';
+import { pairedCompare } from '../stats/paired.js';
+import { median } from '../stats/summary.js';
+import { configStats, countByTask, taskRates, type ConfigStats, type TaskRate } from './aggregate.js';
+import type { SelectManifest } from './outputs.js';
+import type { StatsRecord } from './records.js';
+import type { TrajectorySummary } from './trajectory.js';
+
+/** What the report needs of one trial beyond its stats record: tests, tokens, trajectory. */
+export interface TrialDetail {
+  trialId: string;
+  config: string;
+  task: string;
+  passed: boolean;
+  graded: boolean;
+  errorClass: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  failedTests: string[];
+  testsPassed: number;
+  testsFailed: number;
+  trajectory: TrajectorySummary | null;
+}
+
+export interface ReportInput {
+  sources: string[];
+  records: StatsRecord[];
+  details: TrialDetail[];
+  band: [number, number];
+  /** Tasks with fewer graded trials stay out of band sets (as `overlap --min-trials`). */
+  minTrials: number;
+  check?: CheckReport | null;
+  selection?: SelectManifest | null;
+}
+
+const BINS = 10;
+
+/**
+ * Every figure of the report, computed from the same records `stats` reads with the same
+ * functions (so the numbers equal `stats --json`, `compare`, `overlap`): pure, no I/O. The page
+ * renders this; report.json beside it holds it as is.
+ */
+export function reportData(input: ReportInput) {
+  const { records, details, band } = input;
+  const configs: ConfigStats[] = configStats(records);
+  const names = configs.map((c) => c.config);
+  const rates: TaskRate[] = taskRates(countByTask(records), band);
+  const ratesOf = (config: string): TaskRate[] => rates.filter((r) => r.config === config && r.n > 0);
+
+  const histogram = names.map((config) => {
+    const mine = ratesOf(config);
+    const bins = Array.from({ length: BINS }, (_, i) => ({ lo: i / BINS, hi: (i + 1) / BINS, count: 0 }));
+    for (const t of mine) bins[Math.min(BINS - 1, Math.floor(t.rate * BINS))]!.count += 1;
+    const inside = mine.filter((t) => inBand(t.rate, band[0], band[1])).length;
+    return { config, bins, inBand: inside, outOfBand: mine.length - inside };
+  });
+
+  const paired: Array<{ a: string; b: string; tasks: number; meanDiff: number; ciLo: number; ciHi: number; p: number; significant: boolean }> = [];
+  for (let i = 0; i < names.length; i++) {
+    for (let j = i + 1; j < names.length; j++) {
+      const ra = new Map(ratesOf(names[i]!).map((r) => [r.task, r.rate]));
+      const rb = new Map(ratesOf(names[j]!).map((r) => [r.task, r.rate]));
+      const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
+      if (common.length < 2) continue;
+      const r = pairedCompare(common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)! })));
+      paired.push({ a: names[i]!, b: names[j]!, tasks: r.t, meanDiff: r.meanDiff, ciLo: r.ciLo, ciHi: r.ciHi, p: r.p, significant: r.ciLo > 0 || r.ciHi < 0 });
+    }
+  }
+
+  const runtime = configs.map((c) => ({
+    config: c.config,
+    pass1: c.pass1.mean,
+    hours: records.filter((r) => r.config === c.config).reduce((a, r) => a + r.durationMs, 0) / 3_600_000,
+    ...c.efficiency,
+  }));
+
+  const sets = names.map((m) => new Set(ratesOf(m).filter((t) => t.n >= input.minTrials && inBand(t.rate, band[0], band[1])).map((t) => t.task)));
+  const overlap = {
+    models: names,
+    minTrials: input.minTrials,
+    sizes: sets.map((s) => s.size),
+    jaccard: names.map((_, i) => names.map((__, j) => jaccard(sets[i]!, sets[j]!))),
+    sameModelCeiling: names.map((m) => sameModelCeiling(ratesOf(m).filter((t) => t.n >= input.minTrials), band)),
+  };
+
+  const behaviour = names.map((config) => {
+    const mine = details.filter((d) => d.config === config);
+    const traced = mine.filter((d) => d.trajectory);
+    const t = (d: TrialDetail): TrajectorySummary => d.trajectory!;
+    const noActionTokens = traced.flatMap((d) => t(d).noActionTokens);
+    // Turns of successes against failures of the same task: the mean difference per task, then the median over tasks.
+    const byTask = new Map<string, { s: number[]; f: number[] }>();
+    for (const d of traced.filter((x) => x.graded)) {
+      const e = byTask.get(d.task) ?? { s: [], f: [] };
+      (d.passed ? e.s : e.f).push(t(d).turns);
+      byTask.set(d.task, e);
+    }
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const diffs = [...byTask.values()].filter((e) => e.s.length && e.f.length).map((e) => mean(e.s) - mean(e.f));
+    const withTokens = mine.filter((d) => d.inputTokens !== null && d.outputTokens !== null);
+    const output = withTokens.reduce((a, d) => a + d.outputTokens!, 0);
+    return {
+      config,
+      trials: mine.length,
+      withTrajectory: traced.length,
+      quitEarly: traced.filter((d) => t(d).quitEarly).length,
+      turns: traced.reduce((a, d) => a + t(d).turns, 0),
+      noActionTurns: traced.reduce((a, d) => a + t(d).noActionTurns, 0),
+      noActionTokensMedian: noActionTokens.length ? median(noActionTokens) : null,
+      tasksWithBoth: diffs.length,
+      turnsSuccessMinusFailure: diffs.length ? median(diffs) : null,
+      inputOutputRatio: output > 0 ? withTokens.reduce((a, d) => a + d.inputTokens!, 0) / output : null,
+    };
+  });
+
+  const nearMisses = details
+    .filter((d) => d.graded && isNearMiss({ passed: d.passed, durationMs: 0, outputTokens: null, costUsd: null, testsPassed: d.testsPassed, testsFailed: d.testsFailed }))
+    .map((d) => ({ trialId: d.trialId, config: d.config, task: d.task, failing: d.failedTests, testsPassed: d.testsPassed }));
+
+  const failing = new Map<string, { failures: number; tasks: Set<string>; configs: Set<string> }>();
+  for (const d of details.filter((x) => x.graded && !x.passed)) {
+    for (const name of d.failedTests) {
+      const key = `${d.task} :: ${name}`;
+      const e = failing.get(key) ?? { failures: 0, tasks: new Set<string>(), configs: new Set<string>() };
+      e.failures += 1;
+      e.tasks.add(d.task);
+      e.configs.add(d.config);
+      failing.set(key, e);
+    }
+  }
+  const failingTests = [...failing.entries()]
+    .map(([test, e]) => ({ test, failures: e.failures, configs: [...e.configs].sort() }))
+    .sort((a, b) => b.failures - a.failures || a.test.localeCompare(b.test))
+    .slice(0, 30);
+
+  const check = input.check
+    ? { total: input.check.summary.total, admissible: input.check.summary.admissible, rejected: input.check.summary.rejected, yield: input.check.summary.yield, reasons: input.check.summary.reasons }
+    : null;
+
+  return { sources: input.sources, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, check, selection: input.selection ?? null };
+}
+
+export type ReportData = ReturnType<typeof reportData>;
