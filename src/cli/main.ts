@@ -324,6 +324,19 @@ program
   });
 
 program
+  .command('view')
+  .description('A local web application over job stores, check outputs and trial folders: trial table with filters, trial pages with the whole transcript, side by side, live.')
+  .argument('[sources...]', 'job folders, check output folders or folders of trial folders (default: every job in --jobs-dir)')
+  .option('--host <host>', 'address to bind (anything but loopback needs --token-env)', '127.0.0.1')
+  .option('--port <port>', 'port (0: any free one)', (v) => Number(v), 8421)
+  .option('--token-env <var>', 'environment variable holding the access token')
+  .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
+  .action(async (sources: string[], opts) => {
+    const { viewCommand } = await import('./view-command.js');
+    process.exitCode = await viewCommand(sources, opts);
+  });
+
+program
   .command('engines')
   .description('Each Docker engine: whether it answers, capacity, termgrade sandboxes on it (and leftovers of dead runs), images.')
   .option('--engine <host>', ENGINE_HELP, collect)

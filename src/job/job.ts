@@ -141,6 +141,8 @@ export async function openJob(spec: JobSpec, jobsDir: string): Promise<OpenedJob
     // An informed prior is read once, when the job is made, and kept: resuming never re-reads it.
     if (spec.adaptive?.prior && store.getMeta('priors') === null) store.setMeta('priors', JSON.stringify(await readPriors(spec)));
     store.setMeta('spec', JSON.stringify(spec));
+    // Slots in all (k x configurations x tasks; adaptive sampling's cap): what a viewer shows progress against.
+    store.setMeta('slots', String(spec.k * spec.agents.length * tasks.length));
   } catch (err) {
     store.close();
     await lock.release();

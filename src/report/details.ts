@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
 import { filesNamed } from '../util/files.js';
@@ -24,6 +24,13 @@ interface ResultFields {
   tokens?: { input?: number; output?: number } | null;
   tests?: Array<{ name?: string; status?: string }>;
   testsSummary?: { passed?: number; failed?: number };
+}
+
+/** `fn` over every item, 64 at a time (file reads overlap; order kept). */
+async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += 64) out.push(...(await Promise.all(items.slice(i, i + 64).map(fn))));
+  return out;
 }
 
 /** One trial's detail from its folder (result.json, agent/trajectory.json); `fallback` when the folder is gone. */
@@ -54,23 +61,28 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
     if (await stat(path.join(source, 'job.db')).catch(() => null)) {
       const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
       const rows = [...store.listTrials()].filter((r) => r.status !== 'not_run');
+      const failed = store.failedTests();
       store.close();
-      for (const r of rows) {
-        push(
-          await fromFolder(r.trial_dir, {
-            trialId: r.trial_id,
-            config: r.config,
-            task: r.task,
-            passed: r.reward !== null && r.reward >= 1,
-            graded: r.reward !== null,
-            errorClass: r.error_class,
-            inputTokens: r.input_tokens,
-            outputTokens: r.output_tokens,
-            testsPassed: r.tests_passed,
-            testsFailed: r.tests_failed,
-          }),
-        );
+      // Which trial folders exist, one listing per parent folder (a moved or pruned job has none).
+      const present = new Set<string>();
+      for (const parent of new Set(rows.flatMap((r) => (r.trial_dir ? [path.dirname(r.trial_dir)] : [])))) {
+        for (const name of await readdir(parent).catch(() => [] as string[])) present.add(path.join(parent, name));
       }
+      const details = await inBatches(rows, async (r) => ({
+        trialId: r.trial_id,
+        config: r.config,
+        task: r.task,
+        passed: r.reward !== null && r.reward >= 1,
+        graded: r.reward !== null,
+        errorClass: r.error_class,
+        inputTokens: r.input_tokens,
+        outputTokens: r.output_tokens,
+        testsPassed: r.tests_passed,
+        testsFailed: r.tests_failed,
+        failedTests: failed.get(r.trial_id) ?? [],
+        trajectory: r.trial_dir && present.has(r.trial_dir) ? summarizeTrajectory(await readJson(path.join(r.trial_dir, 'agent', 'trajectory.json'))) : null,
+      }));
+      details.forEach(push);
       continue;
     }
     for await (const file of filesNamed(source, 'result.json')) {

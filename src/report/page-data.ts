@@ -65,7 +65,8 @@ export function reportData(input: ReportInput) {
       const rb = new Map(ratesOf(names[j]!).map((r) => [r.task, r.rate]));
       const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
       if (common.length < 2) continue;
-      const r = pairedCompare(common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)! })));
+      // The t-test's figures, as `compare` prints them (its permutation cross-check is not shown here).
+      const r = pairedCompare(common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)! })), { permutations: 0 });
       paired.push({ a: names[i]!, b: names[j]!, tasks: r.t, meanDiff: r.meanDiff, ciLo: r.ciLo, ciHi: r.ciHi, p: r.p, significant: r.ciLo > 0 || r.ciHi < 0 });
     }
   }

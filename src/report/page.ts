@@ -48,7 +48,7 @@ td.ns { color: #888; } td.sig { font-weight: 600; }
 export function renderReport(d: ReportData, charts: Record<string, string>, generatedAt: string): string {
   const names = d.configs.map((c) => c.config);
   const maxK = Math.max(1, ...d.configs.map((c) => c.passAtK.length));
-  const kCols = Array.from({ length: Math.min(maxK, 8) }, (_, i) => i + 1);
+  const kCols = Array.from({ length: Math.min(maxK, 8) - 1 }, (_, i) => i + 2);
   const parts: string[] = [];
   parts.push(`<h1>termgrade report</h1><p class="note">${esc(d.trials)} graded or attempted trials from ${d.sources.map((s) => `<code>${esc(s)}</code>`).join(', ')}; generated ${esc(generatedAt)}. Band ${d.band[0]}-${d.band[1]}. Figures are those of <code>termgrade stats --json</code> on the same sources (also in report.json).</p>`);
 

@@ -213,6 +213,17 @@ export class JobStore {
   }
 
   /** Every replaced record (by `run --retry`), with its slot: sandbox time spent and discarded. */
+  /** The tests that failed (or errored) in each trial, by trial id. */
+  failedTests(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const r of this.db.prepare("SELECT trial_id, name FROM tests WHERE status IN ('failed', 'error') ORDER BY trial_id, name").iterate() as Iterable<{ trial_id: string; name: string }>) {
+      const list = out.get(r.trial_id);
+      if (list) list.push(r.name);
+      else out.set(r.trial_id, [r.name]);
+    }
+    return out;
+  }
+
   allHistory(): Array<{ config: string; task: string; attempt: number; error_class: string | null; duration_ms: number; retries: RetriedAttempt[] }> {
     const rows = this.db.prepare('SELECT config, task, attempt, error_class, row_json FROM trial_history ORDER BY rowid').all() as Array<{ config: string; task: string; attempt: number; error_class: string | null; row_json: string }>;
     return rows.map((r) => {

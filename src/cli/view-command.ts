@@ -1,0 +1,25 @@
+import { TermgradeError } from '../util/errors.js';
+import { startViewer } from '../view/server.js';
+
+/** Serves the viewer until SIGINT / SIGTERM; prints one JSON line {url} once listening. */
+export async function viewCommand(sources: string[], flags: { host: string; port: number; tokenEnv?: string; jobsDir: string }): Promise<number> {
+  let token: string | null = null;
+  if (flags.tokenEnv) {
+    token = process.env[flags.tokenEnv] ?? null;
+    if (!token) throw new TermgradeError('usage', `--token-env ${flags.tokenEnv}: the variable is not set`);
+  }
+  const { existsSync, readdirSync } = await import('node:fs');
+  const path = await import('node:path');
+  // Without sources: every job under --jobs-dir.
+  const list = sources.length ? sources : existsSync(flags.jobsDir) ? readdirSync(flags.jobsDir).map((n) => path.join(flags.jobsDir, n)).filter((d) => existsSync(path.join(d, 'job.db'))) : [];
+  if (!list.length) throw new TermgradeError('usage', `nothing to show: give job folders, check outputs or trial folders (no jobs in ${flags.jobsDir})`);
+  const viewer = await startViewer({ sources: list, host: flags.host, port: flags.port, token });
+  process.stderr.write(`termgrade view: ${list.length} source(s) on ${viewer.url}${token ? ' (token required: open with ?token=...)' : ''}\n`);
+  process.stdout.write(`${JSON.stringify({ url: viewer.url })}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await viewer.close();
+  return 0;
+}

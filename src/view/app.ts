@@ -1,0 +1,183 @@
+/**
+ * The viewer's page: one static HTML shell and one script, no build step and nothing fetched from
+ * outside. Routes live in the address's hash, so every view is a deep link:
+ *   #/?config=..&status=..&page=..   the trial table (filters, sorting, paging on the server)
+ *   #/trial/ID                       one trial: phases, tests, transcript, screens, logs
+ *   #/compare/ID/ID                  two trials side by side
+ * Text from trials is only ever put in the page as text (textContent), never as HTML.
+ */
+export const APP_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>termgrade view</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
+header { background: #24292f; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: center; }
+header a { color: #fff; text-decoration: none; font-weight: 600; }
+main { padding: 12px 16px; }
+.jobs { display: flex; gap: 12px; flex-wrap: wrap; margin-bottom: 10px; }
+.job { border: 1px solid #ddd; border-radius: 6px; padding: 6px 10px; font-size: 13px; }
+.bar { height: 6px; background: #eee; border-radius: 3px; margin-top: 4px; width: 180px; }
+.bar > div { height: 6px; background: #2da44e; border-radius: 3px; }
+.filters { display: flex; gap: 8px; flex-wrap: wrap; margin: 8px 0; }
+.filters label { font-size: 12px; color: #555; display: flex; flex-direction: column; }
+table { border-collapse: collapse; font-size: 13px; width: 100%; }
+th, td { border-bottom: 1px solid #eee; padding: 4px 6px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; cursor: pointer; user-select: none; white-space: nowrap; }
+tr.pass td.reward { color: #1a7f37; font-weight: 600; } tr.fail td.reward { color: #cf222e; font-weight: 600; }
+.pager { margin: 8px 0; display: flex; gap: 8px; align-items: center; }
+pre { background: #f6f8fa; padding: 8px; overflow-x: auto; white-space: pre-wrap; word-break: break-word; margin: 4px 0; font-size: 12px; }
+details { margin: 4px 0; } summary { cursor: pointer; }
+.step { border-left: 3px solid #ddd; padding-left: 8px; margin: 10px 0; }
+.step.agent { border-color: #0969da; } .step.user { border-color: #8250df; } .step.system { border-color: #999; }
+.timeline { position: relative; height: 22px; background: #f6f8fa; margin: 6px 0 14px; }
+.timeline div { position: absolute; top: 0; height: 22px; font-size: 11px; color: #fff; overflow: hidden; white-space: nowrap; padding-left: 3px; box-sizing: border-box; }
+.cols { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
+.muted { color: #666; } .err { color: #cf222e; } .ok { color: #1a7f37; }
+</style></head>
+<body><header><a href="#/">termgrade view</a><span id="live" class="muted"></span></header><main id="main">loading...</main>
+<script src="/app.js"></script></body></html>
+`;
+
+export const APP_JS = String.raw`
+'use strict';
+const main = document.getElementById('main');
+const h = (tag, attrs, ...kids) => {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') el.className = v; else if (k.startsWith('on')) el.addEventListener(k.slice(2), v); else if (v !== undefined && v !== null) el.setAttribute(k, v);
+  }
+  for (const kid of kids.flat()) if (kid !== null && kid !== undefined) el.append(kid instanceof Node ? kid : String(kid));
+  return el;
+};
+const api = async (p) => { const r = await fetch(p); if (!r.ok) throw new Error(p + ': ' + r.status); return r; };
+const json = async (p) => (await api(p)).json();
+const fmtS = (ms) => (ms === null || ms === undefined ? '-' : (ms / 1000).toFixed(1) + ' s');
+const fmtR = (r) => (r === null || r === undefined ? '-' : String(r));
+const params = () => new URLSearchParams(location.hash.split('?')[1] || '');
+const go = (p) => { location.hash = p; };
+let summary = null;
+let lastVersion = -1;
+
+async function loadSummary() { summary = await json('/api/summary'); return summary; }
+
+function jobsStrip() {
+  return h('div', { class: 'jobs' }, summary.jobs.map((j) => {
+    const done = Object.entries(j.counts).filter(([s]) => s !== 'not_run').reduce((a, [, n]) => a + n, 0);
+    const counts = Object.entries(j.counts).map(([s, n]) => s + ' ' + n).join(', ') || 'no trials yet';
+    return h('div', { class: 'job', 'data-job': j.job }, h('b', {}, j.job), ' ', h('span', { class: 'muted' }, counts + (j.total ? ' of ' + j.total + ' slots' : '')),
+      j.total ? h('div', { class: 'bar' }, h('div', { style: 'width:' + Math.min(100, (100 * done) / j.total).toFixed(1) + '%' })) : null);
+  }));
+}
+
+const COLUMNS = [['task', 'task'], ['config', 'config'], ['attempt', 'attempt'], ['status', 'status'], ['reward', 'reward'], ['error_class', 'error class'], ['tests_failed', 'failing tests'], ['duration_ms', 'time'], ['output_tokens', 'out tokens'], ['cost_usd', 'cost $'], ['job', 'job']];
+const FILTERS = ['job', 'config', 'task', 'status', 'reward', 'error', 'test'];
+
+async function tableView() {
+  const p = params();
+  const pageSize = 50;
+  const page = Number(p.get('page') || 0);
+  const q = new URLSearchParams();
+  for (const f of FILTERS) if (p.get(f)) q.set(f, p.get(f));
+  if (p.get('sort')) { q.set('sort', p.get('sort')); q.set('dir', p.get('dir') || 'asc'); }
+  q.set('offset', String(page * pageSize)); q.set('limit', String(pageSize));
+  const [data] = await Promise.all([json('/api/trials?' + q), loadSummary()]);
+  const setParam = (k, v) => { const n = params(); if (v) n.set(k, v); else n.delete(k); if (k !== 'page') n.delete('page'); go('/?' + n); };
+  const select = (name, values) => h('select', { name, onchange: (e) => setParam(name, e.target.value) }, h('option', { value: '' }, 'any'), values.map((v) => { const o = h('option', { value: v }, v); if (p.get(name) === v) o.selected = true; return o; }));
+  const text = (name, placeholder) => h('input', { name, value: p.get(name) || '', placeholder, onchange: (e) => setParam(name, e.target.value.trim()) });
+  const filters = h('div', { class: 'filters' },
+    h('label', {}, 'job', select('job', summary.facets.job)),
+    h('label', {}, 'configuration', select('config', summary.facets.config)),
+    h('label', {}, 'task contains', text('task', 'task name')),
+    h('label', {}, 'status', select('status', summary.facets.status)),
+    h('label', {}, 'reward', select('reward', ['pass', 'fail', 'none'])),
+    h('label', {}, 'error class', select('error', summary.facets.error)),
+    h('label', {}, 'failing test contains', text('test', 'test name')));
+  const picked = new Set();
+  const compareBtn = h('button', { disabled: '', onclick: () => go('/compare/' + [...picked].map(encodeURIComponent).join('/')) }, 'compare 2 selected');
+  const sortBy = (col) => { const n = params(); const dir = n.get('sort') === col && n.get('dir') !== 'desc' ? 'desc' : 'asc'; n.set('sort', col); n.set('dir', dir); n.delete('page'); go('/?' + n); };
+  const head = h('tr', {}, h('th', {}, ''), COLUMNS.map(([c, label]) => h('th', { 'data-col': c, onclick: () => sortBy(c) }, label + (p.get('sort') === c ? (p.get('dir') === 'desc' ? ' \u25BC' : ' \u25B2') : ''))));
+  const rows = data.rows.map((r) => {
+    const box = h('input', { type: 'checkbox', onchange: (e) => { if (e.target.checked) picked.add(r.id); else picked.delete(r.id); compareBtn.disabled = picked.size !== 2; } });
+    return h('tr', { class: r.reward === null ? '' : r.reward >= 1 ? 'pass' : 'fail', 'data-id': r.id },
+      h('td', {}, box), h('td', {}, h('a', { href: '#/trial/' + encodeURIComponent(r.id) }, r.task)), h('td', {}, r.config), h('td', {}, r.attempt), h('td', {}, r.status),
+      h('td', { class: 'reward' }, fmtR(r.reward)), h('td', {}, r.error_class || ''), h('td', { title: r.failing }, r.failing ? r.failing.split('\n').join(', ') : ''),
+      h('td', {}, fmtS(r.duration_ms)), h('td', {}, r.output_tokens ?? '-'), h('td', {}, r.cost_usd === null ? '-' : r.cost_usd.toFixed(4)), h('td', {}, r.job));
+  });
+  const pages = Math.max(1, Math.ceil(data.total / pageSize));
+  const pager = h('div', { class: 'pager' },
+    h('button', { onclick: () => setParam('page', String(page - 1)), ...(page <= 0 ? { disabled: '' } : {}) }, 'previous'),
+    h('span', { id: 'page-info' }, 'page ' + (page + 1) + ' of ' + pages + ' (' + data.total + ' trials)'),
+    h('button', { onclick: () => setParam('page', String(page + 1)), ...(page + 1 >= pages ? { disabled: '' } : {}) }, 'next'), compareBtn);
+  main.replaceChildren(jobsStrip(), filters, pager, h('table', { id: 'trials' }, h('thead', {}, head), h('tbody', {}, rows)));
+}
+
+function timeline(phases) {
+  const entries = Object.entries(phases || {}).filter(([, v]) => v && v.startedAt);
+  if (!entries.length) return h('div', { class: 'muted' }, 'no phase timings');
+  const t0 = Math.min(...entries.map(([, v]) => Date.parse(v.startedAt)));
+  const end = Math.max(...entries.map(([, v]) => Date.parse(v.startedAt) + v.durationMs));
+  const span = Math.max(1, end - t0);
+  const colours = { environment_setup: '#8250df', agent_setup: '#bf8700', agent_run: '#0969da', verification: '#1a7f37', teardown: '#6e7781' };
+  return h('div', {},
+    h('div', { class: 'timeline' }, entries.map(([k, v]) => h('div', { title: k + ' ' + fmtS(v.durationMs), style: 'left:' + ((100 * (Date.parse(v.startedAt) - t0)) / span) + '%;width:' + Math.max(0.5, (100 * v.durationMs) / span) + '%;background:' + (colours[k] || '#999') }, k))),
+    h('div', { class: 'muted' }, entries.map(([k, v]) => k + ' ' + fmtS(v.durationMs)).join(' \u00B7 ')));
+}
+
+function transcript(traj) {
+  if (!traj || !Array.isArray(traj.steps)) return h('p', { class: 'muted' }, 'no trajectory (agent/trajectory.json) in this trial');
+  let turn = 0;
+  return h('div', { class: 'transcript' }, traj.steps.map((s) => {
+    if (s.source === 'agent') turn += 1;
+    const calls = (s.tool_calls || []).map((c) => h('div', {}, h('b', {}, 'tool call ' + c.function_name), h('pre', {}, typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments, null, 1))));
+    const obs = ((s.observation && s.observation.results) || []).map((o, i) => h('details', { open: '' }, h('summary', {}, (o.source_call_id ? 'tool output' : 'screen after turn ' + turn) + ' (' + (o.content || '').length + ' chars)'), h('pre', { class: 'observation' }, o.content || '')));
+    const metrics = s.metrics ? ' \u00B7 ' + s.metrics.prompt_tokens + ' in / ' + s.metrics.completion_tokens + ' out tokens' : '';
+    const flags = s.extra && s.extra.parse_error ? h('div', { class: 'err' }, 'no valid action: ' + s.extra.parse_error) : null;
+    return h('div', { class: 'step ' + s.source, 'data-step': s.step_id },
+      h('div', { class: 'muted' }, '#' + s.step_id + ' ' + s.source + (s.source === 'agent' ? ' turn ' + turn : '') + metrics),
+      s.message ? h('pre', { class: 'message' }, s.message) : null, s.reasoning_content ? h('details', {}, h('summary', {}, 'reasoning'), h('pre', {}, s.reasoning_content)) : null, flags, calls, obs);
+  }));
+}
+
+async function trialPanel(id) {
+  const t = await json('/api/trial?id=' + encodeURIComponent(id));
+  const r = t.result || {};
+  const err = r.error ? h('p', { class: 'err' }, 'error ' + r.error.class + ' (' + r.error.phase + '): ' + r.error.message) : null;
+  const tests = (r.tests || []).length
+    ? h('table', { class: 'tests' }, h('thead', {}, h('tr', {}, h('th', {}, 'test'), h('th', {}, 'status'), h('th', {}, 'message'))), h('tbody', {}, r.tests.map((x) => h('tr', {}, h('td', {}, x.name), h('td', { class: x.status === 'passed' ? 'ok' : 'err' }, x.status), h('td', {}, h('pre', {}, x.message || ''))))))
+    : h('p', { class: 'muted' }, 'no per-test results');
+  const logs = h('div', {}, t.files.filter((f) => f.path !== 'result.json').map((f) => {
+    const d = h('details', { 'data-file': f.path }, h('summary', {}, f.path + ' (' + f.bytes + ' bytes)'));
+    d.addEventListener('toggle', async () => { if (d.open && d.children.length === 1) d.append(h('pre', {}, await (await api('/api/file?id=' + encodeURIComponent(id) + '&path=' + encodeURIComponent(f.path))).text())); });
+    return d;
+  }));
+  const tokens = r.tokens ? r.tokens.input + ' in (' + r.tokens.cached + ' cached) / ' + r.tokens.output + ' out' : '-';
+  return h('div', { class: 'trial', 'data-trial': id },
+    h('h2', {}, t.row.task + ' \u00B7 ' + t.row.config + ' \u00B7 attempt ' + t.row.attempt),
+    h('p', {}, 'reward ', h('b', { class: t.row.reward >= 1 ? 'ok' : 'err', id: 'reward' }, fmtR(t.row.reward)), ' \u00B7 ' + t.row.status + ' \u00B7 turns ' + (r.turns ?? '-') + ' \u00B7 tokens ' + tokens + ' \u00B7 cost ' + (r.costUsd === null || r.costUsd === undefined ? '-' : '$' + r.costUsd.toFixed(4)) + (r.engine ? ' \u00B7 engine ' + r.engine : '') + (r.imageId ? ' \u00B7 image ' + r.imageId.slice(7, 19) : '')),
+    err, h('h3', {}, 'Phases'), timeline(r.phases), h('h3', {}, 'Tests'), tests, h('h3', {}, 'Transcript'), transcript(t.trajectory), h('h3', {}, 'Files (agent and verifier logs)'), logs);
+}
+
+async function trialView(id) { main.replaceChildren(h('p', {}, h('a', { href: '#/' }, '\u2190 all trials')), await trialPanel(id)); }
+async function compareView(a, b) { const [x, y] = await Promise.all([trialPanel(a), trialPanel(b)]); main.replaceChildren(h('p', {}, h('a', { href: '#/' }, '\u2190 all trials')), h('div', { class: 'cols' }, x, y)); }
+
+async function route() {
+  const path = location.hash.replace(/^#/, '').split('?')[0] || '/';
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  try {
+    if (parts[0] === 'trial' && parts[1]) await trialView(parts.slice(1).join('/'));
+    else if (parts[0] === 'compare' && parts.length >= 3) await compareView(parts[1], parts[2]);
+    else await tableView();
+  } catch (e) { main.replaceChildren(h('p', { class: 'err' }, String(e.message || e))); }
+}
+window.addEventListener('hashchange', route);
+route();
+
+// Live: a running job's new trials refresh the table (not a trial page someone is reading).
+const events = new EventSource('/api/events');
+events.onmessage = (m) => {
+  const v = JSON.parse(m.data).version;
+  document.getElementById('live').textContent = 'live \u00B7 update ' + v;
+  if (lastVersion !== -1 && v !== lastVersion && !location.hash.startsWith('#/trial') && !location.hash.startsWith('#/compare')) route();
+  lastVersion = v;
+};
+`;

@@ -1,0 +1,145 @@
+import { timingSafeEqual } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import { TermgradeError } from '../util/errors.js';
+import { APP_HTML, APP_JS } from './app.js';
+import { Catalog, type TrialQuery } from './catalog.js';
+
+export interface ViewerOptions {
+  sources: string[];
+  host?: string;
+  port?: number;
+  /** Required for any bind but loopback. */
+  token?: string | null;
+  /** How often job stores are looked at for new records (ms). Default 1000. */
+  refreshMs?: number;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1)$/;
+/** Files of a trial folder the viewer serves whole (the transcript untruncated); larger ones are cut with a note. */
+const MAX_FILE_BYTES = 50 * 1024 * 1024;
+
+async function readJson(file: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Every file below a trial folder, as paths relative to it. */
+async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; bytes: number }>> {
+  const out: Array<{ path: string; bytes: number }> = [];
+  for (const e of await readdir(path.join(dir, rel), { withFileTypes: true }).catch(() => [])) {
+    const r = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await filesUnder(dir, r)));
+    else if (e.isFile()) out.push({ path: r, bytes: (await stat(path.join(dir, r))).size });
+  }
+  return out;
+}
+
+/**
+ * `termgrade view`: a local web application over job stores, check outputs and trial folders.
+ * The page is one static app; everything it shows comes from a small JSON API (paged, filtered and
+ * sorted in SQL), and a running job's new trials arrive as server-sent events.
+ */
+export async function startViewer(o: ViewerOptions): Promise<{ url: string; close: () => Promise<void>; catalog: Catalog }> {
+  const host = o.host ?? '127.0.0.1';
+  const token = o.token ?? null;
+  if (!LOOPBACK.test(host) && !token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
+  const catalog = await Catalog.open(o.sources);
+  const app = Fastify({ logger: false, forceCloseConnections: true });
+  const listeners = new Set<(v: number) => void>();
+  const timer = setInterval(() => {
+    if (catalog.refresh()) for (const l of listeners) l(catalog.version);
+  }, o.refreshMs ?? 1000);
+  timer.unref();
+
+  const same = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+  const authorised = (req: FastifyRequest): boolean => {
+    if (!token) return true;
+    const header = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
+    const cookie = /(?:^|;\s*)tg_token=([^;]+)/.exec(req.headers.cookie ?? '')?.[1] ?? '';
+    const query = (req.query as { token?: string }).token ?? '';
+    return [header, decodeURIComponent(cookie), query].some((t) => t && same(t, token));
+  };
+  app.addHook('onRequest', async (req, reply) => {
+    if (!authorised(req)) await reply.code(401).send({ error: { code: 'unauthorized', message: 'a token is needed: open the address with ?token=...' } });
+  });
+
+  app.get('/', async (req, reply) => {
+    const t = (req.query as { token?: string }).token;
+    if (token && t) reply.header('set-cookie', `tg_token=${encodeURIComponent(t)}; HttpOnly; SameSite=Strict; Path=/`);
+    return reply.type('text/html; charset=utf-8').send(APP_HTML);
+  });
+  app.get('/app.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(APP_JS));
+  app.get('/favicon.ico', async (_req, reply) => reply.code(204).send());
+
+  app.get('/api/summary', async () => ({ jobs: catalog.jobSummaries(), facets: catalog.facets(), version: catalog.version }));
+
+  app.get('/api/trials', async (req) => {
+    const q = req.query as Record<string, string | undefined>;
+    const query: TrialQuery = {
+      job: q.job || undefined,
+      config: q.config || undefined,
+      task: q.task || undefined,
+      status: q.status || undefined,
+      reward: q.reward === 'pass' || q.reward === 'fail' || q.reward === 'none' ? q.reward : undefined,
+      error: q.error || undefined,
+      test: q.test || undefined,
+      sort: q.sort || undefined,
+      dir: q.dir === 'desc' ? 'desc' : 'asc',
+      offset: Number(q.offset ?? 0) || 0,
+      limit: Number(q.limit ?? 50) || 50,
+    };
+    return catalog.query(query);
+  });
+
+  app.get('/api/trial', async (req, reply: FastifyReply) => {
+    const id = (req.query as { id?: string }).id ?? '';
+    const row = catalog.row(id);
+    if (!row) return reply.code(404).send({ error: { code: 'not_found', message: `no trial ${id}` } });
+    const dir = catalog.dirOf(id);
+    return {
+      row,
+      result: dir ? await readJson(path.join(dir, 'result.json')) : null,
+      trajectory: dir ? await readJson(path.join(dir, 'agent', 'trajectory.json')) : null,
+      files: dir ? await filesUnder(dir) : [],
+    };
+  });
+
+  app.get('/api/file', async (req, reply: FastifyReply) => {
+    const { id = '', path: rel = '' } = req.query as { id?: string; path?: string };
+    const dir = catalog.dirOf(id);
+    const file = dir ? path.resolve(dir, rel) : null;
+    // Only files inside the trial's own folder.
+    if (!dir || !file || !file.startsWith(`${path.resolve(dir)}${path.sep}`)) return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
+    const st = await stat(file).catch(() => null);
+    if (!st?.isFile()) return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
+    const buf = await readFile(file);
+    const text = buf.subarray(0, MAX_FILE_BYTES).toString('utf8');
+    return reply.type('text/plain; charset=utf-8').send(st.size > MAX_FILE_BYTES ? `${text}\n[... ${st.size - MAX_FILE_BYTES} more bytes not shown ...]` : text);
+  });
+
+  app.get('/api/events', (req, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    reply.raw.write(`data: ${JSON.stringify({ version: catalog.version })}\n\n`);
+    const send = (v: number): void => void reply.raw.write(`data: ${JSON.stringify({ version: v })}\n\n`);
+    listeners.add(send);
+    req.raw.on('close', () => listeners.delete(send));
+  });
+
+  const address = await app.listen({ host, port: o.port ?? 0 });
+  return {
+    url: address.replace('[::1]', 'localhost'),
+    catalog,
+    close: async () => {
+      clearInterval(timer);
+      listeners.clear();
+      await app.close();
+      catalog.close();
+    },
+  };
+}
