@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { tokenFromEnv } from './token-env.js';
 import { loadAgentModule } from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { startServer } from '../serve/server.js';
@@ -27,11 +28,7 @@ export function serveDataDir(flags: { dataDir?: string; record?: string }): stri
 
 /** Serves until SIGINT / SIGTERM, then removes every sandbox it made. */
 export async function serveCommand(flags: ServeFlags): Promise<number> {
-  let token: string | null = null;
-  if (flags.tokenEnv) {
-    token = process.env[flags.tokenEnv] ?? null;
-    if (!token) throw new TermgradeError('usage', `--token-env ${flags.tokenEnv}: the variable is not set`);
-  }
+  const token = tokenFromEnv(flags.tokenEnv);
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
   const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => process.stderr.write(`termgrade serve: ${e.type}: ${e.engine}${e.type === 'engine-down' ? ` (${e.reason})` : ''}\n`) });
   for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);

@@ -1,13 +1,10 @@
 import { TermgradeError } from '../util/errors.js';
+import { tokenFromEnv } from './token-env.js';
 import { startViewer } from '../view/server.js';
 
 /** Serves the viewer until SIGINT / SIGTERM; prints one JSON line {url} once listening. */
 export async function viewCommand(sources: string[], flags: { host: string; port: number; tokenEnv?: string; jobsDir: string }): Promise<number> {
-  let token: string | null = null;
-  if (flags.tokenEnv) {
-    token = process.env[flags.tokenEnv] ?? null;
-    if (!token) throw new TermgradeError('usage', `--token-env ${flags.tokenEnv}: the variable is not set`);
-  }
+  const token = tokenFromEnv(flags.tokenEnv);
   const { existsSync, readdirSync } = await import('node:fs');
   const path = await import('node:path');
   // Without sources: every job under --jobs-dir.

@@ -1,18 +1,11 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
-import { filesNamed } from '../util/files.js';
+import { filesNamed, readJsonIfThere } from '../util/files.js';
 import { configLabel } from './records.js';
 import type { TrialDetail } from './page-data.js';
 import { summarizeTrajectory } from './trajectory.js';
 
-async function readJson(file: string): Promise<unknown> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8'));
-  } catch {
-    return null;
-  }
-}
 
 interface ResultFields {
   trialId?: string;
@@ -35,8 +28,8 @@ async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise
 
 /** One trial's detail from its folder (result.json, agent/trajectory.json); `fallback` when the folder is gone. */
 async function fromFolder(dir: string | null, fallback: Omit<TrialDetail, 'trajectory' | 'failedTests'>): Promise<TrialDetail> {
-  const result = dir ? ((await readJson(path.join(dir, 'result.json'))) as ResultFields | null) : null;
-  const trajectory = dir ? summarizeTrajectory(await readJson(path.join(dir, 'agent', 'trajectory.json'))) : null;
+  const result = dir ? ((await readJsonIfThere(path.join(dir, 'result.json'))) as ResultFields | null) : null;
+  const trajectory = dir ? summarizeTrajectory(await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) : null;
   const failedTests = (result?.tests ?? []).filter((t) => t.status === 'failed' || t.status === 'error').map((t) => t.name ?? '?');
   return { ...fallback, failedTests, trajectory };
 }
@@ -80,13 +73,13 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
         testsPassed: r.tests_passed,
         testsFailed: r.tests_failed,
         failedTests: failed.get(r.trial_id) ?? [],
-        trajectory: r.trial_dir && present.has(r.trial_dir) ? summarizeTrajectory(await readJson(path.join(r.trial_dir, 'agent', 'trajectory.json'))) : null,
+        trajectory: r.trial_dir && present.has(r.trial_dir) ? summarizeTrajectory(await readJsonIfThere(path.join(r.trial_dir, 'agent', 'trajectory.json'))) : null,
       }));
       details.forEach(push);
       continue;
     }
     for await (const file of filesNamed(source, 'result.json')) {
-      const r = (await readJson(file)) as ResultFields | null;
+      const r = (await readJsonIfThere(file)) as ResultFields | null;
       if (!r?.trialId || !r.task?.name || !r.agent?.name) continue;
       push(
         await fromFolder(path.dirname(file), {

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { z } from 'zod';
 import { createAgent } from '../agent/registry.js';
-import { readTextIfThere } from '../util/files.js';
+import { readJsonIfThere } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
 import type { EpisodeBody, Grade } from './contract.js';
@@ -10,14 +10,6 @@ import type { SessionManager } from './sessions.js';
 
 type EpisodeRequest = z.infer<typeof EpisodeBody>;
 
-async function readJson(file: string): Promise<unknown> {
-  const text = await readTextIfThere(file);
-  try {
-    return text === null ? null : JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
 
 interface AtifStep {
   source: string;
@@ -65,7 +57,7 @@ export class EpisodeRunner {
         if (grade.error_class) this.sessions.countError(grade.error_class);
         this.onGrade?.({ kind: 'episode', id, task: served.task.name, policy: req.policy ?? null, grade });
         const dir = path.join(outDir, safeId(id));
-        const trajectory = (await readJson(path.join(dir, 'agent', 'trajectory.json'))) as { steps?: AtifStep[] } | null;
+        const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as { steps?: AtifStep[] } | null;
         const turns = (trajectory?.steps ?? [])
           .filter((s) => s.source === 'agent')
           .map((s) => ({
@@ -80,7 +72,7 @@ export class EpisodeRunner {
           task: served.task.name,
           ...grade,
           exit_reason: r.exitReason,
-          messages: (await readJson(path.join(dir, 'agent', 'messages.json'))) ?? [],
+          messages: (await readJsonIfThere(path.join(dir, 'agent', 'messages.json'))) ?? [],
           turns,
           usage: { turns: r.turns, prompt_tokens: r.tokens?.input ?? null, cached_tokens: r.tokens?.cached ?? null, completion_tokens: r.tokens?.output ?? null, cost_usd: r.costUsd },
           timings: Object.fromEntries(Object.entries(r.phases).map(([k, v]) => [k, v ? v.durationMs / 1000 : null])),

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { isLoopback } from '../util/net.js';
 import { z } from 'zod';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { TermgradeError } from '../util/errors.js';
@@ -29,7 +30,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
 function send(reply: FastifyReply, err: ServeError): FastifyReply {
   if (err.retryAfterSec !== undefined) reply.header('retry-after', String(err.retryAfterSec));
@@ -61,7 +61,7 @@ function tokenMatches(header: string | undefined, token: string): boolean {
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? null;
-  if (!LOOPBACK.test(host) && !token) throw new TermgradeError('usage', `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`);
+  if (!isLoopback(host) && !token) throw new TermgradeError('usage', `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`);
   await mkdir(options.dataDir, { recursive: true });
   // Sandboxes left by an earlier server that was killed are removed before serving.
   await options.provider.cleanup();

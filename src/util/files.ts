@@ -23,3 +23,13 @@ export async function* filesNamed(dir: string, name: string): AsyncGenerator<str
     else if (e.name === name) yield p;
   }
 }
+
+/** A JSON file's value, or null when it is missing or not JSON (a trial folder's optional files). */
+export async function readJsonIfThere(file: string): Promise<unknown> {
+  const text = await readTextIfThere(file);
+  try {
+    return text === null ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -3,6 +3,8 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { TermgradeError } from '../util/errors.js';
+import { readJsonIfThere } from '../util/files.js';
+import { isLoopback } from '../util/net.js';
 import { APP_HTML, APP_JS } from './app.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 
@@ -16,17 +18,9 @@ export interface ViewerOptions {
   refreshMs?: number;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1)$/;
 /** Files of a trial folder the viewer serves whole (the transcript untruncated); larger ones are cut with a note. */
 const MAX_FILE_BYTES = 50 * 1024 * 1024;
 
-async function readJson(file: string): Promise<unknown> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8'));
-  } catch {
-    return null;
-  }
-}
 
 /** Every file below a trial folder, as paths relative to it. */
 async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; bytes: number }>> {
@@ -47,7 +41,7 @@ async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; 
 export async function startViewer(o: ViewerOptions): Promise<{ url: string; close: () => Promise<void>; catalog: Catalog }> {
   const host = o.host ?? '127.0.0.1';
   const token = o.token ?? null;
-  if (!LOOPBACK.test(host) && !token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
+  if (!isLoopback(host) && !token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
   const catalog = await Catalog.open(o.sources);
   const app = Fastify({ logger: false, forceCloseConnections: true });
   const listeners = new Set<(v: number) => void>();
@@ -103,8 +97,8 @@ export async function startViewer(o: ViewerOptions): Promise<{ url: string; clos
     const dir = catalog.dirOf(id);
     return {
       row,
-      result: dir ? await readJson(path.join(dir, 'result.json')) : null,
-      trajectory: dir ? await readJson(path.join(dir, 'agent', 'trajectory.json')) : null,
+      result: dir ? await readJsonIfThere(path.join(dir, 'result.json')) : null,
+      trajectory: dir ? await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json')) : null,
       files: dir ? await filesUnder(dir) : [],
     };
   });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { z } from 'zod';
 import { TermgradeError, errorMessage } from '../../util/errors.js';
+import { isLoopback } from '../../util/net.js';
 
 /**
  * One Docker engine of a pool: where it is, how many sandboxes it holds at once, and labels for
@@ -25,8 +26,6 @@ export const EngineSpecSchema = z.strictObject({
 });
 export type EngineSpec = z.infer<typeof EngineSpecSchema>;
 export type EngineSpecInput = z.input<typeof EngineSpecSchema>;
-
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[?::1\]?)$/;
 
 /**
  * `--engine HOST[,capacity=N][,name=X][,tls=DIR][,ssh-key=FILE][,label.K=V]`: the flag's form of
@@ -91,7 +90,7 @@ export function dockerFor(spec: EngineSpec): Docker {
       return new Docker({ host: url.hostname, port, protocol: 'https', ca: readCert(spec.tlsDir, 'ca.pem', name), cert: readCert(spec.tlsDir, 'cert.pem', name), key: readCert(spec.tlsDir, 'key.pem', name) });
     }
     // A plain-TCP engine is root on its machine for anyone who can reach it: only on loopback.
-    if (!LOOPBACK.test(url.hostname)) throw new TermgradeError('bad_input', `engine ${h}: a remote engine over tcp needs TLS client certificates (tls=DIR with ca.pem, cert.pem, key.pem)`);
+    if (!isLoopback(url.hostname)) throw new TermgradeError('bad_input', `engine ${h}: a remote engine over tcp needs TLS client certificates (tls=DIR with ca.pem, cert.pem, key.pem)`);
     return new Docker({ host: url.hostname, port, protocol: 'http' });
   }
   if (url.protocol === 'ssh:') {
