@@ -205,6 +205,25 @@ describe('termgrade view', () => {
     }
   });
 
+  it('shows a check output (its trial folders) beside a job', async () => {
+    const out = path.join(await tempDir(), 'check-out');
+    const check = await runCli(['check', await trivialTask(), '--json', '--quiet', '--probes', 'none', '-o', out]);
+    assert.equal(check.status, 0, check.stderr);
+    const ran = (JSON.parse(check.stdout) as { tasks: Array<{ trials: string[] }> }).tasks[0]!.trials.length;
+    const viewer = await startViewer({ sources: [jobDir, out], port: 0 });
+    try {
+      const page = (await (await fetch(`${viewer.url}/api/trials?job=check-out&limit=500`)).json()) as { total: number; rows: Array<{ id: string; config: string }> };
+      assert.equal(page.total, ran);
+      assert.deepEqual(new Set(page.rows.map((r) => r.config)), new Set(['oracle', 'nop']));
+      const one = (await (await fetch(`${viewer.url}/api/trial?id=${encodeURIComponent(page.rows[0]!.id)}`)).json()) as { result: { trialId: string } | null; files: Array<{ path: string }> };
+      assert.ok(one.result && one.files.some((f) => f.path.startsWith('verifier/')));
+      const jobs = (await (await fetch(`${viewer.url}/api/summary`)).json()) as { jobs: Array<{ job: string }> };
+      assert.deepEqual(jobs.jobs.map((j) => j.job).sort(), ['check-out', path.basename(jobDir)].sort());
+    } finally {
+      await viewer.close();
+    }
+  });
+
   it('needs a token on any bind but loopback, and checks it', async () => {
     await assert.rejects(startViewer({ sources: [jobDir], host: '0.0.0.0', port: 0 }), /needs a token/);
     const viewer = await startViewer({ sources: [jobDir], port: 0, token: 'open-sesame-123' });
