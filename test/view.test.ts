@@ -127,10 +127,14 @@ describe('termgrade view', () => {
       await page.selectOption('select[name=config]', 'nop');
       await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(4 trials)'));
       assert.deepEqual(new Set(await page.locator('#trials tbody tr td:nth-child(3)').allTextContents()), new Set(['nop']));
+      // Each change re-renders the page: wait for it before the next, so no control is stale.
+      const showing = (n: number) => page.waitForFunction((text) => document.querySelector('#page-info')?.textContent?.includes(text), `(${n} trials)`);
       await page.selectOption('select[name=config]', '');
+      await showing(12);
       await page.selectOption('select[name=reward]', 'pass');
-      await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(8 trials)'));
+      await showing(8);
       await page.selectOption('select[name=reward]', '');
+      await showing(12);
       await page.fill('input[name=test]', 'test_hello');
       await page.press('input[name=test]', 'Enter');
       await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(4 trials)'));
