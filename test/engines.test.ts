@@ -180,6 +180,46 @@ describe('engine pool: one job across engines', () => {
   });
 });
 
+describe('engine pool: an engine that hangs', () => {
+  it('drains an engine whose daemon stops answering (SIGSTOP) without waiting on it, and takes it back after SIGCONT', async () => {
+    const events: PoolEvent[] = [];
+    const victim = engines[2]!;
+    const p = new EnginePool([specOf(engines[0]!, 2), specOf(victim, 2)], { onEvent: (e) => events.push(e), probeIntervalMs: 200, pingTimeoutMs: 1000 });
+    let stopped = false;
+    try {
+      const tasks = [await slowTask('omega', 3)];
+      let checking = false;
+      const { summary, rows } = await runPoolJob('hang', p, tasks, 6, (e) => {
+        if (stopped || checking || e.type !== 'phase' || e.phase !== 'agent_run') return;
+        checking = true;
+        void agentsRunningOn(victim).then((n) => {
+          checking = false;
+          if (stopped || n < 1) return;
+          stopped = true;
+          process.kill(victim.pid!, 'SIGSTOP');
+        });
+      });
+      assert.ok(stopped, 'the victim never had an agent running');
+      assert.equal(summary.completed, 6, JSON.stringify(summary));
+      assert.equal(new Set(rows.map((r) => r.attempt)).size, 6);
+      assert.ok(rows.every((r) => r.reward === 1), 'a trial on the hung engine was graded');
+      const retried = rows.filter((r) => r.infra_attempts > 1);
+      assert.ok(retried.length >= 1 && retried.every((r) => /engine e3 was lost/.test(r.retry_reasons_json)), rows.map((r) => r.retry_reasons_json).join('\n'));
+      assert.ok(events.some((e) => e.type === 'engine-down' && e.engine === 'e3' && /no answer/.test(e.reason)), JSON.stringify(events));
+    } finally {
+      if (stopped) process.kill(victim.pid!, 'SIGCONT');
+    }
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!p.status().find((s) => s.name === 'e3')!.up && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      assert.ok(events.some((e) => e.type === 'engine-up' && e.engine === 'e3'), 'e3 never taken back');
+      assert.equal(await ourContainers(victim), 0, 'containers left on the engine that hung');
+    } finally {
+      await p.closeAll();
+    }
+  });
+});
+
 describe('engine pool: an engine over ssh', () => {
   it('runs a job on a local engine and one reached over ssh, the image copied over ssh with its id', async () => {
     const sshd = await startSshEngine(engines[2]!.socket);

@@ -1,3 +1,4 @@
+import type { SandboxProvider } from '../sandbox/sandbox.js';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
 import { holdJobFolder } from '../job/job.js';
@@ -12,7 +13,7 @@ import { EXIT, handleSignals } from './signals.js';
 export interface CheckFlags {
   engine?: string[];
   repeat: number;
-  concurrency: number;
+  concurrency?: number;
   out?: string;
   timeoutMultiplier: number;
   json?: boolean;
@@ -67,7 +68,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       provider,
       outDir,
       repeat: flags.repeat,
-      concurrency: flags.concurrency,
+      concurrency: flags.concurrency ?? (provider as SandboxProvider).capacity,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       forceBuild: flags.forceBuild,
       probes: flags.probes,

@@ -57,7 +57,7 @@ program
   .option('--engine <host>', ENGINE_HELP, collect)
   .argument('<dirs...>', 'task folders, or folders of task folders')
   .option('-r, --repeat <n>', 'oracle runs per task; disagreement means flaky', positiveInt, 2)
-  .option('-c, --concurrency <n>', 'tasks checked at once', positiveInt, 2)
+  .option('-c, --concurrency <n>', 'tasks checked at once (default 2, or the engines\' total capacity with --engine)', positiveInt)
   .option('-o, --out <dir>', 'where trial folders, build logs and check.json go (default .termgrade/check/<time>)')
   .option('--timeout-multiplier <x>', 'multiply every task agent and verifier timeout', positiveNumber, 1)
   .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")

@@ -38,6 +38,8 @@ export class Engine {
   reason = '';
   /** Bumped each time the engine is lost: a sandbox from an older generation is gone. */
   generation = 0;
+  /** Aborted when the engine is lost: calls still waiting on it (a hung engine) give up at once. */
+  lostSignal = new AbortController();
   /** Image ids this engine is known to hold. */
   readonly present = new Set<string>();
   /** Copies to this engine under way, by image id. */
@@ -290,6 +292,8 @@ export class EnginePool implements SandboxProvider {
     engine.up = false;
     engine.reason = reason.slice(0, 300);
     engine.generation += 1;
+    engine.lostSignal.abort();
+    engine.lostSignal = new AbortController();
     this.emit({ type: 'engine-down', engine: engine.name, reason: engine.reason });
     this.ensureMonitor();
     this.wake();
@@ -356,7 +360,8 @@ export class EnginePool implements SandboxProvider {
     if (this.monitor) clearInterval(this.monitor);
     this.monitor = null;
     await Promise.all([...this.open].map((s) => s.close()));
-    await Promise.all(this.engines.map((e) => e.provider.closeAll()));
+    // A lost engine cannot be reached; its leftovers are dead owners' to any later cleanup.
+    await Promise.all(this.engines.filter((e) => e.up).map((e) => e.provider.closeAll()));
   }
 
   /** Leftovers of dead owners on every engine that answers; engines that do not are skipped. */

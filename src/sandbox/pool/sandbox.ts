@@ -35,12 +35,26 @@ export class PoolSandbox implements Sandbox {
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     if (this.home.generation !== this.generation) throw this.lostError();
+    const lost = this.home.lostSignal.signal;
+    let onLost: (() => void) | undefined;
     try {
-      return await fn();
+      // A call to an engine that hangs would wait for its own timeout; once the engine is found
+      // lost (by the pool's ping), it gives up at once. The call itself is left to fail on its own.
+      const pending = fn();
+      pending.catch(() => undefined);
+      return await Promise.race([
+        pending,
+        new Promise<never>((_, reject) => {
+          onLost = () => reject(this.lostError());
+          lost.addEventListener('abort', onLost, { once: true });
+        }),
+      ]);
     } catch (err) {
       if (err instanceof CancelledError) throw err;
       if ((await this.pool.lost(this.home, err)) || this.home.generation !== this.generation) throw this.lostError(err);
       throw err;
+    } finally {
+      if (onLost) lost.removeEventListener('abort', onLost);
     }
   }
 
@@ -83,9 +97,17 @@ export class PoolSandbox implements Sandbox {
     return this.call(() => this.inner.diskUsage());
   }
 
-  /** Removes the container (when its engine answers; a lost engine's leftovers go when it is back) and frees the slot. */
+  /**
+   * Removes the container and frees the slot. On a lost engine it does not try (or stops waiting,
+   * if the engine is lost meanwhile: a hung engine would hold the job's end); what is left there is
+   * removed when the engine is taken back.
+   */
   close(): Promise<void> {
-    this.closing ??= this.inner.close().finally(this.onClosed);
+    if (!this.closing) {
+      const lost = this.home.lostSignal.signal;
+      const gone = this.home.generation !== this.generation || lost.aborted;
+      this.closing = (gone ? Promise.resolve() : Promise.race([this.inner.close(), new Promise<void>((resolve) => lost.addEventListener('abort', () => resolve(), { once: true }))])).finally(this.onClosed);
+    }
     return this.closing;
   }
 }
