@@ -62,6 +62,28 @@ async function agentsRunningOn(engine: TestEngine): Promise<number> {
   return n;
 }
 
+/**
+ * A job event handler that runs `act` once, as soon as at least `min` agents run in sandboxes on
+ * `engine` (looked at on each agent_run phase, one look at a time).
+ */
+function onceAgentsRunOn(engine: TestEngine, min: number, act: () => void): { onEvent: (e: JobEvent) => void; fired: () => boolean } {
+  let fired = false;
+  let looking = false;
+  return {
+    fired: () => fired,
+    onEvent: (e) => {
+      if (fired || looking || e.type !== 'phase' || e.phase !== 'agent_run') return;
+      looking = true;
+      void agentsRunningOn(engine).then((n) => {
+        looking = false;
+        if (fired || n < min) return;
+        fired = true;
+        act();
+      });
+    },
+  };
+}
+
 async function runPoolJob(name: string, pool: EnginePool, taskDirs: string[], k: number, onEvent: (e: JobEvent) => void = () => {}) {
   const spec = parseSpec({ name, tasks: { paths: taskDirs }, agents: [{ agent: 'oracle' }], k, infraRetries: 3 }, 'test');
   const job = await openJob(spec, await tempDir());
@@ -135,21 +157,13 @@ describe('engine pool: one job across engines', () => {
     const p = new EnginePool(engines.map((e) => specOf(e, 2)), { onEvent: (e) => events.push(e), probeIntervalMs: 500 });
     try {
       const tasks = await Promise.all(['gamma', 'delta'].map((n) => slowTask(n, 3)));
-      let killed = false;
-      let checking = false;
-      const { summary, rows, results } = await runPoolJob('failover', p, tasks, 8, (e) => {
-        // Once agents run in sandboxes on the victim, kill its daemon; restart it a little later.
-        if (killed || checking || e.type !== 'phase' || e.phase !== 'agent_run') return;
-        checking = true;
-        void agentsRunningOn(victim).then((n) => {
-          checking = false;
-          if (killed || n < 2) return;
-          killed = true;
-          victim.kill();
-          setTimeout(() => void victim.start(), 1500);
-        });
+      // Once agents run in sandboxes on the victim, kill its daemon; restart it a little later.
+      const trigger = onceAgentsRunOn(victim, 2, () => {
+        victim.kill();
+        setTimeout(() => void victim.start(), 1500);
       });
-      assert.ok(killed, 'the victim never had trials running');
+      const { summary, rows, results } = await runPoolJob('failover', p, tasks, 8, trigger.onEvent);
+      assert.ok(trigger.fired(), 'the victim never had trials running');
       assert.equal(summary.completed, 16, JSON.stringify(summary));
       assert.equal(rows.length, 16);
       assert.equal(new Set(rows.map((r) => `${r.task}/${r.attempt}`)).size, 16, 'a slot recorded twice');
@@ -188,17 +202,11 @@ describe('engine pool: an engine that hangs', () => {
     let stopped = false;
     try {
       const tasks = [await slowTask('omega', 3)];
-      let checking = false;
-      const { summary, rows } = await runPoolJob('hang', p, tasks, 6, (e) => {
-        if (stopped || checking || e.type !== 'phase' || e.phase !== 'agent_run') return;
-        checking = true;
-        void agentsRunningOn(victim).then((n) => {
-          checking = false;
-          if (stopped || n < 1) return;
-          stopped = true;
-          process.kill(victim.pid!, 'SIGSTOP');
-        });
+      const trigger = onceAgentsRunOn(victim, 1, () => {
+        stopped = true;
+        process.kill(victim.pid!, 'SIGSTOP');
       });
+      const { summary, rows } = await runPoolJob('hang', p, tasks, 6, trigger.onEvent);
       assert.ok(stopped, 'the victim never had an agent running');
       assert.equal(summary.completed, 6, JSON.stringify(summary));
       assert.equal(new Set(rows.map((r) => r.attempt)).size, 6);
