@@ -75,7 +75,11 @@ export interface Sandbox {
    * was. Run before grading, so nothing the agent started can touch the verifier's files.
    */
   endProcesses(): Promise<void>;
-  /** Filesystem changes since the sandbox started from its image (tamper detection, disk use). */
+  /**
+   * Filesystem changes since the sandbox started from its image (tamper detection, disk use).
+   * Asked while endProcesses() is under way, it answers once every process has ended (the sandbox
+   * need not be usable again yet): the grader scans while the sandbox comes back.
+   */
   changes(): Promise<FsChange[]>;
   /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
   diskUsage(): Promise<number | null>;

@@ -48,15 +48,20 @@ async function scanForTampering(sandbox: Sandbox): Promise<Tampering[]> {
  * No reward file is an error, never a 0.
  */
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
-  if (!task.config.verifier.keep_agent_processes) await sandbox.endProcesses();
+  let ending: Promise<void>;
+  if (!task.config.verifier.keep_agent_processes) ending = sandbox.endProcesses();
   else {
     // Processes are kept for the tests; a sandbox the agent brought down is revived all the same.
     const alive = await sandbox.exec(['true'], { timeoutSec: 30 }).then((r) => r.exitCode === 0, () => false);
-    if (!alive) await sandbox.endProcesses();
+    ending = alive ? Promise.resolve() : sandbox.endProcesses();
   }
-  // The scan reads the agent's changes while the verifier's folders are made afresh and the tests
-  // copied in: those touch only /tests and /logs, which the scan never flags, so the two overlap.
-  const [tampering, folders] = await Promise.all([scanForTampering(sandbox), freshFolders(sandbox, task).then(() => null, (err: unknown) => err)]);
+  // The scan starts as soon as no agent process is left (changes() waits for that, not for the
+  // sandbox to come back), and reads the agent's changes while the verifier's folders are made
+  // afresh and the tests copied in: those touch only /tests and /logs, which the scan never flags.
+  const [tampering, folders] = await Promise.all([
+    scanForTampering(sandbox),
+    ending.then(() => freshFolders(sandbox, task)).then(() => null, (err: unknown) => err),
+  ]);
   const none = { tests: [], testsSource: 'none' as const, testsSourceCounts: {}, exitCode: null, durationMs: 0, rewardSource: null };
   if (tampering.length > 0) {
     const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');

@@ -141,10 +141,23 @@ export class DockerSandbox implements Sandbox {
    * escape by forking or ignoring signals), then starts it again: the filesystem is kept, and a
    * container the agent had already brought down comes back the same way.
    */
+  /** Set while processes are being ended: settles once none is left (before the restart). */
+  private quiet: Promise<void> | null = null;
+
   async endProcesses(): Promise<void> {
     const helper = this.helper;
     this.helper = null;
     void helper?.then((h) => h.close(), () => undefined);
+    // Set before the first await, so a changes() asked right after this call waits for it.
+    const stopped = this.stopAll();
+    this.quiet = stopped;
+    await stopped;
+    await this.container.start();
+    this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
+  }
+
+  /** Every process gone: the container killed (its init, so the whole pid namespace) and stopped. */
+  private async stopAll(): Promise<void> {
     const state = (await this.container.inspect()).State;
     if (state.Running || state.Paused || state.Restarting) {
       if (state.Paused) await this.container.unpause().catch(() => undefined);
@@ -153,13 +166,14 @@ export class DockerSandbox implements Sandbox {
       });
       await this.container.wait({ condition: 'not-running' });
     }
-    await this.container.start();
-    this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
   }
 
   private layers: Promise<OverlayLayers | null> | null = null;
 
   async changes(): Promise<FsChange[]> {
+    // Asked while processes are being ended: answered once none is left, not after the restart
+    // (the stopped container's layer holds exactly what the agent wrote; nothing runs to change it).
+    if (this.quiet) await this.quiet;
     // TERMGRADE_EXEC_VIA=engine takes every path through the engine, this one included (tests run both).
     this.layers ??= process.env.TERMGRADE_EXEC_VIA === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
     const layers = await this.layers;
