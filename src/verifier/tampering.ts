@@ -6,8 +6,9 @@ import type { FsChange } from '../sandbox/sandbox.js';
  * names the offending paths. The rules aim at the verifier's own machinery, so that ordinary work
  * (new files, edited project files, installed libraries) is never flagged:
  * - programs the verifier and the harness run: any change to an existing program in the system
- *   folders (/bin, /sbin, /usr/bin, /usr/sbin), and shells, Python, pytest, uv, env and the few
- *   tools the harness uses anywhere on the PATH (added ones shadow the originals);
+ *   folders (/bin, /sbin, /usr/bin, /usr/sbin), and shells, Python, pytest, uv, env, the tools
+ *   the harness runs and those test scripts decide rewards with, added anywhere on the PATH
+ *   (added ones shadow the originals);
  * - the dynamic loader and existing shared libraries (changed or deleted), /etc/ld.so.preload;
  * - Python's standard library (any module added, changed or removed), start-up hooks
  *   (sitecustomize, usercustomize), pytest itself, the packages it loads and its plugin machinery,
@@ -18,7 +19,9 @@ import type { FsChange } from '../sandbox/sandbox.js';
 
 const SYSTEM_BIN = /^\/(usr\/)?s?bin\/[^/]+$/;
 const PATH_BIN = /^\/(usr\/local\/s?bin|root\/\.local\/bin|opt\/[^/]+\/bin)\/[^/]+$/;
-const WATCHED_PROGRAMS = /^(sh|bash|dash|env|sleep|setsid|rm|mkdir|cat|tar|base64|wc|head|tail|timeout|tee|python[0-9.]*|pytest|py\.test|pip[0-9.]*|uv|uvx)$/;
+// Shells and interpreters, what the harness itself runs (exec wrapper, fresh folders), and the
+// tools tests scripts lean on to decide a reward: an added one of these on the PATH shadows the original.
+const WATCHED_PROGRAMS = /^(sh|bash|dash|env|sleep|setsid|rm|mkdir|chmod|chown|ls|cp|mv|ln|touch|cat|tar|base64|wc|head|tail|timeout|tee|kill|printf|echo|test|grep|egrep|fgrep|sed|awk|gawk|mawk|cut|tr|sort|uniq|diff|cmp|find|xargs|stat|id|python[0-9.]*|pytest|py\.test|pip[0-9.]*|uv|uvx)$/;
 const SHARED_LIBRARY = /^\/(usr\/)?(local\/)?lib(32|64|x32)?\/.*\.so(\.[0-9.]+)?$/;
 const PYTHON_HOOK = /\/(sitecustomize|usercustomize)\.py$/;
 const PYTEST_PACKAGE = /\/(site|dist)-packages\/(_?pytest|pluggy|iniconfig|packaging|exceptiongroup|tomli|py|_pytest_\w*)(\/|\.py$)|(^|\/)(pytest\.py|_pytest\/)/;
@@ -41,8 +44,13 @@ export function needsContent(change: FsChange): boolean {
   return change.kind !== 'deleted' && (PTH_FILE.test(change.path) || ENTRY_POINTS.test(change.path));
 }
 
-/** The offending changes, with why each is one; `content` holds files `needsContent` asked for. */
-export function findTampering(changes: FsChange[], content: Map<string, string> = new Map()): Tampering[] {
+/**
+ * The offending changes, with why each is one; `content` holds files `needsContent` asked for;
+ * `pathDirs` are the folders on the PATH test.sh runs with (a program added there shadows the
+ * system's, wherever the image put the folder: a venv's bin, /usr/local/go/bin).
+ */
+export function findTampering(changes: FsChange[], content: Map<string, string> = new Map(), pathDirs: string[] = []): Tampering[] {
+  const onPath = new Set(pathDirs.filter((d) => d.startsWith('/')).map((d) => d.replace(/\/+$/, '')));
   const found: Tampering[] = [];
   const flag = (c: FsChange, why: string): void => {
     found.push({ path: c.path, kind: c.kind, why });
@@ -50,7 +58,7 @@ export function findTampering(changes: FsChange[], content: Map<string, string> 
   for (const c of changes) {
     const base = c.path.slice(c.path.lastIndexOf('/') + 1);
     if (SYSTEM_BIN.test(c.path) && (c.kind !== 'added' || WATCHED_PROGRAMS.test(base))) flag(c, 'a system program');
-    else if (PATH_BIN.test(c.path) && WATCHED_PROGRAMS.test(base)) flag(c, 'a program the verifier runs');
+    else if ((PATH_BIN.test(c.path) || onPath.has(c.path.slice(0, c.path.lastIndexOf('/')))) && WATCHED_PROGRAMS.test(base)) flag(c, 'a program the verifier runs');
     else if (c.path === '/etc/ld.so.preload') flag(c, 'preloads a library into every process');
     else if (SHARED_LIBRARY.test(c.path) && (c.kind !== 'added' || CORE_LIBRARY.test(c.path))) flag(c, c.kind === 'added' ? 'a copy of a core library' : 'a shared library');
     else if (PYTHON_HOOK.test(c.path)) flag(c, 'runs at every Python start');

@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Sandbox } from '../sandbox/sandbox.js';
+import { SYSTEM_PATH, type Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { readTextIfThere } from '../util/files.js';
 import { parseRewardFiles } from './reward.js';
@@ -18,22 +18,27 @@ export interface VerifyOptions {
   signal?: AbortSignal;
 }
 
-/** /tests and /logs/verifier made afresh, whatever the agent left there (/logs as a file, a link, a read-only mode), and the tests copied in by the backend. */
-async function freshFolders(sandbox: Sandbox, task: Task): Promise<void> {
-  const fresh = await sandbox.exec(['/bin/sh', '-c', `rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`]);
+/**
+ * /tests and /logs/verifier made afresh, whatever the agent left there (/logs as a file, a link, a
+ * read-only mode), and the tests copied in by the backend. Returns the PATH test.sh will run with
+ * (the engine's, with the verifier's env: not something the agent can change), for the scan.
+ */
+async function freshFolders(sandbox: Sandbox, task: Task): Promise<string> {
+  const fresh = await sandbox.exec(['/bin/sh', '-c', `printf '%s' "$PATH"; PATH=${SYSTEM_PATH}; rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`], { env: task.config.verifier.env });
   if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR} before grading: ${fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
   await sandbox.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
+  return fresh.stdout.text;
 }
 
 /** The agent's filesystem changes that touch the verifier's machinery (read through the backend). */
-async function scanForTampering(sandbox: Sandbox): Promise<Tampering[]> {
+async function scanForTampering(sandbox: Sandbox, testPath: Promise<string | null>): Promise<Tampering[]> {
   const changes = await sandbox.changes();
   const content = new Map<string, string>();
   for (const c of changes.filter(needsContent).slice(0, 200)) {
     const body = await sandbox.readFile(c.path, 64 * 1024);
     if (body) content.set(c.path, body.toString('utf8'));
   }
-  return findTampering(changes, content);
+  return findTampering(changes, content, (await testPath)?.split(':') ?? []);
 }
 
 /**
@@ -58,10 +63,11 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   // The scan starts as soon as no agent process is left (changes() waits for that, not for the
   // sandbox to come back), and reads the agent's changes while the verifier's folders are made
   // afresh and the tests copied in: those touch only /tests and /logs, which the scan never flags.
-  const [tampering, folders] = await Promise.all([
-    scanForTampering(sandbox),
-    ending.then(() => freshFolders(sandbox, task)).then(() => null, (err: unknown) => err),
-  ]);
+  const fresh = ending.then(() => freshFolders(sandbox, task)).then(
+    (testPath) => ({ testPath, err: null as unknown }),
+    (err: unknown) => ({ testPath: null, err }),
+  );
+  const [tampering, folders] = await Promise.all([scanForTampering(sandbox, fresh.then((f) => f.testPath)), fresh.then((f) => f.err)]);
   const none = { tests: [], testsSource: 'none' as const, testsSourceCounts: {}, exitCode: null, durationMs: 0, rewardSource: null };
   if (tampering.length > 0) {
     const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
@@ -70,7 +76,8 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   if (folders) throw folders;
   const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
   const run = await sandbox.exec(
-    `if command -v bash >/dev/null 2>&1; then bash ${TESTS_DIR}/test.sh; else sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
+    // bash from the system folders (where the scan watches it), not whatever comes first on the PATH.
+    `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
     { env: task.config.verifier.env, timeoutSec, signal: options.signal },
   );
   await sandbox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true });

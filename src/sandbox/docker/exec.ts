@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import { CancelledError } from '../../util/errors.js';
 import { sleep } from '../../util/time.js';
 import { OutputCapture, type CapturedOutput } from '../capture.js';
-import type { ExecOptions, ExecResult } from '../sandbox.js';
+import { SYSTEM_PATH, type ExecOptions, type ExecResult } from '../sandbox.js';
 import { shellQuote } from '../../util/shell-quote.js';
 import type { DockerShell } from './shell.js';
 
@@ -56,11 +56,14 @@ function emitScript(s: Spool, limit: number, joined = false): string {
 
 const STDERR_MARK = '\\036TG-STDERR';
 
+
 function wrap(command: string | string[], s: Spool, limit: number, joined = false): string[] {
   const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
   const prepare = `[ -d ${s.dir} ] || { mkdir -p ${s.dir} && chmod 1777 ${s.dir}; } 2>/dev/null`;
-  const script = `${prepare}; echo $$ > ${s.pid}; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; ${emitScript(s, limit, joined)}; exit $rc`;
-  return ['setsid', '-w', '/bin/sh', '-c', script, 'termgrade-exec', ...argv];
+  // The command's own PATH comes back just for it (TG_PATH carries it past setsid).
+  const run = `PATH=$TG_PATH; unset TG_PATH; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; PATH=${SYSTEM_PATH}`;
+  const script = `${prepare}; echo $$ > ${s.pid}; ${run}; ${emitScript(s, limit, joined)}; exit $rc`;
+  return ['/bin/sh', '-c', `TG_PATH=$PATH PATH=${SYSTEM_PATH} exec setsid -w /bin/sh -c "$@"`, 'termgrade-wrap', script, 'termgrade-exec', ...argv];
 }
 
 /** Starts an exec and collects its (already bounded) output until the stream ends. */
@@ -131,7 +134,7 @@ export async function shellExec(
   const s = spool(spoolDir);
   const argv = wrap(command, s, limit, true);
   const env = Object.entries(options.env ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`));
-  const line = `(${options.cwd ? `cd -- ${shellQuote(options.cwd)} || exit 126; ` : ''}exec ${env.length ? `env ${env.join(' ')} ` : ''}${argv.map(shellQuote).join(' ')})`;
+  const line = `(${options.cwd ? `cd -- ${shellQuote(options.cwd)} || exit 126; ` : ''}exec ${env.length ? `/usr/bin/env ${env.join(' ')} ` : ''}${argv.map(shellQuote).join(' ')})`;
   const running = shell.run(line, { timeoutSec: Number.POSITIVE_INFINITY }); // the deadline is ours, below
 
   let timer: NodeJS.Timeout | undefined;
@@ -177,7 +180,7 @@ async function killGroupAndCollect(
   limit: number,
 ): Promise<{ out: CapturedOutput; err: CapturedOutput } | null> {
   try {
-    const kill = `p=$(cat ${s.pid} 2>/dev/null) && kill -9 -"$p" 2>/dev/null; ${emitScript(s, limit)}`;
+    const kill = `PATH=${SYSTEM_PATH}; p=$(cat ${s.pid} 2>/dev/null) && kill -9 -"$p" 2>/dev/null; ${emitScript(s, limit)}`;
     const run = await startExec(docker, container, ['/bin/sh', '-c', kill], {}, limit);
     await Promise.race([run.ended, sleep(10_000)]);
     run.stream.destroy();
