@@ -10,7 +10,10 @@
  * The three engines are extra dockerd on this machine (own data and exec roots), started here and
  * removed at the end; on two cores they share the CPU, so this measures the pool, not more hardware.
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import Docker from 'dockerode';
+import { connectEngine } from '../src/sandbox/pool/engine-spec.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openJob } from '../src/job/job.js';
@@ -18,7 +21,7 @@ import { parseSpec } from '../src/job/load-spec.js';
 import { runJob } from '../src/job/run-job.js';
 import { EnginePool } from '../src/sandbox/pool/provider.js';
 import type { SandboxProvider } from '../src/sandbox/sandbox.js';
-import { startEngines } from '../test/support/engines.js';
+import { startEngines, startSshEngine } from '../test/support/engines.js';
 import { FakeProvider } from '../test/support/fake-provider.js';
 import { ScriptedModelServer } from '../test/support/scripted-model-server.js';
 import { bash } from '../test/support/scripts.js';
@@ -76,6 +79,27 @@ try {
   const fakeTrials = 2000;
   const fake = await run('scheduler-only', new FakeProvider(), fakeTrials, 'oracle', 16);
   console.log(`  scheduler's own cost: ${((fake.wall * 1000) / fakeTrials).toFixed(2)} ms per trial (${fakeTrials} trials on the fake provider at concurrency 16, recording included)`);
+
+  // An engine over ssh: dockerode's own transport (an ssh connection per request) against the
+  // tunnel the pool uses (one ssh connection, a channel per HTTP connection), side by side.
+  const sshd = await startSshEngine(engines[0]!.socket);
+  try {
+    const url = new URL(sshd.host);
+    const perRequest = new Docker({ protocol: 'ssh', host: url.hostname, port: Number(url.port), username: 'root', sshOptions: { privateKey: readFileSync(sshd.keyFile) } } as Docker.DockerOptions);
+    const tunnel = connectEngine({ host: sshd.host, sshKey: sshd.keyFile, capacity: 1, labels: {} });
+    const perCall = async (d: Docker): Promise<number> => {
+      await d.ping();
+      const t = performance.now();
+      for (let i = 0; i < 20; i++) await d.listContainers();
+      return (performance.now() - t) / 20;
+    };
+    const slow = await perCall(perRequest);
+    const fast = await perCall(tunnel.docker);
+    tunnel.close();
+    console.log(`  an engine over ssh, per API call: dockerode's ssh transport ${slow.toFixed(0)} ms, the pool's tunnel ${fast.toFixed(1)} ms (ratio ${(slow / fast).toFixed(0)})`);
+  } finally {
+    sshd.stop();
+  }
 } finally {
   await server.close();
   await Promise.all(engines.map((e) => e.destroy()));

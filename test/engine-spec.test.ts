@@ -8,7 +8,7 @@ import { runJob, type JobEvent } from '../src/job/run-job.js';
 import { configStats } from '../src/report/aggregate.js';
 import { splitByImage, toStatsRecord } from '../src/report/records.js';
 import { ownerId, ownerIsAlive } from '../src/sandbox/docker/labels.js';
-import { dockerFor, engineNameOf, parseEngineFlag } from '../src/sandbox/pool/engine-spec.js';
+import { connectEngine, engineNameOf, parseEngineFlag } from '../src/sandbox/pool/engine-spec.js';
 import { EnginePool } from '../src/sandbox/pool/provider.js';
 import { tempDir, trivialTask } from './helpers.js';
 import { FakeProvider } from './support/fake-provider.js';
@@ -31,13 +31,17 @@ describe('engine flags and job-file entries', () => {
   });
 
   it('connects over the transport the host names, and refuses a remote engine over plain TCP', () => {
-    assert.equal((dockerFor(parseEngineFlag('unix:///run/e1.sock')).modem as { socketPath?: string }).socketPath, '/run/e1.sock');
-    const ssh = dockerFor(parseEngineFlag('ssh://ci@build-3.example:2222')).modem as { protocol?: string; host?: string; port?: number; username?: string };
-    assert.deepEqual([ssh.protocol, ssh.host, ssh.port, ssh.username], ['ssh', 'build-3.example', 2222, 'ci']);
-    assert.equal((dockerFor(parseEngineFlag('tcp://localhost:2375')).modem as { protocol?: string }).protocol, 'http');
-    assert.throws(() => dockerFor(parseEngineFlag('tcp://203.0.113.9:2375')), /needs TLS client certificates/);
-    assert.throws(() => dockerFor(parseEngineFlag('tcp://203.0.113.9:2376,tls=/nonexistent')), /cannot read \/nonexistent\/ca\.pem/);
-    assert.throws(() => dockerFor(parseEngineFlag('http://x')), /unknown scheme http:/);
+    const modem = (host: string) => connectEngine(parseEngineFlag(host)).docker.modem as { socketPath?: string; protocol?: string };
+    assert.equal(modem('unix:///run/e1.sock').socketPath, '/run/e1.sock');
+    // ssh goes through a local socket tunnelled over one ssh connection (made on first use).
+    const ssh = connectEngine(parseEngineFlag('ssh://ci@build-3.example:2222'));
+    assert.match((ssh.docker.modem as { socketPath?: string }).socketPath ?? '', /termgrade-ssh-.*\/docker\.sock$/);
+    ssh.close();
+    assert.throws(() => connectEngine(parseEngineFlag('ssh://ci@build-3.example,ssh-key=/nonexistent/key')), /cannot read the ssh key \/nonexistent\/key/);
+    assert.equal(modem('tcp://localhost:2375').protocol, 'http');
+    assert.throws(() => connectEngine(parseEngineFlag('tcp://203.0.113.9:2375')), /needs TLS client certificates/);
+    assert.throws(() => connectEngine(parseEngineFlag('tcp://203.0.113.9:2376,tls=/nonexistent')), /cannot read \/nonexistent\/ca\.pem/);
+    assert.throws(() => connectEngine(parseEngineFlag('http://x')), /unknown scheme http:/);
   });
 
   it('validates engines in a job file like any other field', () => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { errorMessage } from '../../util/errors.js';
 import { AGENT_IMAGE_REPO, IMAGE_REPO } from '../docker/image.js';
 import { LABEL_MANAGED, LABEL_OWNER, ownerIsAlive } from '../docker/labels.js';
-import { dockerFor, engineNameOf, type EngineSpec } from './engine-spec.js';
+import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 
 /** One engine as `termgrade engines` reports it. */
 export const EngineReportSchema = z.strictObject({
@@ -27,8 +27,10 @@ export const EnginesOutputSchema = z.strictObject({ engines: z.array(EngineRepor
 /** Health, sandboxes and termgrade images of one engine; never throws (an engine that fails says so). */
 export async function engineReport(spec: EngineSpec): Promise<EngineReport> {
   const base = { name: engineNameOf(spec), host: spec.host, capacity: spec.capacity, labels: spec.labels };
+  let connection: ReturnType<typeof connectEngine> | null = null;
   try {
-    const docker = dockerFor(spec);
+    connection = connectEngine(spec);
+    const docker = connection.docker;
     const v = (await docker.version()) as { Version?: string; ApiVersion?: string };
     const containers = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } });
     const sandboxes = containers.filter((c) => c.Labels[LABEL_OWNER]);
@@ -44,5 +46,7 @@ export async function engineReport(spec: EngineSpec): Promise<EngineReport> {
     };
   } catch (err) {
     return { ...base, ok: false, detail: errorMessage(err), sandboxes: 0, leftovers: 0, images: 0, imageNames: [] };
+  } finally {
+    connection?.close();
   }
 }

@@ -5,7 +5,7 @@ import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.
 import { DockerProvider } from '../docker/provider.js';
 import { LABEL_OWNER, ownerId } from '../docker/labels.js';
 import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
-import { dockerFor, engineNameOf, type EngineSpec } from './engine-spec.js';
+import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
 import { imageIdOn, shipImage } from './ship.js';
 
@@ -33,6 +33,8 @@ export class Engine {
   readonly name: string;
   readonly docker: Docker;
   readonly provider: DockerProvider;
+  /** Ends the connection (an ssh tunnel); the pool calls it in closeAll. */
+  readonly disconnect: () => void;
   inUse = 0;
   up = true;
   reason = '';
@@ -48,7 +50,9 @@ export class Engine {
 
   constructor(readonly spec: EngineSpec) {
     this.name = engineNameOf(spec);
-    this.docker = dockerFor(spec);
+    const connection = connectEngine(spec);
+    this.docker = connection.docker;
+    this.disconnect = connection.close;
     this.provider = new DockerProvider({ docker: this.docker });
   }
 
@@ -362,6 +366,7 @@ export class EnginePool implements SandboxProvider {
     await Promise.all([...this.open].map((s) => s.close()));
     // A lost engine cannot be reached; its leftovers are dead owners' to any later cleanup.
     await Promise.all(this.engines.filter((e) => e.up).map((e) => e.provider.closeAll()));
+    for (const e of this.engines) e.disconnect();
   }
 
   /** Leftovers of dead owners on every engine that answers; engines that do not are skipped. */
