@@ -6,8 +6,8 @@ import { JobEventSchema } from '../src/job/events.js';
 import { openJob } from '../src/job/job.js';
 import { parseSpec } from '../src/job/load-spec.js';
 import { runJob, type JobEvent } from '../src/job/run-job.js';
-import { LABEL_OWNER, ownerId, ownerIsAlive } from '../src/sandbox/docker/labels.js';
-import { EnginePool, type PoolEvent } from '../src/sandbox/pool/provider.js';
+import { LABEL_MANAGED, LABEL_OWNER, ownerId, ownerIsAlive } from '../src/sandbox/docker/labels.js';
+import { EnginePool, LABEL_POOL, type PoolEvent } from '../src/sandbox/pool/provider.js';
 import type { EngineSpec } from '../src/sandbox/pool/engine-spec.js';
 import { loadTask } from '../src/task/load.js';
 import type { TrialResult } from '../src/trial/schema.js';
@@ -157,6 +157,8 @@ describe('engine pool: one job across engines', () => {
     const p = new EnginePool(engines.map((e) => specOf(e, 2)), { onEvent: (e) => events.push(e), probeIntervalMs: 500 });
     try {
       const tasks = await Promise.all(['gamma', 'delta'].map((n) => slowTask(n, 3)));
+      // Another pool of this same process has a container there: taking the engine back must leave it.
+      const bystander = await victim.docker.createContainer({ Image: 'debian:bookworm-slim', Cmd: ['sleep', 'infinity'], Labels: { [LABEL_MANAGED]: 'true', [LABEL_OWNER]: ownerId(), [LABEL_POOL]: 'another-pool' }, HostConfig: { NetworkMode: 'none' } });
       // Once agents run in sandboxes on the victim, kill its daemon; restart it a little later.
       const trigger = onceAgentsRunOn(victim, 2, () => {
         victim.kill();
@@ -178,7 +180,9 @@ describe('engine pool: one job across engines', () => {
       const deadline = Date.now() + 90_000;
       while (!p.status().find((s) => s.name === 'e2')!.up && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
       assert.ok(events.some((e) => e.type === 'engine-up' && e.engine === 'e2'), 'e2 never re-admitted');
-      assert.equal(await ourContainers(victim), 0, 'containers of the killed run left on the restarted engine');
+      assert.equal((await victim.docker.listContainers({ all: true, filters: { label: [`${LABEL_POOL}=${p.id}`] } })).length, 0, 'containers of the killed run left on the restarted engine');
+      assert.equal((await bystander.inspect()).Id, bystander.id, "another pool's container was removed");
+      await bystander.remove({ force: true });
       const task = await loadTask(tasks[0]!);
       const prepared = await p.prepare(task);
       const boxes = await Promise.all(Array.from({ length: 6 }, () => p.start(task, prepared)));

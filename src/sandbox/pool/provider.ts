@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import type { Task } from '../../task/task.js';
@@ -12,7 +13,7 @@ import { imageIdOn, shipImage } from './ship.js';
 /** What the pool says as it works: an engine lost or back, an image copied to an engine. */
 export const PoolEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('engine-down'), engine: z.string(), reason: z.string() }),
-  /** Back in the pool; `removed`: this process's containers left on it, removed first. */
+  /** Back in the pool; `removed`: this pool's containers left on it, removed first. */
   z.strictObject({ type: z.literal('engine-up'), engine: z.string(), removed: z.number().int() }),
   z.strictObject({ type: z.literal('image-shipped'), engine: z.string(), from: z.string(), image: z.string(), ms: z.number() }),
 ]);
@@ -79,12 +80,17 @@ export interface EngineState {
  * goes to an engine with a free slot, preferring one that already holds its image, then the least
  * loaded. An engine that stops answering is drained: its sandboxes fail as the environment's
  * failure (the job re-runs those trials elsewhere within its infrastructure budget), nothing new
- * goes there, and it is asked again every second; once it answers, this process's containers left
+ * goes there, and it is asked again every second; once it answers, this pool's containers left
  * on it are removed and it takes trials again. Each engine is a DockerProvider: the pool adds
  * placement, copying and failover, nothing else.
  */
+/** Marks a pool's containers, so taking an engine back removes this pool's leftovers and nothing else (another pool in the same process). */
+export const LABEL_POOL = 'io.termgrade.pool';
+
 export class EnginePool implements SandboxProvider {
   readonly name = 'engines';
+  /** This pool among others, even in one process. */
+  readonly id = randomBytes(8).toString('hex');
   readonly engines: Engine[];
   private readonly waiters = new Set<() => void>();
   private readonly open = new Set<PoolSandbox>();
@@ -195,7 +201,7 @@ export class EnginePool implements SandboxProvider {
       try {
         if (id) await this.ensureImage(engine, prepared.image, id);
         // By id: the container runs exactly the image that was built, whatever a tag says there.
-        const inner = await engine.provider.start(task, id ? { ...prepared, image: id } : prepared, options);
+        const inner = await engine.provider.start(task, id ? { ...prepared, image: id } : prepared, { ...options, labels: { ...options.labels, [LABEL_POOL]: this.id } });
         const sandbox = new PoolSandbox(this, engine, inner, () => {
           this.open.delete(sandbox);
           this.release(engine);
@@ -304,14 +310,14 @@ export class EnginePool implements SandboxProvider {
   }
 
   /**
-   * Back in the pool: whatever this process left on the engine is removed first (its containers
+   * Back in the pool: whatever this pool left on the engine is removed first (its containers
    * died with the engine or belong to trials already counted as failed); what it holds is looked
    * up afresh.
    */
   private async readmit(engine: Engine): Promise<void> {
     let removed = 0;
     try {
-      const mine = await engine.docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${ownerId()}`] } });
+      const mine = await engine.docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `${LABEL_POOL}=${this.id}`] } });
       for (const c of mine) {
         await engine.docker.getContainer(c.Id).remove({ force: true, v: true }).then(() => (removed += 1), () => undefined);
       }
