@@ -6,6 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { openJob } from '../src/job/job.js';
 import { parseSpec } from '../src/job/load-spec.js';
 import { runJob } from '../src/job/run-job.js';
+import { Catalog } from '../src/view/catalog.js';
 import { startViewer } from '../src/view/server.js';
 import { docker, ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 import { FakeProvider } from './support/fake-provider.js';
@@ -225,6 +226,28 @@ describe('termgrade view', () => {
       assert.deepEqual(jobs.jobs.map((j) => j.job).sort(), ['check-out', path.basename(jobDir)].sort());
     } finally {
       await viewer.close();
+    }
+  });
+
+  it('follows a job whose records are replaced (a resume with --retry), leaving no stale row', async () => {
+    const tasks = await Promise.all(Array.from({ length: 3 }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "again${i}"\n` })));
+    const spec = parseSpec({ name: 'again', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 1, concurrency: 3, infraRetries: 0 }, 'test');
+    const job = await openJob(spec, await tempDir());
+    try {
+      await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 'no-reward' }), jobDir: job.jobDir });
+      const catalog = await Catalog.open([job.jobDir]);
+      try {
+        assert.deepEqual(catalog.query({}).rows.map((r) => r.status), ['error', 'error', 'error']);
+        await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 1 }), jobDir: job.jobDir, retry: { errors: true } });
+        assert.equal(catalog.refresh(), true);
+        const rows = catalog.query({}).rows;
+        assert.deepEqual(rows.map((r) => [r.task, r.status, r.reward]), [['again0', 'completed', 1], ['again1', 'completed', 1], ['again2', 'completed', 1]]);
+        assert.equal(catalog.refresh(), false, 'nothing changed since');
+      } finally {
+        catalog.close();
+      }
+    } finally {
+      await job.close();
     }
   });
 

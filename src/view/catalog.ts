@@ -113,17 +113,22 @@ export class Catalog {
   private syncJob(j: JobSource, full = false): boolean {
     const head = j.db.prepare('SELECT count(*) AS n, coalesce(max(rowid), 0) AS m FROM trials').get() as { n: number; m: number };
     if (!full && head.n === j.lastCount && head.m === j.lastRowid) return false;
-    // Fewer rows or the same top with another count: records were replaced; read the whole store.
-    const from = full || head.n < j.lastCount || head.m === j.lastRowid ? 0 : j.lastRowid;
-    if (from === 0) this.index.prepare('DELETE FROM trials WHERE job = ?').run(j.name);
-    const rows = j.db
-      .prepare(
-        `SELECT t.rowid AS rowid, t.trial_id AS id, t.config, t.task, t.attempt, t.status, t.reward, t.error_class, t.tests_passed, t.tests_failed,
-           t.duration_ms, t.output_tokens, t.cost_usd, t.finished_at, t.trial_dir,
-           (SELECT group_concat(name, char(10)) FROM tests s WHERE s.trial_id = t.trial_id AND s.status IN ('failed', 'error')) AS failing
-         FROM trials t WHERE t.rowid > ?`,
-      )
-      .all(from) as Array<Omit<TrialListRow, 'job'> & { rowid: number; trial_dir: string | null }>;
+    const read = (after: number) =>
+      j.db
+        .prepare(
+          `SELECT t.rowid AS rowid, t.trial_id AS id, t.config, t.task, t.attempt, t.status, t.reward, t.error_class, t.tests_passed, t.tests_failed,
+             t.duration_ms, t.output_tokens, t.cost_usd, t.finished_at, t.trial_dir,
+             (SELECT group_concat(name, char(10)) FROM tests s WHERE s.trial_id = t.trial_id AND s.status IN ('failed', 'error')) AS failing
+           FROM trials t WHERE t.rowid > ?`,
+        )
+        .all(after) as Array<Omit<TrialListRow, 'job'> & { rowid: number; trial_dir: string | null }>;
+    let rows = full ? [] : read(j.lastRowid);
+    // Only appended rows explain the new count; otherwise records were replaced or removed (a
+    // resumed slot, --retry): the job is read whole again.
+    if (full || j.lastCount + rows.length !== head.n) {
+      this.index.prepare('DELETE FROM trials WHERE job = ?').run(j.name);
+      rows = read(0);
+    }
     this.index.transaction(() => {
       for (const r of rows) {
         const { rowid: _r, trial_dir, ...row } = r;
