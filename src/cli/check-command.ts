@@ -1,4 +1,3 @@
-import type { SandboxProvider } from '../sandbox/sandbox.js';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
 import { holdJobFolder } from '../job/job.js';
@@ -7,6 +6,7 @@ import { TermgradeError } from '../util/errors.js';
 import { checkTasks, findTaskDirs } from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { formatCheckReport } from './format.js';
+import { poolEventLine } from './job-progress.js';
 import { checkProgress } from './progress.js';
 import { EXIT, handleSignals } from './signals.js';
 
@@ -42,7 +42,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
     review = parsed.data;
   }
   const taskDirs = await findTaskDirs(dirs);
-  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => log(`${e.type}: ${e.engine}${e.type === 'engine-down' ? ` (${e.reason})` : ''}`) });
+  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => log(poolEventLine(e)) });
   for (const w of await provider.ping()) log(`warning: ${w}`);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
@@ -68,7 +68,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       provider,
       outDir,
       repeat: flags.repeat,
-      concurrency: flags.concurrency ?? (provider as SandboxProvider).capacity,
+      concurrency: flags.concurrency ?? provider.capacity,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       forceBuild: flags.forceBuild,
       probes: flags.probes,

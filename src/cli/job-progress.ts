@@ -1,5 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { JobEvent } from '../job/run-job.js';
+import type { PoolEvent } from '../sandbox/pool/provider.js';
 
 interface Counter {
   total: number;
@@ -25,6 +26,18 @@ export function etaSeconds(c: Pick<Counter, 'total' | 'done' | 'running' | 'dura
   const lanes = Math.max(1, Math.min(concurrency, c.running || 1));
   // Trials already running are part-way through: count them as half done.
   return (Math.max(0, left - c.running / 2) * mean) / lanes;
+}
+
+/** An engine pool's event as one line for people (run's progress, check, serve). */
+export function poolEventLine(e: PoolEvent): string {
+  switch (e.type) {
+    case 'engine-down':
+      return `engine ${e.engine} lost (${e.reason.split('\n')[0]}): no new trials go there, its running trials are re-run elsewhere`;
+    case 'engine-up':
+      return `engine ${e.engine} answers again: taking trials${e.removed ? ` (removed ${e.removed} container(s) left from before)` : ''}`;
+    case 'image-shipped':
+      return `image ${e.image} copied from ${e.from} to ${e.engine} in ${(e.ms / 1000).toFixed(1)} s`;
+  }
 }
 
 /**
@@ -85,11 +98,9 @@ export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEven
         return null;
       }
       case 'engine-down':
-        return `engine ${e.engine} lost (${e.reason.split('\n')[0]}): no new trials go there, its running trials are re-run elsewhere`;
       case 'engine-up':
-        return `engine ${e.engine} answers again: taking trials${e.removed ? ` (removed ${e.removed} container(s) left from before)` : ''}`;
       case 'image-shipped':
-        return `image ${e.image} copied from ${e.from} to ${e.engine} in ${(e.ms / 1000).toFixed(1)} s`;
+        return poolEventLine(e);
       default:
         return null;
     }

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { tokenFromEnv } from './token-env.js';
+import { poolEventLine } from './job-progress.js';
 import { loadAgentModule } from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { startServer } from '../serve/server.js';
@@ -30,7 +31,7 @@ export function serveDataDir(flags: { dataDir?: string; record?: string }): stri
 export async function serveCommand(flags: ServeFlags): Promise<number> {
   const token = tokenFromEnv(flags.tokenEnv);
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
-  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => process.stderr.write(`termgrade serve: ${e.type}: ${e.engine}${e.type === 'engine-down' ? ` (${e.reason})` : ''}\n`) });
+  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`) });
   for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
   const dataDir = serveDataDir(flags);

@@ -3,9 +3,10 @@ import type { CapturedOutput } from './capture.js';
 
 /**
  * The PATH of the harness's own programs in a sandbox (the exec wrapper's setsid, mkdir, chmod, wc,
- * cat, head, tail, rm; grading's rm, mkdir, ls, bash): the system folders only, where the tamper scan flags any change to an existing program and any added
- * one of these names. The agent may have put a program of the same name earlier on the image's
- * PATH (a venv's bin, /usr/local/go/bin); the command itself still runs with the PATH it was given.
+ * cat, head, tail, rm; grading's rm, mkdir, ls, bash): the system folders only, where the tamper
+ * scan flags any change to an existing program and any added one of these names. The agent may
+ * have put a program of the same name earlier on the image's PATH (a venv's bin,
+ * /usr/local/go/bin); the command itself still runs with the PATH it was given.
  */
 export const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 

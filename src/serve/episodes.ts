@@ -10,7 +10,6 @@ import type { SessionManager } from './sessions.js';
 
 type EpisodeRequest = z.infer<typeof EpisodeBody>;
 
-
 interface AtifStep {
   source: string;
   metrics?: { prompt_tokens?: number; completion_tokens?: number; prompt_token_ids?: number[] | null; completion_token_ids?: number[] | null; logprobs?: number[] | null };

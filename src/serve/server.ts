@@ -1,8 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { isLoopback } from '../util/net.js';
+import { isLoopback, tokenEquals } from '../util/net.js';
 import { z } from 'zod';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { TermgradeError } from '../util/errors.js';
@@ -30,7 +29,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-
 function send(reply: FastifyReply, err: ServeError): FastifyReply {
   if (err.retryAfterSec !== undefined) reply.header('retry-after', String(err.retryAfterSec));
   return reply.code(ERROR_STATUS[err.code]).send({ error: { code: err.code, message: err.message } });
@@ -46,9 +44,7 @@ function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
-  const given = Buffer.from(/^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '');
-  const want = Buffer.from(token);
-  return given.length === want.length && timingSafeEqual(given, want);
+  return tokenEquals(/^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '', token);
 }
 
 /**

@@ -212,7 +212,6 @@ export class JobStore {
     return rows.map((r) => ({ trial_id: r.trial_id, status: r.status, error_class: r.error_class, row: JSON.parse(r.row_json) as Record<string, unknown>, replaced_at: r.replaced_at }));
   }
 
-  /** Every replaced record (by `run --retry`), with its slot: sandbox time spent and discarded. */
   /** The tests that failed (or errored) in each trial, by trial id. */
   failedTests(): Map<string, string[]> {
     const out = new Map<string, string[]>();
@@ -224,6 +223,7 @@ export class JobStore {
     return out;
   }
 
+  /** Every replaced record (by `run --retry`), with its slot: sandbox time spent and discarded. */
   allHistory(): Array<{ config: string; task: string; attempt: number; error_class: string | null; duration_ms: number; retries: RetriedAttempt[] }> {
     const rows = this.db.prepare('SELECT config, task, attempt, error_class, row_json FROM trial_history ORDER BY rowid').all() as Array<{ config: string; task: string; attempt: number; error_class: string | null; row_json: string }>;
     return rows.map((r) => {

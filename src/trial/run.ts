@@ -59,6 +59,9 @@ export interface TrialOptions {
   signal?: AbortSignal;
 }
 
+/** A failure to make the sandbox: the image's build, or else the environment. */
+const setupErrorClass = (err: unknown): 'build_failed' | 'environment_error' => (err instanceof TermgradeError && err.code === 'build_failed' ? 'build_failed' : 'environment_error');
+
 /** Waits for a sandbox started behind the agent; records its setup time, or returns its failure. */
 async function settleStart(starting: Promise<Sandbox>, from: { iso: string; ms: number; readyIso: string; readyMs: number }, phases: Partial<Record<Phase, PhaseTiming>>): Promise<unknown> {
   try {
@@ -199,7 +202,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
         } else sandbox = await starting;
       } catch (err) {
         if (cancelled(err)) throw err;
-        fail(err instanceof TermgradeError && err.code === 'build_failed' ? 'build_failed' : 'environment_error', 'environment_setup', errorMessage(err));
+        fail(setupErrorClass(err), 'environment_setup', errorMessage(err));
       }
     });
     const box = sandbox as Sandbox | null;
@@ -257,7 +260,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
         // it was ready (overlapping the agent's run); a start that failed is the environment's
         // failure, whatever the agent made of it, and there is nothing to grade.
         const startFailure = startingSandbox ? await settleStart(startingSandbox, setupStarted, phases) : null;
-        if (startFailure) fail(startFailure instanceof TermgradeError && startFailure.code === 'build_failed' ? 'build_failed' : 'environment_error', 'environment_setup', errorMessage(startFailure));
+        if (startFailure) fail(setupErrorClass(startFailure), 'environment_setup', errorMessage(startFailure));
         // Graded whatever way the agent ended: partial work counts. Not when the model endpoint
         // failed: that trial carries no reward at all (infrastructure), and is retried.
         if (!endpointFailed && !startFailure) await timed('verification', async () => {

@@ -1,10 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { TermgradeError } from '../util/errors.js';
 import { readJsonIfThere } from '../util/files.js';
-import { isLoopback } from '../util/net.js';
+import { isLoopback, tokenEquals } from '../util/net.js';
 import { APP_HTML, APP_JS } from './app.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 
@@ -50,13 +49,12 @@ export async function startViewer(o: ViewerOptions): Promise<{ url: string; clos
   }, o.refreshMs ?? 1000);
   timer.unref();
 
-  const same = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
   const authorised = (req: FastifyRequest): boolean => {
     if (!token) return true;
     const header = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
     const cookie = /(?:^|;\s*)tg_token=([^;]+)/.exec(req.headers.cookie ?? '')?.[1] ?? '';
     const query = (req.query as { token?: string }).token ?? '';
-    return [header, decodeURIComponent(cookie), query].some((t) => t && same(t, token));
+    return [header, decodeURIComponent(cookie), query].some((t) => t && tokenEquals(t, token));
   };
   app.addHook('onRequest', async (req, reply) => {
     if (!authorised(req)) await reply.code(401).send({ error: { code: 'unauthorized', message: 'a token is needed: open the address with ?token=...' } });

@@ -56,7 +56,6 @@ function emitScript(s: Spool, limit: number, joined = false): string {
 
 const STDERR_MARK = '\\036TG-STDERR';
 
-
 function wrap(command: string | string[], s: Spool, limit: number, joined = false): string[] {
   const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
   const prepare = `[ -d ${s.dir} ] || { mkdir -p ${s.dir} && chmod 1777 ${s.dir}; } 2>/dev/null`;

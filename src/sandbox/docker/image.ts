@@ -16,7 +16,7 @@ export const IMAGE_REPO = 'termgrade-env';
 export const AGENT_IMAGE_REPO = 'termgrade-agent';
 
 /** The engine's id of an image, or null when the engine does not have it. */
-async function imageIdOf(docker: Docker, ref: string): Promise<string | null> {
+export async function imageIdOf(docker: Docker, ref: string): Promise<string | null> {
   try {
     return (await docker.getImage(ref).inspect()).Id;
   } catch {

@@ -136,14 +136,14 @@ export class DockerSandbox implements Sandbox {
     return firstFile(tar, maxBytes);
   }
 
+  /** Set while processes are being ended: settles once none is left (before the restart). */
+  private quiet: Promise<void> | null = null;
+
   /**
    * Kills the container's main process, which takes every process in its namespace with it (no
    * escape by forking or ignoring signals), then starts it again: the filesystem is kept, and a
    * container the agent had already brought down comes back the same way.
    */
-  /** Set while processes are being ended: settles once none is left (before the restart). */
-  private quiet: Promise<void> | null = null;
-
   async endProcesses(): Promise<void> {
     const helper = this.helper;
     this.helper = null;

@@ -3,12 +3,14 @@ import type Docker from 'dockerode';
 import { z } from 'zod';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
+import { withTimeout } from '../../util/time.js';
 import { DockerProvider } from '../docker/provider.js';
 import { LABEL_OWNER, ownerId } from '../docker/labels.js';
 import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
 import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
-import { imageIdOn, shipImage } from './ship.js';
+import { imageIdOf } from '../docker/image.js';
+import { shipImage } from './ship.js';
 
 /** What the pool says as it works: an engine lost or back, an image copied to an engine. */
 export const PoolEventSchema = z.discriminatedUnion('type', [
@@ -39,9 +41,10 @@ export class Engine {
   inUse = 0;
   up = true;
   reason = '';
-  /** Bumped each time the engine is lost: a sandbox from an older generation is gone. */
-  generation = 0;
-  /** Aborted when the engine is lost: calls still waiting on it (a hung engine) give up at once. */
+  /**
+   * Aborted when the engine is lost, then replaced: a sandbox keeps the signal it was made under,
+   * so it knows it is gone even after the engine is back, and calls waiting on a hung engine give up.
+   */
   lostSignal = new AbortController();
   /** Image ids this engine is known to hold. */
   readonly present = new Set<string>();
@@ -128,20 +131,11 @@ export class EnginePool implements SandboxProvider {
   }
 
   /** Whether the engine answers a ping within the timeout; never throws. */
-  async answers(engine: Engine): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        engine.docker.ping().then(() => true),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), this.pingTimeoutMs);
-        }),
-      ]);
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
+  answers(engine: Engine): Promise<boolean> {
+    return withTimeout(engine.docker.ping(), this.pingTimeoutMs, 'engine_unavailable', 'no answer').then(
+      () => true,
+      () => false,
+    );
   }
 
   /** Fails with a readable message when no engine answers; says which do not. */
@@ -257,11 +251,11 @@ export class EnginePool implements SandboxProvider {
     let copying = engine.shipping.get(id);
     if (!copying) {
       copying = (async () => {
-        if ((await imageIdOn(engine.docker, id)) === id) return;
+        if ((await imageIdOf(engine.docker, id)) === id) return;
         let source: Engine | null = null;
         for (const e of this.engines) {
           if (e === engine || !e.up) continue;
-          if (e.present.has(id) || (await imageIdOn(e.docker, id)) === id) {
+          if (e.present.has(id) || (await imageIdOf(e.docker, id)) === id) {
             source = e;
             break;
           }
@@ -290,10 +284,10 @@ export class EnginePool implements SandboxProvider {
    * After an error from an engine: is the engine lost? It is when it no longer answers a ping;
    * then it is drained. An error from an engine that still answers is the operation's own.
    */
-  async lost(engine: Engine, _err: unknown): Promise<boolean> {
+  async lost(engine: Engine, err: unknown): Promise<boolean> {
     if (!engine.up) return true;
     if (await this.answers(engine)) return false;
-    this.markDown(engine, errorMessage(_err));
+    this.markDown(engine, errorMessage(err));
     return true;
   }
 
@@ -301,7 +295,6 @@ export class EnginePool implements SandboxProvider {
     if (!engine.up) return;
     engine.up = false;
     engine.reason = reason.slice(0, 300);
-    engine.generation += 1;
     engine.lostSignal.abort();
     engine.lostSignal = new AbortController();
     this.emit({ type: 'engine-down', engine: engine.name, reason: engine.reason });
@@ -359,11 +352,6 @@ export class EnginePool implements SandboxProvider {
 
   private downSummary(): string {
     return this.engines.map((e) => `${e.name} ${e.up ? `${e.inUse}/${e.capacity} in use` : `lost (${e.reason})`}`).join(', ');
-  }
-
-  /** The engine a sandbox of this pool runs on. */
-  engineOf(sandbox: Sandbox): string | null {
-    return sandbox instanceof PoolSandbox ? sandbox.engine : null;
   }
 
   async closeAll(): Promise<void> {

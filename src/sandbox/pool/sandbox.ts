@@ -8,7 +8,8 @@ import type { Engine, EnginePool } from './provider.js';
  * naming the engine, so the trial is re-run elsewhere and never graded on a half-dead container.
  */
 export class PoolSandbox implements Sandbox {
-  private readonly generation: number;
+  /** The engine's lost signal when this sandbox was made: aborted once the engine is lost, for good. */
+  private readonly lost: AbortSignal;
   private closing: Promise<void> | null = null;
 
   constructor(
@@ -17,7 +18,7 @@ export class PoolSandbox implements Sandbox {
     private readonly inner: Sandbox,
     private readonly onClosed: () => void,
   ) {
-    this.generation = home.generation;
+    this.lost = home.lostSignal.signal;
   }
 
   get id(): string {
@@ -34,8 +35,8 @@ export class PoolSandbox implements Sandbox {
   }
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.home.generation !== this.generation) throw this.lostError();
-    const lost = this.home.lostSignal.signal;
+    if (this.lost.aborted) throw this.lostError();
+    const lost = this.lost;
     let onLost: (() => void) | undefined;
     try {
       // A call to an engine that hangs would wait for its own timeout; once the engine is found
@@ -51,7 +52,7 @@ export class PoolSandbox implements Sandbox {
       ]);
     } catch (err) {
       if (err instanceof CancelledError) throw err;
-      if ((await this.pool.lost(this.home, err)) || this.home.generation !== this.generation) throw this.lostError(err);
+      if ((await this.pool.lost(this.home, err)) || this.lost.aborted) throw this.lostError(err);
       throw err;
     } finally {
       if (onLost) lost.removeEventListener('abort', onLost);
@@ -104,9 +105,8 @@ export class PoolSandbox implements Sandbox {
    */
   close(): Promise<void> {
     if (!this.closing) {
-      const lost = this.home.lostSignal.signal;
-      const gone = this.home.generation !== this.generation || lost.aborted;
-      this.closing = (gone ? Promise.resolve() : Promise.race([this.inner.close(), new Promise<void>((resolve) => lost.addEventListener('abort', () => resolve(), { once: true }))])).finally(this.onClosed);
+      const lost = this.lost;
+      this.closing = (lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), new Promise<void>((resolve) => lost.addEventListener('abort', () => resolve(), { once: true }))])).finally(this.onClosed);
     }
     return this.closing;
   }

@@ -1,14 +1,7 @@
 import type Docker from 'dockerode';
 import { TermgradeError, errorMessage } from '../../util/errors.js';
-
-/** The engine's id of an image, or null when the engine does not have it. */
-export async function imageIdOn(docker: Docker, ref: string): Promise<string | null> {
-  try {
-    return (await docker.getImage(ref).inspect()).Id;
-  } catch {
-    return null;
-  }
-}
+import { withTimeout } from '../../util/time.js';
+import { imageIdOf } from '../docker/image.js';
 
 /**
  * Copies an image from one engine to another through the Engine API (`docker save | docker load`,
@@ -18,32 +11,23 @@ export async function imageIdOn(docker: Docker, ref: string): Promise<string | n
  * lists it by name too), else by id. Rejects when the target does not have `imageId` afterwards.
  */
 export async function shipImage(from: Docker, to: Docker, image: { tag: string; id: string }, timeoutMs: number): Promise<void> {
-  const ref = (await imageIdOn(from, image.tag)) === image.id ? image.tag : image.id;
+  const ref = (await imageIdOf(from, image.tag)) === image.id ? image.tag : image.id;
   const saved = (await from.getImage(ref).get()) as NodeJS.ReadableStream & { destroy(): void };
-  let timer: NodeJS.Timeout | undefined;
+  const load = async (): Promise<void> => {
+    const progress = await to.loadImage(saved, { quiet: true });
+    await new Promise<void>((resolve, reject) => {
+      to.modem.followProgress(progress, (err, events: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
+        const failed = err ? errorMessage(err) : events?.find((e) => e.error)?.errorDetail?.message ?? events?.find((e) => e.error)?.error;
+        if (failed) reject(new Error(failed));
+        else resolve();
+      });
+    });
+  };
   try {
-    await Promise.race([
-      (async () => {
-        const progress = await to.loadImage(saved, { quiet: true });
-        await new Promise<void>((resolve, reject) => {
-          to.modem.followProgress(progress, (err, events: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
-            const failed = err ? errorMessage(err) : events?.find((e) => e.error)?.errorDetail?.message ?? events?.find((e) => e.error)?.error;
-            if (failed) reject(new Error(failed));
-            else resolve();
-          });
-        });
-      })(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          saved.destroy();
-          reject(new Error(`not done within ${timeoutMs / 1000} s`));
-        }, timeoutMs);
-      }),
-    ]);
+    await withTimeout(load(), timeoutMs, 'environment_error', `not done within ${timeoutMs / 1000} s`);
   } catch (err) {
+    saved.destroy(); // a copy cut short (timed out, refused) stops reading the source engine
     throw new TermgradeError('environment_error', `copying image ${image.tag} (${image.id.slice(7, 19)}) between engines failed: ${errorMessage(err)}`);
-  } finally {
-    clearTimeout(timer);
   }
-  if ((await imageIdOn(to, image.id)) !== image.id) throw new TermgradeError('environment_error', `image ${image.tag} was copied but the target engine has no image ${image.id.slice(7, 19)}`);
+  if ((await imageIdOf(to, image.id)) !== image.id) throw new TermgradeError('environment_error', `image ${image.tag} was copied but the target engine has no image ${image.id.slice(7, 19)}`);
 }
