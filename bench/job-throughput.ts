@@ -83,6 +83,14 @@ try {
     setups.sort((a, b) => (a.at < b.at ? -1 : 1));
     const setupMean = setups.reduce((a, x) => a + x.s, 0) / setups.length;
     const firstWaveSetup = setups.slice(0, c).reduce((a, x) => a + x.s, 0) / Math.min(c, setups.length);
+    const spread = (xs: number[]): string => {
+      const v = [...xs].sort((a, b) => a - b);
+      const q = (f: number): string => v[Math.min(v.length - 1, Math.floor(f * v.length))]!.toFixed(2);
+      return `p50 ${q(0.5)} p90 ${q(0.9)} max ${v[v.length - 1]!.toFixed(2)}`;
+    };
+    if (process.env.TG_BENCH_DETAIL) {
+      console.log(`  [${name}] trial ${spread(durations)}; ${Object.entries(phases).map(([k, v]) => `${k} ${spread(v)}`).join('; ')}`);
+    }
     return { wall, steady, durations, setupMean, firstWaveSetup, fill, gap: gaps.length ? median(gaps) : 0, tail, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length])) };
   };
   await run('warm-up', 1, 1); // builds the image

@@ -12,7 +12,8 @@ import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
 import { AdaptiveGate, type Priors } from './adaptive-gate.js';
 import type { JobEvent, JobSummary } from './events.js';
-import { WarmPool } from './warm-pool.js';
+import { BackgroundWork } from './background.js';
+import { WarmPool, type UpcomingStart } from './warm-pool.js';
 
 export type { JobEvent, JobSummary } from './events.js';
 
@@ -52,6 +53,7 @@ export interface RunJobOptions {
 
 /** Trials at once when neither the job nor the provider says. */
 export const DEFAULT_CONCURRENCY = 4;
+
 
 const imageKeyOf = (task: Task, agent: Agent): string => `${task.name}\u0000${agent.imageLayer ?? ''}`;
 
@@ -115,6 +117,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
 
   // One build per (task image, agent layer), shared by every trial that needs it.
   const builds = new Map<string, Promise<PreparedEnvironment>>();
+  const preparedByKey = new Map<string, PreparedEnvironment>();
   const ensureImage = (task: Task, agent: Agent): Promise<PreparedEnvironment> => {
     const key = imageKeyOf(task, agent);
     let p = builds.get(key);
@@ -125,6 +128,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         for (let i = 0; i <= spec.infraRetries; i++) {
           try {
             const prepared = await provider.prepare(task, { signal: stop.signal, agentLayer: agent.imageLayer, forceBuild: spec.forceBuild });
+            preparedByKey.set(key, prepared);
             emit({ type: 'build-done', task: task.name, cached: prepared.cached, ms: prepared.durationMs });
             return prepared;
           } catch (err) {
@@ -140,17 +144,12 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     return p;
   };
 
-  // Slots still queued per image: the warm pool keeps containers ready only while they will be used.
-  const queued = new Map<string, number>();
-  for (const c of configs) {
-    for (const s of c.queue) {
-      const key = imageKeyOf(byName.get(s.task)!, c.agent);
-      queued.set(key, (queued.get(key) ?? 0) + 1);
-    }
-  }
-  // A provider with a fixed capacity (an engine pool) has no room for containers kept ready: each
-  // would hold a slot a running trial needs.
-  const warm = new WarmPool(provider, stop.signal, provider.capacity === undefined ? Math.max(1, Math.ceil(lanes / 8)) : 0, spec.network ?? null);
+  // Work no trial waits on (warm starts, removing finished sandboxes) waits its turn here, so the
+  // engine serves first what running trials wait on: restarts, copies and execs of their grading.
+  const background = new BackgroundWork();
+  // A provider with a fixed capacity (an engine pool) has no room for containers kept ready (each
+  // would hold a slot a running trial needs), and its removals free slots, so they go at once.
+  const warm = provider.capacity === undefined ? new WarmPool(provider, stop.signal, background, spec.network ?? null) : null;
 
   const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
   // Sandboxes of finished trials are removed while the next trials run; the job ends after them.
@@ -176,6 +175,8 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       trialId = runs === 0 ? baseId : `${baseId}__retry${runs}`;
       runs += 1;
       emit({ type: 'trial-start', trialId, slot });
+      // While this trial waits on the engine (set-up, grading), background work holds back.
+      let onEngine = false;
       result = await runTrial({
         task,
         agent: c.agent,
@@ -189,13 +190,20 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         secrets: c.secrets,
         agentEnv: c.env,
         prepare: () => ensureImage(task, c.agent),
-        start: (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared, queued.get(imageKeyOf(task, c.agent)) ?? 0),
-        onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
-        removeInBackground: (removal) => {
+        start: warm ? (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared) : undefined,
+        onPhase: (phase) => {
+          const waits = phase === 'environment_setup' || phase === 'verification';
+          if (waits !== onEngine) background[waits ? 'enter' : 'leave']();
+          onEngine = waits;
+          emit({ type: 'phase', trialId, slot, phase });
+        },
+        removeInBackground: (remove) => {
+          const removal = warm ? background.add(remove) : remove();
           removals.add(removal);
           void removal.finally(() => removals.delete(removal));
         },
       });
+      if (onEngine) background.leave();
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
       reasons.push({ class: cls!, message: result.error!.message, durationMs: result.durationMs });
@@ -223,14 +231,34 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     if (!gate) return;
     for (const c of configs) {
       const before = c.queue.length;
-      c.queue = c.queue.filter((s) => {
-        if (!gate.settled(s)) return true;
-        const key = imageKeyOf(byName.get(s.task)!, c.agent);
-        queued.set(key, queued.get(key)! - 1);
-        return false;
-      });
+      c.queue = c.queue.filter((s) => !gate.settled(s));
       droppedByRule += before - c.queue.length;
     }
+  };
+
+  /**
+   * The trials next in line, as the dispatcher will take them (round-robin over configurations),
+   * one per lane, those whose image is ready: the warm pool keeps a container started for each.
+   */
+  const upcoming = (): UpcomingStart[] => {
+    const heads = configs.map((c) => {
+      const next: Slot[] = [];
+      for (let i = 0; i < c.queue.length && i < 4 * lanes && next.length < lanes; i++) if (eligible(c.queue[i]!)) next.push(c.queue[i]!);
+      return next;
+    });
+    const out: UpcomingStart[] = [];
+    for (let i = 0; out.length < lanes && heads.some((h) => h.length > i); i++) {
+      for (let j = 0; j < configs.length && out.length < lanes; j++) {
+        const at = (cursor + j) % configs.length;
+        const slot = heads[at]![i];
+        if (!slot) continue;
+        const task = byName.get(slot.task)!;
+        const key = imageKeyOf(task, configs[at]!.agent);
+        const prepared = preparedByKey.get(key);
+        if (prepared) out.push({ key, task, prepared });
+      }
+    }
+    return out;
   };
 
   // Dispatch: round-robin over configurations with work and room under their endpoint's cap.
@@ -254,8 +282,6 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         if (!picked) break;
         const c = picked.c;
         const slot = c.queue.splice(picked.at, 1)[0]!;
-        const key = imageKeyOf(byName.get(slot.task)!, c.agent);
-        queued.set(key, queued.get(key)! - 1);
         running += 1;
         c.running += 1;
         endpointRunning.set(c.endpoint, (endpointRunning.get(c.endpoint) ?? 0) + 1);
@@ -272,6 +298,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
           });
       }
       dropSettled();
+      warm?.plan(upcoming());
       // Done when nothing runs and nothing can start (empty queues, or only slots waiting on
       // attempts that will never be recorded in this run).
       if (running === 0 && (stop.signal.aborted || configs.every((c) => !c.queue.some(eligible)))) resolveAll();
@@ -280,7 +307,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     pump();
   });
   clearTimeout(budgetTimer);
-  await Promise.all([warm.closeAll(), ...removals]);
+  await Promise.all([warm?.closeAll(), ...removals]);
   options.signal?.removeEventListener('abort', parentAbort);
   if (stoppedBy === 'done' && stop.signal.aborted) stoppedBy = 'cancelled';
 

@@ -1,19 +1,30 @@
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
+import type { BackgroundWork } from './background.js';
+
+/** A trial about to be dispatched, whose image is ready: the warm pool starts a container for it. */
+export interface UpcomingStart {
+  key: string;
+  task: Task;
+  prepared: PreparedEnvironment;
+}
 
 /**
- * Warm sandboxes: while trials run, the next containers for an image are started, so container
- * start-up (the engine's slowest step under load) is off a trial's critical path. Each container
- * still serves exactly one trial; those left over are closed with `closeAll`.
+ * Warm sandboxes: containers for the trials next in line are started while the running trials
+ * work, so container start-up (the engine's slowest step under load) is off a trial's critical
+ * path. Which containers to keep is the dispatcher's look-ahead (`plan`), not a fixed number per
+ * image: a job over many images keeps only the next ones warm, never a spare per image. Warm starts
+ * go through the job's background queue, behind nothing a trial waits on. Each container still
+ * serves exactly one trial; those left over are closed with `closeAll`.
  */
 export class WarmPool {
-  private readonly pools = new Map<string, Array<Promise<Sandbox>>>();
+  private readonly ready = new Map<string, Array<Promise<Sandbox>>>();
 
   constructor(
     private readonly provider: SandboxProvider,
     private readonly signal: AbortSignal,
-    /** Containers kept ready per image. */
-    private readonly size: number,
+    /** Where warm starts wait their turn. */
+    private readonly background: BackgroundWork,
     /** The isolated network for tasks that ask for one; null: every sandbox offline. */
     private readonly network: string | null = null,
   ) {}
@@ -25,22 +36,42 @@ export class WarmPool {
     });
   }
 
-  /** A started sandbox for `key`'s image; refills the pool while `stillQueued` trials will need one. */
-  take(key: string, task: Task, prepared: PreparedEnvironment, stillQueued: number): Promise<Sandbox> {
-    let pool = this.pools.get(key);
-    if (!pool) this.pools.set(key, (pool = []));
-    const taken = pool.shift() ?? this.start(task, prepared);
-    while (pool.length < Math.min(stillQueued, this.size) && !this.signal.aborted) {
-      const next = this.start(task, prepared);
-      next.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
-      pool.push(next);
+  /** A started sandbox for `key`'s image: a warm one when there is one, else started now. */
+  take(key: string, task: Task, prepared: PreparedEnvironment): Promise<Sandbox> {
+    return this.ready.get(key)?.shift() ?? this.start(task, prepared);
+  }
+
+  /**
+   * Keeps one container ready (or starting) for each upcoming trial; warm containers of images
+   * no longer in line are closed. Called by the dispatcher whenever the line changes.
+   */
+  plan(upcoming: UpcomingStart[]): void {
+    if (this.signal.aborted) return;
+    const wanted = new Map<string, UpcomingStart[]>();
+    for (const u of upcoming) {
+      const list = wanted.get(u.key);
+      if (list) list.push(u);
+      else wanted.set(u.key, [u]);
     }
-    return taken;
+    for (const [key, pool] of this.ready) {
+      if (wanted.has(key)) continue;
+      this.ready.delete(key);
+      for (const p of pool) void p.then((sb) => sb.close(), () => undefined);
+    }
+    for (const [key, list] of wanted) {
+      let pool = this.ready.get(key);
+      if (!pool) this.ready.set(key, (pool = []));
+      for (const u of list.slice(pool.length)) {
+        const next = this.background.add(() => (this.signal.aborted ? Promise.reject(new Error('job stopped')) : this.start(u.task, u.prepared)));
+        next.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
+        pool.push(next);
+      }
+    }
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.pools.values()].flat();
-    this.pools.clear();
+    const all = [...this.ready.values()].flat();
+    this.ready.clear();
     await Promise.all(all.map((p) => p.then((sb) => sb.close(), () => undefined)));
   }
 }
