@@ -1,4 +1,5 @@
-import { access, lstat, readdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, lstat, mkdir, open, readdir, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { FsChange } from '../sandbox.js';
@@ -56,4 +57,84 @@ export async function overlayChanges(layers: OverlayLayers, limit = 200_000): Pr
   };
   await walk('');
   return out;
+}
+
+/**
+ * Whether this kernel's overlayfs keeps every file of the upper layer whole: with metacopy or
+ * redirect_dir on, a file or folder in the upper layer may take its data from a lower one, and
+ * reading the upper layer alone would miss it. Docker leaves both off; read once.
+ */
+let wholeUpper: Promise<boolean> | null = null;
+function upperHoldsWholeFiles(): Promise<boolean> {
+  const off = (name: string): Promise<boolean> => readFile(`/sys/module/overlay/parameters/${name}`, 'utf8').then((v) => v.trim() === 'N', () => false);
+  wholeUpper ??= Promise.all([off('metacopy'), off('redirect_dir')]).then(([a, b]) => a && b);
+  return wholeUpper;
+}
+
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/** `name` inside the folder open as `dir`: resolved from that folder, never through a link. */
+const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
+
+/**
+ * Copies a folder of the container to `hostDir` straight from its upper layer, without the engine
+ * (which would start a helper process and walk the folder inside the container's root for it).
+ * Only when the upper layer alone can hold that folder: no lower layer has the path, so nothing
+ * below shows through it. Every folder and file is opened relative to its parent's descriptor with
+ * O_NOFOLLOW, so a process still running in the sandbox that swaps a folder for a link while this
+ * reads cannot lead the copy out of the layer onto this machine's own files. Like the engine's
+ * copy, only plain files and folders arrive, and files past `maxBytes` in all are skipped.
+ * Returns false when it cannot vouch for the copy: the caller asks the engine.
+ */
+export async function copyFromUpper(layers: OverlayLayers, srcDir: string, hostDir: string, maxBytes: number): Promise<boolean> {
+  const parts = srcDir.split('/').filter(Boolean);
+  if (parts.length === 0 || parts.includes('..') || !(await upperHoldsWholeFiles()) || (await inLower(layers.lowers, `/${parts.join('/')}`))) return false;
+  const opened: FileHandle[] = [];
+  try {
+    let dir = await open(layers.upper, DIR_FLAGS);
+    opened.push(dir);
+    for (const part of parts) {
+      try {
+        dir = await open(at(dir, part), DIR_FLAGS);
+      } catch {
+        return false; // not a folder in the upper layer: let the engine say what is there
+      }
+      opened.push(dir);
+    }
+    let bytes = 0;
+    const copy = async (from: FileHandle, to: string, depth: number): Promise<void> => {
+      await mkdir(to, { recursive: true });
+      for (const e of await readdir(`/proc/self/fd/${from.fd}`, { withFileTypes: true })) {
+        if (e.isDirectory() && depth < 64) {
+          const sub = await open(at(from, e.name), DIR_FLAGS).catch(() => null);
+          if (!sub) continue; // swapped for something else meanwhile
+          try {
+            await copy(sub, path.join(to, e.name), depth + 1);
+          } finally {
+            await sub.close();
+          }
+        } else if (e.isFile()) {
+          const file = await open(at(from, e.name), FILE_FLAGS).catch(() => null);
+          if (!file) continue;
+          try {
+            const st = await file.stat();
+            if (!st.isFile() || bytes + st.size > maxBytes) continue;
+            bytes += st.size;
+            // No more than it had when measured, should it grow meanwhile.
+            await writeFile(path.join(to, e.name), (await file.readFile()).subarray(0, st.size));
+          } finally {
+            await file.close();
+          }
+        }
+      }
+    };
+    try {
+      await copy(dir, hostDir, 0);
+    } catch {
+      return false; // whatever was copied, the engine's copy writes over it
+    }
+    return true;
+  } finally {
+    await Promise.all(opened.map((h) => h.close().catch(() => undefined)));
+  }
 }

@@ -7,7 +7,7 @@ import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox
 import { DockerShell } from './shell.js';
 import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
 import { randomBytes } from 'node:crypto';
-import { overlayChanges, overlayLayers, type OverlayLayers } from './overlay.js';
+import { copyFromUpper, overlayChanges, overlayLayers, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
@@ -121,6 +121,10 @@ export class DockerSandbox implements Sandbox {
         // fall through to the archive API
       }
     }
+    // Read straight from the container's layer on this machine when it can be (no engine work:
+    // the engine's copy costs as much CPU as the exec that ran the tests).
+    const layers = await this.upperLayers();
+    if (layers && (await copyFromUpper(layers, srcDir, hostDir, max))) return;
     const tar = (await this.container.getArchive({ path: srcDir })) as unknown as Readable;
     await extractInto(tar, hostDir, max);
   }
@@ -170,13 +174,18 @@ export class DockerSandbox implements Sandbox {
 
   private layers: Promise<OverlayLayers | null> | null = null;
 
+  /** The container's overlay layers when readable from here (not for a remote engine). */
+  private upperLayers(): Promise<OverlayLayers | null> {
+    // TERMGRADE_EXEC_VIA=engine takes every path through the engine, these included (tests run both).
+    this.layers ??= process.env.TERMGRADE_EXEC_VIA === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
+    return this.layers;
+  }
+
   async changes(): Promise<FsChange[]> {
     // Asked while processes are being ended: answered once none is left, not after the restart
     // (the stopped container's layer holds exactly what the agent wrote; nothing runs to change it).
     if (this.quiet) await this.quiet;
-    // TERMGRADE_EXEC_VIA=engine takes every path through the engine, this one included (tests run both).
-    this.layers ??= process.env.TERMGRADE_EXEC_VIA === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
-    const layers = await this.layers;
+    const layers = await this.upperLayers();
     if (layers) {
       try {
         return await overlayChanges(layers);
