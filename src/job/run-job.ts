@@ -12,7 +12,6 @@ import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
 import { AdaptiveGate, type Priors } from './adaptive-gate.js';
 import type { JobEvent, JobSummary } from './events.js';
-import { BackgroundWork } from './background.js';
 import { WarmPool, type UpcomingStart } from './warm-pool.js';
 
 export type { JobEvent, JobSummary } from './events.js';
@@ -144,12 +143,9 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     return p;
   };
 
-  // Work no trial waits on (warm starts, removing finished sandboxes) waits its turn here, so the
-  // engine serves first what running trials wait on: restarts, copies and execs of their grading.
-  const background = new BackgroundWork();
-  // A provider with a fixed capacity (an engine pool) has no room for containers kept ready (each
-  // would hold a slot a running trial needs), and its removals free slots, so they go at once.
-  const warm = provider.capacity === undefined ? new WarmPool(provider, stop.signal, background, spec.network ?? null) : null;
+  // A provider with a fixed capacity (an engine pool) has no room for containers kept ready: each
+  // would hold a slot a running trial needs.
+  const warm = provider.capacity === undefined ? new WarmPool(provider, stop.signal, spec.network ?? null) : null;
 
   const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
   // Sandboxes of finished trials are removed while the next trials run; the job ends after them.
@@ -175,8 +171,6 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       trialId = runs === 0 ? baseId : `${baseId}__retry${runs}`;
       runs += 1;
       emit({ type: 'trial-start', trialId, slot });
-      // While this trial waits on the engine (set-up, grading), background work holds back.
-      let onEngine = false;
       result = await runTrial({
         task,
         agent: c.agent,
@@ -191,19 +185,12 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         agentEnv: c.env,
         prepare: () => ensureImage(task, c.agent),
         start: warm ? (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared) : undefined,
-        onPhase: (phase) => {
-          const waits = phase === 'environment_setup' || phase === 'verification';
-          if (waits !== onEngine) background[waits ? 'enter' : 'leave']();
-          onEngine = waits;
-          emit({ type: 'phase', trialId, slot, phase });
-        },
-        removeInBackground: (remove) => {
-          const removal = warm ? background.add(remove) : remove();
+        onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
+        removeInBackground: (removal) => {
           removals.add(removal);
           void removal.finally(() => removals.delete(removal));
         },
       });
-      if (onEngine) background.leave();
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
       reasons.push({ class: cls!, message: result.error!.message, durationMs: result.durationMs });

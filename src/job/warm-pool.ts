@@ -1,6 +1,5 @@
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
-import type { BackgroundWork } from './background.js';
 
 /** A trial about to be dispatched, whose image is ready: the warm pool starts a container for it. */
 export interface UpcomingStart {
@@ -14,7 +13,7 @@ export interface UpcomingStart {
  * work, so container start-up (the engine's slowest step under load) is off a trial's critical
  * path. Which containers to keep is the dispatcher's look-ahead (`plan`), not a fixed number per
  * image: a job over many images keeps only the next ones warm, never a spare per image. Warm starts
- * go through the job's background queue, behind nothing a trial waits on. Each container still
+ * are background starts (the engine serves what trials wait on first). Each container still
  * serves exactly one trial; those left over are closed with `closeAll`.
  */
 export class WarmPool {
@@ -23,14 +22,12 @@ export class WarmPool {
   constructor(
     private readonly provider: SandboxProvider,
     private readonly signal: AbortSignal,
-    /** Where warm starts wait their turn. */
-    private readonly background: BackgroundWork,
     /** The isolated network for tasks that ask for one; null: every sandbox offline. */
     private readonly network: string | null = null,
   ) {}
 
-  private start(task: Task, prepared: PreparedEnvironment): Promise<Sandbox> {
-    return this.provider.start(task, prepared, { signal: this.signal, network: task.limits.network ? this.network : null }).then(async (sandbox) => {
+  private start(task: Task, prepared: PreparedEnvironment, background: boolean): Promise<Sandbox> {
+    return this.provider.start(task, prepared, { signal: this.signal, network: task.limits.network ? this.network : null, background }).then(async (sandbox) => {
       await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']); // opens the helper shell too
       return sandbox;
     });
@@ -38,7 +35,7 @@ export class WarmPool {
 
   /** A started sandbox for `key`'s image: a warm one when there is one, else started now. */
   take(key: string, task: Task, prepared: PreparedEnvironment): Promise<Sandbox> {
-    return this.ready.get(key)?.shift() ?? this.start(task, prepared);
+    return this.ready.get(key)?.shift() ?? this.start(task, prepared, false);
   }
 
   /**
@@ -62,7 +59,7 @@ export class WarmPool {
       let pool = this.ready.get(key);
       if (!pool) this.ready.set(key, (pool = []));
       for (const u of list.slice(pool.length)) {
-        const next = this.background.add(() => (this.signal.aborted ? Promise.reject(new Error('job stopped')) : this.start(u.task, u.prepared)));
+        const next = this.start(u.task, u.prepared, true);
         next.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
         pool.push(next);
       }

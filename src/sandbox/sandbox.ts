@@ -144,6 +144,8 @@ export interface StartOptions {
    * network the user made (never the host's own namespace); the provider refuses one it lacks.
    */
   network?: string | null;
+  /** No trial waits on this start yet (a container kept ready): the engine may serve others first. */
+  background?: boolean;
 }
 
 /** What a provider reports of its engine. */

@@ -50,11 +50,10 @@ export interface TrialOptions {
   network?: string | null;
   /**
    * Takes the sandbox's removal off the trial's path: given, the trial ends once graded and hands
-   * over the removal for the caller to run when it likes (a job frees the slot at once, removes
-   * when the engine has room and awaits removals at its end); the result then has no teardown
-   * phase. Removal never throws (Sandbox.close).
+   * over the removal under way (a job frees the slot at once and awaits removals at its end);
+   * the result then has no teardown phase. Removal never throws (Sandbox.close).
    */
-  removeInBackground?: (remove: () => Promise<void>) => void;
+  removeInBackground?: (removal: Promise<void>) => void;
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
@@ -283,7 +282,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     fail(cancelled(err) ? 'cancelled' : 'internal_error', 'teardown', errorMessage(err));
   } finally {
     const box = sandbox as Sandbox | null;
-    if (box && options.removeInBackground) options.removeInBackground(() => box.close());
+    if (box && options.removeInBackground) options.removeInBackground(box.close());
     else if (box) await timed('teardown', () => box.close());
   }
 

@@ -7,6 +7,7 @@ import { OutputCapture, type CapturedOutput } from '../capture.js';
 import { SYSTEM_PATH, type ExecOptions, type ExecResult } from '../sandbox.js';
 import { shellQuote } from '../../util/shell-quote.js';
 import type { DockerShell } from './shell.js';
+import type { Turn } from './turns.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
 /** Where commands spool their output; a sandbox may move it (see DockerSandbox.endProcesses). */
@@ -69,21 +70,25 @@ function wrap(command: string | string[], s: Spool, limit: number, joined = fals
 async function startExec(
   docker: Docker,
   container: Docker.Container,
+  turn: Turn,
   cmd: string[],
   options: ExecOptions,
   limit: number,
 ): Promise<{ exec: Docker.Exec; stream: Duplex; stdout: OutputCapture; stderr: OutputCapture; ended: Promise<void> }> {
-  const exec = await container.exec({
-    Cmd: cmd,
-    AttachStdout: true,
-    AttachStderr: true,
-    AttachStdin: false,
-    Tty: false,
-    Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
-    WorkingDir: options.cwd,
-    User: options.user,
+  // Setting the process up is the engine's work (runc); the command then runs on its own time.
+  const { exec, stream } = await turn(async () => {
+    const exec = await container.exec({
+      Cmd: cmd,
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: false,
+      Tty: false,
+      Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
+      WorkingDir: options.cwd,
+      User: options.user,
+    });
+    return { exec, stream: (await exec.start({ hijack: true, stdin: false })) as Duplex };
   });
-  const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
   // The wrapper already bounds what it prints; the captures are a second fence, a little larger.
   const stdout = new OutputCapture(limit + 4096);
   const stderr = new OutputCapture(limit + 4096);
@@ -122,6 +127,7 @@ function parseText(raw: string, errText: string, outTotal: number, errTotal: num
 export async function shellExec(
   docker: Docker,
   container: Docker.Container,
+  turn: Turn,
   shell: DockerShell,
   command: string | string[],
   options: ExecOptions = {},
@@ -151,7 +157,7 @@ export async function shellExec(
     if (onAbort) options.signal?.removeEventListener('abort', onAbort);
   }
   if (outcome === 'timeout' || outcome === 'aborted') {
-    const collected = await killGroupAndCollect(docker, container, s, limit);
+    const collected = await killGroupAndCollect(docker, container, turn, s, limit);
     // The wrapper died with its group; let the shell report it so it is in step for the next command.
     const settled = await Promise.race([running.then(() => true, () => true), sleep(5000).then(() => false)]);
     if (!settled) shell.close();
@@ -175,12 +181,13 @@ function timedOutResult(collected: { out: CapturedOutput; err: CapturedOutput } 
 async function killGroupAndCollect(
   docker: Docker,
   container: Docker.Container,
+  turn: Turn,
   s: Spool,
   limit: number,
 ): Promise<{ out: CapturedOutput; err: CapturedOutput } | null> {
   try {
     const kill = `PATH=${SYSTEM_PATH}; p=$(cat ${s.pid} 2>/dev/null) && kill -9 -"$p" 2>/dev/null; ${emitScript(s, limit)}`;
-    const run = await startExec(docker, container, ['/bin/sh', '-c', kill], {}, limit);
+    const run = await startExec(docker, container, turn, ['/bin/sh', '-c', kill], {}, limit);
     await Promise.race([run.ended, sleep(10_000)]);
     run.stream.destroy();
     return parseEmitted(run.stdout, run.stderr, limit);
@@ -196,6 +203,7 @@ async function killGroupAndCollect(
 export async function dockerExec(
   docker: Docker,
   container: Docker.Container,
+  turn: Turn,
   command: string | string[],
   options: ExecOptions = {},
   spoolDir = DEFAULT_SPOOL_DIR,
@@ -204,7 +212,7 @@ export async function dockerExec(
   const started = performance.now();
   const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const s = spool(spoolDir);
-  const run = await startExec(docker, container, wrap(command, s, limit), options, limit);
+  const run = await startExec(docker, container, turn, wrap(command, s, limit), options, limit);
 
   type Outcome = 'ended' | 'exited' | 'timeout' | 'aborted';
   let stopPolling = false;
@@ -240,7 +248,7 @@ export async function dockerExec(
 
   if (outcome === 'timeout' || outcome === 'aborted') {
     run.stream.destroy();
-    const collected = await killGroupAndCollect(docker, container, s, limit);
+    const collected = await killGroupAndCollect(docker, container, turn, s, limit);
     if (outcome === 'aborted') throw new CancelledError('command');
     return timedOutResult(collected, started);
   }

@@ -6,6 +6,7 @@ import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder } from './image.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, ownerId } from './labels.js';
 import { DockerSandbox } from './sandbox.js';
+import { EngineTurns } from './turns.js';
 
 /**
  * Capabilities no terminal task needs, dropped from Docker's default set: raw sockets (spoofing),
@@ -55,9 +56,24 @@ export class DockerProvider implements SandboxProvider {
   private readonly images: ImageBuilder;
   private readonly open = new Set<DockerSandbox>();
 
+  /** The order this engine serves its sandboxes' heavy requests (see EngineTurns). */
+  readonly turns = new EngineTurns();
+  private sized: Promise<void> | null = null;
+
   constructor(options: DockerProviderOptions = {}) {
     this.docker = options.docker ?? new Docker();
     this.images = new ImageBuilder(this.docker);
+  }
+
+  /** Serves as many requests at once as the engine has cores (asked once; 2 until it answers). */
+  private sizeTurns(): Promise<void> {
+    this.sized ??= this.docker.info().then(
+      (info: { NCPU?: number }) => {
+        if (typeof info.NCPU === 'number' && info.NCPU > 0) this.turns.concurrency = Math.max(2, info.NCPU);
+      },
+      () => undefined,
+    );
+    return this.sized;
   }
 
   /** Fails with a readable message when no engine answers; returns warnings (none for one engine). */
@@ -107,11 +123,13 @@ export class DockerProvider implements SandboxProvider {
   async start(task: Task, prepared: PreparedEnvironment, options: StartOptions = {}): Promise<Sandbox> {
     if (options.signal?.aborted) throw new CancelledError('sandbox start');
     if (options.network) await this.checkNetwork(options.network);
-    const container = await this.docker.createContainer(containerSpec(task, prepared.image, options.labels, options.network ?? null));
-    const sandbox = new DockerSandbox(this.docker, container, () => this.open.delete(sandbox));
+    await this.sizeTurns();
+    const place = this.turns.place(options.background);
+    const container = await this.turns.run(place, () => this.docker.createContainer(containerSpec(task, prepared.image, options.labels, options.network ?? null)));
+    const sandbox = new DockerSandbox(this.docker, container, this.turns, place, () => this.open.delete(sandbox));
     this.open.add(sandbox);
     try {
-      await container.start();
+      await this.turns.run(place, () => container.start());
     } catch (err) {
       await sandbox.close();
       throw new TermgradeError('environment_error', `container for ${task.name} did not start: ${errorMessage(err)}`);

@@ -9,6 +9,7 @@ import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
 import { randomBytes } from 'node:crypto';
 import { copyFromUpper, overlayChanges, overlayLayers, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
+import type { EngineTurns, Turn } from './turns.js';
 
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 const SHELL_COPY_LIMIT = 2 * 1024 * 1024;
@@ -35,8 +36,14 @@ export class DockerSandbox implements Sandbox {
   constructor(
     private readonly docker: Docker,
     private readonly container: Docker.Container,
+    private readonly turns: EngineTurns,
+    /** This sandbox's place in the engine's line: when its trial began waiting (see EngineTurns). */
+    private place: number,
     private readonly onClosed: () => void,
   ) {}
+
+  /** Runs a heavy engine request in this sandbox's turn. */
+  private readonly turn: Turn = (request) => this.turns.run(this.place, request);
 
   get id(): string {
     return this.container.id;
@@ -57,7 +64,7 @@ export class DockerSandbox implements Sandbox {
    */
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
     if (options.user || this.shellBusy || this.closing || process.env.TERMGRADE_EXEC_VIA === 'engine') {
-      return dockerExec(this.docker, this.container, command, options, this.spoolDir);
+      return dockerExec(this.docker, this.container, this.turn, command, options, this.spoolDir);
     }
     this.shellBusy = true;
     try {
@@ -65,9 +72,9 @@ export class DockerSandbox implements Sandbox {
       try {
         shell = (await this.shell()) as DockerShell;
       } catch {
-        return await dockerExec(this.docker, this.container, command, options, this.spoolDir);
+        return await dockerExec(this.docker, this.container, this.turn, command, options, this.spoolDir);
       }
-      return await shellExec(this.docker, this.container, shell, command, options, this.spoolDir);
+      return await shellExec(this.docker, this.container, this.turn, shell, command, options, this.spoolDir);
     } finally {
       this.shellBusy = false;
     }
@@ -75,7 +82,7 @@ export class DockerSandbox implements Sandbox {
 
   async shell(): Promise<Shell> {
     const current = this.helper ? await this.helper.catch(() => null) : null;
-    if (!current || !current.alive) this.helper = DockerShell.open(this.docker, this.container);
+    if (!current || !current.alive) this.helper = DockerShell.open(this.docker, this.container, this.turn);
     return this.helper!;
   }
 
@@ -95,11 +102,12 @@ export class DockerSandbox implements Sandbox {
         // fall through to the archive API
       }
     }
-    await this.container.putArchive(packDir(hostDir, destDir) as unknown as NodeJS.ReadableStream, { path: '/' });
+    await this.turn(() => this.container.putArchive(packDir(hostDir, destDir) as unknown as NodeJS.ReadableStream, { path: '/' }));
   }
 
   async putFiles(entries: FileEntry[]): Promise<void> {
-    await this.container.putArchive(await packEntries(entries), { path: '/' });
+    const tar = await packEntries(entries);
+    await this.turn(() => this.container.putArchive(tar, { path: '/' }));
   }
 
   async copyOut(srcDir: string, hostDir: string, options: CopyOptions & { maxBytes?: number } = {}): Promise<void> {
@@ -125,19 +133,20 @@ export class DockerSandbox implements Sandbox {
     // the engine's copy costs as much CPU as the exec that ran the tests).
     const layers = await this.upperLayers();
     if (layers && (await copyFromUpper(layers, srcDir, hostDir, max))) return;
-    const tar = (await this.container.getArchive({ path: srcDir })) as unknown as Readable;
-    await extractInto(tar, hostDir, max);
+    await this.turn(async () => extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max));
   }
 
-  async readFile(file: string, maxBytes: number): Promise<Buffer | null> {
-    let tar: Readable;
-    try {
-      tar = (await this.container.getArchive({ path: file })) as unknown as Readable;
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode === 404) return null;
-      throw err;
-    }
-    return firstFile(tar, maxBytes);
+  readFile(file: string, maxBytes: number): Promise<Buffer | null> {
+    return this.turn(async () => {
+      let tar: Readable;
+      try {
+        tar = (await this.container.getArchive({ path: file })) as unknown as Readable;
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode === 404) return null;
+        throw err;
+      }
+      return firstFile(tar, maxBytes);
+    });
   }
 
   /** Set while processes are being ended: settles once none is left (before the restart). */
@@ -152,11 +161,13 @@ export class DockerSandbox implements Sandbox {
     const helper = this.helper;
     this.helper = null;
     void helper?.then((h) => h.close(), () => undefined);
+    // Grading begins: this trial now waits on the engine, from here in the line.
+    this.place = this.turns.place();
     // Set before the first await, so a changes() asked right after this call waits for it.
-    const stopped = this.stopAll();
+    const stopped = this.turn(() => this.stopAll());
     this.quiet = stopped;
     await stopped;
-    await this.container.start();
+    await this.turn(() => this.container.start());
     this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
   }
 
@@ -193,7 +204,7 @@ export class DockerSandbox implements Sandbox {
         // the layer went away or is unreadable: ask the engine
       }
     }
-    const list = ((await this.container.changes()) ?? []) as Array<{ Path: string; Kind: number }>;
+    const list = ((await this.turn(() => this.container.changes())) ?? []) as Array<{ Path: string; Kind: number }>;
     const kinds = ['changed', 'added', 'deleted'] as const;
     return list.map((c) => ({ path: c.Path, kind: kinds[c.Kind] ?? 'changed' }));
   }
@@ -205,8 +216,10 @@ export class DockerSandbox implements Sandbox {
 
   close(): Promise<void> {
     void this.helper?.then((h) => h.close(), () => undefined);
-    this.closing ??= this.container
-      .remove({ force: true, v: true })
+    // No trial waits on a removal: it takes a background place in the engine's line.
+    const place = this.turns.place(true);
+    this.closing ??= this.turns
+      .run(place, () => this.container.remove({ force: true, v: true }))
       .catch((err: { statusCode?: number }) => {
         // 404: already gone; 409: removal already in progress. Anything else is left for `cleanup`.
         if (err?.statusCode !== 404 && err?.statusCode !== 409) {

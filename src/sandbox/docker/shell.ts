@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { TermgradeError } from '../../util/errors.js';
 import type { Shell } from '../sandbox.js';
+import type { Turn } from './turns.js';
 
 const MAX_OUTPUT = 4 * 1024 * 1024;
 
@@ -19,9 +20,11 @@ export class DockerShell implements Shell {
 
   private constructor(private readonly stream: Duplex) {}
 
-  static async open(docker: Docker, container: Docker.Container): Promise<DockerShell> {
-    const exec = await container.exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false });
-    const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+  static async open(docker: Docker, container: Docker.Container, turn: Turn): Promise<DockerShell> {
+    const stream = await turn(async () => {
+      const exec = await container.exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false });
+      return (await exec.start({ hijack: true, stdin: true })) as Duplex;
+    });
     const shell = new DockerShell(stream);
     const sink = new Writable({
       write: (chunk: Buffer, _enc, done) => {
