@@ -88,10 +88,8 @@ try {
       const q = (f: number): string => v[Math.min(v.length - 1, Math.floor(f * v.length))]!.toFixed(2);
       return `p50 ${q(0.5)} p90 ${q(0.9)} max ${v[v.length - 1]!.toFixed(2)}`;
     };
-    if (process.env.TG_BENCH_DETAIL) {
-      console.log(`  [${name}] trial ${spread(durations)}; ${Object.entries(phases).map(([k, v]) => `${k} ${spread(v)}`).join('; ')}`);
-    }
-    return { wall, steady, durations, setupMean, firstWaveSetup, fill, gap: gaps.length ? median(gaps) : 0, tail, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length])) };
+    const detail = `trial ${spread(durations)}; ${Object.entries(phases).map(([k, v]) => `${k} ${spread(v)}`).join('; ')}`;
+    return { detail, wall, steady, durations, setupMean, firstWaveSetup, fill, gap: gaps.length ? median(gaps) : 0, tail, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length])) };
   };
   await run('warm-up', 1, 1); // builds the image
   const alone = await run('alone', 3, 1);
@@ -106,6 +104,7 @@ try {
   const show = (p: Record<string, number>) => Object.entries(p).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
   console.log(`  mean phase seconds alone:  ${show(alone.phases)}`);
   console.log(`  mean phase seconds loaded: ${show(loaded.phases)}`);
+  console.log(`  spread of seconds loaded: ${loaded.detail}`);
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
   console.log(`  mean trial ${mean(loaded.durations).toFixed(2)} s loaded, ${mean(alone.durations).toFixed(2)} s alone; mean environment_setup loaded ${loaded.setupMean.toFixed(2)} s, first wave ${loaded.firstWaveSetup.toFixed(2)} s`);
   console.log(`  first wave started after ${loaded.fill.toFixed(2)} s; median gap from a trial's end to the next start ${(loaded.gap * 1000).toFixed(0)} ms; ${loaded.tail.toFixed(2)} s after the last trial`);

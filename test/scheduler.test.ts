@@ -251,3 +251,52 @@ describe('a model-first agent starts while its sandbox is starting (fake provide
     assert.equal(provider.open, 0);
   });
 });
+
+describe('containers kept ready for the trials next in line (fake provider)', () => {
+  it('starts one ahead for each trial in line, each serves a trial, and no more than one per lane wait', async () => {
+    const { spec, jobsDir } = await job('warm', await taskDirs(6), { k: 4, concurrency: 3 });
+    const provider = new FakeProvider({ startMs: 5, commandMs: 2 });
+    const opened = await openJob(spec, jobsDir);
+    try {
+      const summary = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
+      assert.equal(summary.completed, 24);
+      // Every container started served a trial: none was started for an image nobody came for.
+      assert.equal(provider.unused, 0, `${provider.unused} of ${provider.starts} containers were never used`);
+      assert.equal(provider.starts, 24);
+      // Those started ahead: all but the first trial of each image (its image was not ready before
+      // it) at most, and most of them (the look-ahead worked).
+      assert.ok(provider.backgroundStarts >= 12 && provider.backgroundStarts <= 24 - 3, `${provider.backgroundStarts} started ahead`);
+      // Three running and at most three ready: not one spare per image (six images).
+      assert.ok(provider.maxOpen <= 6, `${provider.maxOpen} open at once`);
+      assert.equal(provider.open, 0);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('a job stopped midway leaves no container behind, ready or claimed', async () => {
+    const { spec, jobsDir } = await job('warm-stop', await taskDirs(4), { k: 6, concurrency: 3 });
+    const provider = new FakeProvider({ startMs: 5, commandMs: 2 });
+    const stop = new AbortController();
+    let done = 0;
+    const opened = await openJob(spec, jobsDir);
+    try {
+      const summary = await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider,
+        jobDir: opened.jobDir,
+        signal: stop.signal,
+        onEvent: (e) => {
+          if (e.type === 'trial-done' && ++done === 7) stop.abort();
+        },
+      });
+      assert.ok(summary.notRun > 0, 'the job was stopped before its end');
+      assert.ok(provider.backgroundStarts > 0, 'containers had been started ahead');
+      assert.equal(provider.open, 0, `${provider.open} containers left open`);
+    } finally {
+      await opened.close();
+    }
+  });
+});

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Agent } from '../agent/agent.js';
 import { createAgent, loadAgentModules, type CreatedAgent } from '../agent/registry.js';
 import { agentEnvOf } from '../agent/env.js';
-import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
+import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import { slotKey, type JobStore, type RetriedAttempt, type Slot } from '../store/store.js';
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
@@ -160,7 +160,8 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
     }
   };
 
-  const runSlot = async (c: ConfigRuntime, slot: Slot): Promise<void> => {
+  /** `claimed`: the warm container taken for this slot as it was dispatched (its first run only). */
+  const runSlot = async (c: ConfigRuntime, slot: Slot, claimed: Promise<Sandbox> | null): Promise<void> => {
     const task = byName.get(slot.task)!;
     const baseId = `${safe(slot.task)}__${safe(c.label)}__${slot.attempt}`;
     const reasons: RetriedAttempt[] = [];
@@ -184,13 +185,22 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         secrets: c.secrets,
         agentEnv: c.env,
         prepare: () => ensureImage(task, c.agent),
-        start: warm ? (prepared) => warm.take(imageKeyOf(task, c.agent), task, prepared) : undefined,
+        start: warm
+          ? (prepared) => {
+              const mine = claimed;
+              claimed = null;
+              return mine ?? warm.start(task, prepared);
+            }
+          : undefined,
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
         removeInBackground: (removal) => {
           removals.add(removal);
           void removal.finally(() => removals.delete(removal));
         },
       });
+      // A run that never reached its sandbox (its image failed) leaves the claimed one unused.
+      if (claimed) removals.add(claimed.then((sb) => sb.close(), () => undefined));
+      claimed = null;
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
       reasons.push({ class: cls!, message: result.error!.message, durationMs: result.durationMs });
@@ -272,7 +282,8 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         running += 1;
         c.running += 1;
         endpointRunning.set(c.endpoint, (endpointRunning.get(c.endpoint) ?? 0) + 1);
-        void runSlot(c, slot)
+        // The slot's warm container is claimed now, before the look-ahead below moves on.
+        void runSlot(c, slot, warm?.claim(imageKeyOf(byName.get(slot.task)!, c.agent)) ?? null)
           .catch((err) => {
             storeFailure ??= diskError(options.jobDir, err);
             stop.abort();

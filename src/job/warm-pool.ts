@@ -26,16 +26,17 @@ export class WarmPool {
     private readonly network: string | null = null,
   ) {}
 
-  private start(task: Task, prepared: PreparedEnvironment, background: boolean): Promise<Sandbox> {
+  /** A sandbox started now, for a trial that waits on it (`background`: for one in line). */
+  start(task: Task, prepared: PreparedEnvironment, background = false): Promise<Sandbox> {
     return this.provider.start(task, prepared, { signal: this.signal, network: task.limits.network ? this.network : null, background }).then(async (sandbox) => {
       await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']); // opens the helper shell too
       return sandbox;
     });
   }
 
-  /** A started sandbox for `key`'s image: a warm one when there is one, else started now. */
-  take(key: string, task: Task, prepared: PreparedEnvironment): Promise<Sandbox> {
-    return this.ready.get(key)?.shift() ?? this.start(task, prepared, false);
+  /** The warm sandbox (ready or still starting) for `key`'s image, taken out of the pool; null if none. */
+  claim(key: string): Promise<Sandbox> | null {
+    return this.ready.get(key)?.shift() ?? null;
   }
 
   /**

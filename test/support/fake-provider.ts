@@ -38,6 +38,8 @@ async function readTree(dir: string, prefix: string, into: Map<string, Buffer>):
 
 class FakeSandbox implements Sandbox {
   readonly files = new Map<string, Buffer>();
+  /** Commands run in it (the set-up's mkdir of /logs is the first). */
+  commands = 0;
   private closed = false;
 
   constructor(
@@ -54,6 +56,7 @@ class FakeSandbox implements Sandbox {
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.alive();
     if (options.signal?.aborted) throw new CancelledError('command');
+    this.commands += 1;
     const text = typeof command === 'string' ? command : command.join(' ');
     if (this.provider.behaviour.commandMs) await new Promise((r) => setTimeout(r, this.provider.behaviour.commandMs));
     if (text.includes('rm -rf /tests /logs/verifier')) {
@@ -119,8 +122,11 @@ class FakeSandbox implements Sandbox {
 
 export class FakeProvider implements SandboxProvider {
   readonly name = 'fake';
-  /** Counters a test reads: sandboxes started, open now, most open at once, endProcesses calls. */
+  /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once, endProcesses calls. */
   starts = 0;
+  backgroundStarts = 0;
+  /** Sandboxes closed without ever running a command after their set-up (started for nothing). */
+  unused = 0;
   open = 0;
   maxOpen = 0;
   processEnds = 0;
@@ -148,10 +154,12 @@ export class FakeProvider implements SandboxProvider {
     if (this.behaviour.startMs) await new Promise((r) => setTimeout(r, this.behaviour.startMs));
     if (this.behaviour.startFails?.(task, n)) throw new TermgradeError('environment_error', `fake sandbox for ${task.name} did not start`);
     this.starts += 1;
+    if (options.background) this.backgroundStarts += 1;
     this.open += 1;
     this.maxOpen = Math.max(this.maxOpen, this.open);
     const s = new FakeSandbox(`fake-${this.starts}`, task, this, () => {
       this.open -= 1;
+      if (s.commands <= 1) this.unused += 1;
       this.sandboxes.delete(s);
     });
     this.sandboxes.add(s);

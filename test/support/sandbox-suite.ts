@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { Sandbox, SandboxProvider } from '../../src/sandbox/sandbox.js';
@@ -167,6 +167,32 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
         const out = await tempDir();
         await s.copyOut('/tests', out, { trusted: true });
         assert.equal(await readFile(path.join(out, 't.sh'), 'utf8'), 'echo trusted\n');
+      });
+    });
+
+    it('copies out nothing from outside the sandbox, while a process in it swaps a folder and a file for links', async () => {
+      // A folder on this machine that the sandbox does not have: a copy that followed a link
+      // named after it (resolved here instead of inside the sandbox) would bring its file back.
+      const outside = await tempDir();
+      await writeFile(path.join(outside, 'secret.txt'), 'FROM THE HOST\n');
+      await withSandbox(async (s) => {
+        // Many files beside the swapped ones: a copy lists the folder, then takes its entries one by
+        // one, so by the time it reaches a swapped one it has often changed since the listing.
+        await s.exec('mkdir -p /logs/verifier && cd /logs/verifier && echo 1 > reward.txt && for i in $(seq 400); do echo $i > p$i; done');
+        // Eight folders and eight files, each swapped by its own loop: folder, link, folder, ...
+        for (let j = 0; j < 8; j++) {
+          await s.exec(`cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -rf d${j}; mkdir d${j}; echo inside > d${j}/secret.txt; rm -rf d${j}; ln -s ${outside} d${j}; done' > /dev/null 2>&1 &`);
+          await s.exec(`cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -f f${j}; echo inside > f${j}; rm -f f${j}; ln -s ${outside}/secret.txt f${j}; done' > /dev/null 2>&1 &`);
+        }
+        for (let i = 0; i < 40; i++) {
+          const out = await tempDir();
+          await s.copyOut('/logs/verifier', out, { trusted: true });
+          assert.equal(await readFile(path.join(out, 'reward.txt'), 'utf8'), '1\n');
+          for (const rel of await readdir(out, { recursive: true })) {
+            const file = path.join(out, rel);
+            if ((await lstat(file)).isFile()) assert.doesNotMatch(await readFile(file, 'utf8'), /FROM THE HOST/, `copy ${i}: ${rel}`);
+          }
+        }
       });
     });
 
