@@ -164,11 +164,30 @@ export class DockerSandbox implements Sandbox {
     // Grading begins: this trial now waits on the engine, from here in the line.
     this.place = this.turns.place();
     // Set before the first await, so a changes() asked right after this call waits for it.
-    const stopped = this.turn(() => this.stopAll());
-    this.quiet = stopped;
-    await stopped;
-    await this.turn(() => this.container.start());
-    this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
+    let stopped!: () => void;
+    let failed!: (err: unknown) => void;
+    this.quiet = new Promise<void>((resolve, reject) => {
+      stopped = resolve;
+      failed = reject;
+    });
+    this.quiet.catch(() => undefined);
+    // One turn for the stop, the start and the helper shell the grading's commands will use: the
+    // engine finishes this trial's set-up before it takes up the next trial's.
+    await this.turn(async () => {
+      try {
+        await this.stopAll();
+        stopped();
+      } catch (err) {
+        failed(err);
+        throw err;
+      }
+      await this.container.start();
+      this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
+      if (process.env.TERMGRADE_EXEC_VIA !== 'engine') {
+        this.helper = DockerShell.open(this.docker, this.container, (request) => request()); // already in its turn
+        await this.helper.catch(() => undefined); // a helper that fails to open is opened again on demand
+      }
+    });
   }
 
   /** Every process gone: the container killed (its init, so the whole pid namespace) and stopped. */
