@@ -53,7 +53,6 @@ export interface RunJobOptions {
 /** Trials at once when neither the job nor the provider says. */
 export const DEFAULT_CONCURRENCY = 4;
 
-
 const imageKeyOf = (task: Task, agent: Agent): string => `${task.name}\u0000${agent.imageLayer ?? ''}`;
 
 const safe = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80);
@@ -150,6 +149,10 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   const counts = { completed: 0, errors: 0, infra: 0, notRun: 0 };
   // Sandboxes of finished trials are removed while the next trials run; the job ends after them.
   const removals = new Set<Promise<void>>();
+  const removeLater = (removal: Promise<void>): void => {
+    removals.add(removal);
+    void removal.finally(() => removals.delete(removal));
+  };
   let storeFailure: unknown = null;
   const record = (fn: () => void): void => {
     try {
@@ -193,13 +196,10 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
             }
           : undefined,
         onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
-        removeInBackground: (removal) => {
-          removals.add(removal);
-          void removal.finally(() => removals.delete(removal));
-        },
+        removeInBackground: removeLater,
       });
-      // A run that never reached its sandbox (its image failed) leaves the claimed one unused.
-      if (claimed) removals.add(claimed.then((sb) => sb.close(), () => undefined));
+      // A run that never reached its sandbox (its image failed, the job stopped) leaves the claimed one unused.
+      if (claimed) removeLater(claimed.then((sb) => sb.close(), () => undefined));
       claimed = null;
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
