@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
@@ -31,6 +32,13 @@ export interface EnginePoolOptions {
   shipTimeoutMs?: number;
 }
 
+/** The signal every call in flight on an engine listens to (one listener each: many at once are expected). */
+function lostController(): AbortController {
+  const c = new AbortController();
+  setMaxListeners(0, c.signal);
+  return c;
+}
+
 /** One engine of the pool and what the pool knows of it. */
 export class Engine {
   readonly name: string;
@@ -45,7 +53,7 @@ export class Engine {
    * Aborted when the engine is lost, then replaced: a sandbox keeps the signal it was made under,
    * so it knows it is gone even after the engine is back, and calls waiting on a hung engine give up.
    */
-  lostSignal = new AbortController();
+  lostSignal = lostController();
   /** Image ids this engine is known to hold. */
   readonly present = new Set<string>();
   /** Copies to this engine under way, by image id. */
@@ -296,7 +304,7 @@ export class EnginePool implements SandboxProvider {
     engine.up = false;
     engine.reason = reason.slice(0, 300);
     engine.lostSignal.abort();
-    engine.lostSignal = new AbortController();
+    engine.lostSignal = lostController();
     this.emit({ type: 'engine-down', engine: engine.name, reason: engine.reason });
     this.ensureMonitor();
     this.wake();

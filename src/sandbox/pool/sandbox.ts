@@ -106,7 +106,14 @@ export class PoolSandbox implements Sandbox {
   close(): Promise<void> {
     if (!this.closing) {
       const lost = this.lost;
-      this.closing = (lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), new Promise<void>((resolve) => lost.addEventListener('abort', () => resolve(), { once: true }))])).finally(this.onClosed);
+      let onLost = (): void => undefined;
+      const gaveUp = new Promise<void>((resolve) => {
+        onLost = () => resolve();
+        lost.addEventListener('abort', onLost, { once: true });
+      });
+      this.closing = (lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), gaveUp]))
+        .finally(() => lost.removeEventListener('abort', onLost))
+        .finally(this.onClosed);
     }
     return this.closing;
   }
