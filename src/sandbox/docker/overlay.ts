@@ -77,6 +77,54 @@ const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
 
 /**
+ * The folder at `parts` in the upper layer, reached one component at a time from the layer's root
+ * (never through a link); null when it is not a folder there. The caller closes it.
+ */
+async function openInUpper(upper: string, parts: string[]): Promise<FileHandle | null> {
+  let dir = await open(upper, DIR_FLAGS);
+  for (const part of parts) {
+    const next = await open(at(dir, part), DIR_FLAGS).catch(() => null);
+    await dir.close();
+    if (!next) return null;
+    dir = next;
+  }
+  return dir;
+}
+
+const pathParts = (p: string): string[] | null => {
+  const parts = p.split('/').filter(Boolean);
+  return parts.length === 0 || parts.includes('..') || parts.includes('.') ? null : parts;
+};
+
+/**
+ * The first `maxBytes` of a container's file, read from its upper layer: when the layer holds it
+ * as a plain file (one the agent wrote or changed), that is exactly what the container sees.
+ * Undefined when the layer cannot say (the file is not there, or not a plain file): the caller
+ * asks the engine. Opened like `copyFromUpper`, never through a link.
+ */
+export async function readFromUpper(layers: OverlayLayers, file: string, maxBytes: number): Promise<Buffer | undefined> {
+  const parts = pathParts(file);
+  if (!parts || !(await upperHoldsWholeFiles())) return undefined;
+  const dir = await openInUpper(layers.upper, parts.slice(0, -1)).catch(() => null);
+  if (!dir) return undefined;
+  try {
+    const handle = await open(at(dir, parts[parts.length - 1]!), FILE_FLAGS).catch(() => null);
+    if (!handle) return undefined;
+    try {
+      const st = await handle.stat();
+      if (!st.isFile()) return undefined;
+      const body = Buffer.alloc(Math.min(maxBytes, st.size));
+      const { bytesRead } = await handle.read(body, 0, body.length, 0);
+      return body.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  } finally {
+    await dir.close();
+  }
+}
+
+/**
  * Copies a folder of the container to `hostDir` straight from its upper layer, without the engine
  * (which would start a helper process and walk the folder inside the container's root for it).
  * Only when the upper layer alone can hold that folder: no lower layer has the path, so nothing
@@ -87,20 +135,12 @@ const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/$
  * Returns false when it cannot vouch for the copy: the caller asks the engine.
  */
 export async function copyFromUpper(layers: OverlayLayers, srcDir: string, hostDir: string, maxBytes: number): Promise<boolean> {
-  const parts = srcDir.split('/').filter(Boolean);
-  if (parts.length === 0 || parts.includes('..') || !(await upperHoldsWholeFiles()) || (await inLower(layers.lowers, `/${parts.join('/')}`))) return false;
-  const opened: FileHandle[] = [];
+  const parts = pathParts(srcDir);
+  if (!parts || !(await upperHoldsWholeFiles()) || (await inLower(layers.lowers, `/${parts.join('/')}`))) return false;
+  // Not a folder in the upper layer: let the engine say what is there.
+  const dir = await openInUpper(layers.upper, parts).catch(() => null);
+  if (!dir) return false;
   try {
-    let dir = await open(layers.upper, DIR_FLAGS);
-    opened.push(dir);
-    for (const part of parts) {
-      try {
-        dir = await open(at(dir, part), DIR_FLAGS);
-      } catch {
-        return false; // not a folder in the upper layer: let the engine say what is there
-      }
-      opened.push(dir);
-    }
     let bytes = 0;
     const copy = async (from: FileHandle, to: string, depth: number): Promise<void> => {
       await mkdir(to, { recursive: true });
@@ -135,6 +175,6 @@ export async function copyFromUpper(layers: OverlayLayers, srcDir: string, hostD
     }
     return true;
   } finally {
-    await Promise.all(opened.map((h) => h.close().catch(() => undefined)));
+    await dir.close();
   }
 }

@@ -7,7 +7,7 @@ import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox
 import { DockerShell } from './shell.js';
 import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
 import { randomBytes } from 'node:crypto';
-import { copyFromUpper, overlayChanges, overlayLayers, type OverlayLayers } from './overlay.js';
+import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 import type { EngineTurns, Turn } from './turns.js';
 
@@ -133,10 +133,24 @@ export class DockerSandbox implements Sandbox {
     // engine's copy of a small folder costs ~40 ms of CPU, this ~2 ms).
     const layers = await this.upperLayers();
     if (layers && (await copyFromUpper(layers, srcDir, hostDir, max))) return;
-    await this.turn(async () => extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max));
+    // A process left running that removes files while the engine archives the folder breaks the
+    // archive midway ("unexpected end of data"): the copy is tried again before it fails.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.turn(async () => extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max));
+        return;
+      } catch (err) {
+        if (attempt >= 3 || (err as { statusCode?: number }).statusCode !== undefined) throw err;
+      }
+    }
   }
 
-  readFile(file: string, maxBytes: number): Promise<Buffer | null> {
+  async readFile(file: string, maxBytes: number): Promise<Buffer | null> {
+    // A file the agent wrote is read from the container's layer here, without the engine (the tamper
+    // scan reads every .pth and entry_points file an install left: tens of files).
+    const layers = await this.upperLayers();
+    const here = layers ? await readFromUpper(layers, file, maxBytes) : undefined;
+    if (here) return here;
     return this.turn(async () => {
       let tar: Readable;
       try {
