@@ -10,13 +10,11 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { syntheticRecords } from './synthetic-records.js';
+import { scaleShape, syntheticRecords } from './synthetic-records.js';
 
 const target = Number(process.argv[2] ?? 100_000);
 const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli/main.js');
-const configs = ['bash-tool/model-a', 'bash-tool/model-b', 'terminus/model-a', 'terminus/model-c'];
-const k = 8;
-const tasks = Math.ceil(target / (configs.length * k));
+const { configs, tasks, k } = scaleShape(target);
 
 const dir = await mkdtemp(path.join(tmpdir(), 'termgrade-measure-'));
 try {

@@ -15,12 +15,10 @@ import { loadRecords } from '../src/report/load.js';
 import { JobStore } from '../src/store/store.js';
 import type { TrialResult } from '../src/trial/schema.js';
 import { startViewer } from '../src/view/server.js';
-import { syntheticRecords } from './synthetic-records.js';
+import { asStoredTrial, scaleShape, syntheticRecords } from './synthetic-records.js';
 
 const N = Number(process.argv[2] ?? 100_000);
-const configs = ['bash-tool/model-a', 'bash-tool/model-b', 'terminus/model-a', 'terminus/model-c'];
-const k = 8;
-const tasks = Math.ceil(N / (configs.length * k));
+const { configs, tasks, k } = scaleShape(N);
 const dir = await mkdtemp(path.join(tmpdir(), 'termgrade-report-bench-'));
 try {
   const jobDir = path.join(dir, 'job');
@@ -29,9 +27,7 @@ try {
   let n = 0;
   for (const r of syntheticRecords({ configs, tasks, k })) {
     if (n++ >= N) break;
-    const result = r as unknown as TrialResult;
-    result.tests = Array.from({ length: 4 }, (_, i) => ({ name: `test_outputs.py::test_${i}`, status: i < result.testsSummary.passed / 2.5 ? 'passed' : 'failed', durationMs: 3, message: null }));
-    const config = result.agent.model ? `${result.agent.name}/${result.agent.model}` : result.agent.name;
+    const { result, config } = asStoredTrial(r);
     batch.push({ result, extra: { slot: { config, task: result.task.name, attempt: result.attempt }, trialDir: path.join(jobDir, 'trials', result.trialId), infraAttempts: 1, retryReasons: [] } });
     if (batch.length === 5000) store.recordMany(batch.splice(0));
   }

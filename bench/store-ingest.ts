@@ -9,19 +9,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { JobStore } from '../src/store/store.js';
 import type { TrialResult } from '../src/trial/schema.js';
-import { syntheticRecords } from './synthetic-records.js';
+import { asStoredTrial, scaleShape, syntheticRecords } from './synthetic-records.js';
 
 const N = Number(process.argv[2] ?? 100_000);
-const configs = ['bash-tool/model-a', 'bash-tool/model-b', 'terminus/model-a', 'terminus/model-c'];
-const k = 8;
-const tasks = Math.ceil(N / (configs.length * k));
+const shape = scaleShape(N);
 
 function items(): Array<{ result: TrialResult; config: string }> {
   const out: Array<{ result: TrialResult; config: string }> = [];
-  for (const r of syntheticRecords({ configs, tasks, k })) {
-    const result = r as unknown as TrialResult;
-    result.tests = Array.from({ length: 4 }, (_, i) => ({ name: `test_outputs.py::test_${i}`, status: i < result.testsSummary.passed / 2.5 ? 'passed' : 'failed', durationMs: 3, message: null }));
-    out.push({ result, config: result.agent.model ? `${result.agent.name}/${result.agent.model}` : result.agent.name });
+  for (const r of syntheticRecords(shape)) {
+    out.push(asStoredTrial(r));
     if (out.length >= N) break;
   }
   return out;
@@ -52,7 +48,7 @@ try {
   const listing = (performance.now() - t) / 1000;
   if (listed !== data.length) throw new Error(`listed ${listed}, wrote ${data.length}`);
   const rate = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en')} records/s`;
-  console.log(`${data.length} trial records with 4 tests each, ${configs.length} configurations x ${tasks} tasks x k=${k}`);
+  console.log(`${data.length} trial records with 4 tests each, ${shape.configs.length} configurations x ${shape.tasks} tasks x k=${shape.k}`);
   console.log(`  ingest, one transaction per trial (the runner's path)  ${perTrial.toFixed(2)} s  ${rate(data.length, perTrial)}`);
   console.log(`  ingest, batches of 5,000 (the import path)             ${batched.toFixed(2)} s  ${rate(data.length, batched)}`);
   console.log(`  list as JSON lines (trials --json)                     ${listing.toFixed(2)} s  ${rate(listed, listing)}  (${(bytes / 1e6).toFixed(0)} MB)`);

@@ -1,4 +1,19 @@
 import { seededUniform } from '../src/stats/random.js';
+import type { TrialResult } from '../src/trial/schema.js';
+
+/** The shape the scale benchmarks share: four configurations, k = 8, as many tasks as `n` trials need. */
+export function scaleShape(n: number): { configs: string[]; tasks: number; k: number } {
+  const configs = ['bash-tool/model-a', 'bash-tool/model-b', 'terminus/model-a', 'terminus/model-c'];
+  const k = 8;
+  return { configs, k, tasks: Math.ceil(n / (configs.length * k)) };
+}
+
+/** A synthetic record as a job store takes it: four per-test results (the share passed follows its summary) and its configuration label. */
+export function asStoredTrial(record: Record<string, unknown>): { result: TrialResult; config: string } {
+  const result = record as unknown as TrialResult;
+  result.tests = Array.from({ length: 4 }, (_, i) => ({ name: `test_outputs.py::test_${i}`, status: i < result.testsSummary.passed / 2.5 ? 'passed' : 'failed', durationMs: 3, message: null }));
+  return { result, config: result.agent.model ? `${result.agent.name}/${result.agent.model}` : result.agent.name };
+}
 
 /**
  * Synthetic trial results in the shape `result.json` has (the fields measurement reads, plus the
