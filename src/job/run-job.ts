@@ -199,7 +199,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
         removeInBackground: removeLater,
       });
       // A run that never reached its sandbox (its image failed, the job stopped) leaves the claimed one unused.
-      if (claimed) removeLater(claimed.then((sb) => sb.close(), () => undefined));
+      if (claimed) warm?.discard(claimed);
       claimed = null;
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;

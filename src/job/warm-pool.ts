@@ -18,6 +18,8 @@ export interface UpcomingStart {
  */
 export class WarmPool {
   private readonly ready = new Map<string, Array<Promise<Sandbox>>>();
+  /** Removals of containers no trial will use, awaited by `closeAll`. */
+  private readonly closing = new Set<Promise<void>>();
 
   constructor(
     private readonly provider: SandboxProvider,
@@ -54,7 +56,7 @@ export class WarmPool {
     for (const [key, pool] of this.ready) {
       if (wanted.has(key)) continue;
       this.ready.delete(key);
-      for (const p of pool) void p.then((sb) => sb.close(), () => undefined);
+      for (const p of pool) this.discard(p);
     }
     for (const [key, list] of wanted) {
       let pool = this.ready.get(key);
@@ -67,9 +69,17 @@ export class WarmPool {
     }
   }
 
+  /** Removes a container (started or still starting) that no trial will use. */
+  discard(sandbox: Promise<Sandbox>): void {
+    const removal = sandbox.then((sb) => sb.close(), () => undefined);
+    this.closing.add(removal);
+    void removal.finally(() => this.closing.delete(removal));
+  }
+
+  /** Removes every container left ready, and waits for all removals under way. */
   async closeAll(): Promise<void> {
-    const all = [...this.ready.values()].flat();
+    for (const p of [...this.ready.values()].flat()) this.discard(p);
     this.ready.clear();
-    await Promise.all(all.map((p) => p.then((sb) => sb.close(), () => undefined)));
+    await Promise.all([...this.closing]);
   }
 }

@@ -84,6 +84,9 @@ export interface EngineState {
   imagesShipped: number;
 }
 
+/** Marks a pool's containers, so taking an engine back removes this pool's leftovers and nothing else (another pool in the same process). */
+export const LABEL_POOL = 'io.termgrade.pool';
+
 /**
  * A sandbox provider over several Docker engines (local sockets, TLS over TCP, SSH), each with a
  * capacity. Images are built once, on the first engine that answers, and copied by id to the
@@ -95,9 +98,6 @@ export interface EngineState {
  * on it are removed and it takes trials again. Each engine is a DockerProvider: the pool adds
  * placement, copying and failover, nothing else.
  */
-/** Marks a pool's containers, so taking an engine back removes this pool's leftovers and nothing else (another pool in the same process). */
-export const LABEL_POOL = 'io.termgrade.pool';
-
 export class EnginePool implements SandboxProvider {
   readonly name = 'engines';
   /** This pool among others, even in one process. */

@@ -2,6 +2,17 @@ import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.
 import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
 import type { Engine, EnginePool } from './provider.js';
 
+/** Settles once `signal` is aborted (at once if it already is); `stop` takes the listener off when the wait is over. */
+function whenAborted(signal: AbortSignal): { settled: Promise<void>; stop: () => void } {
+  let onAbort = (): void => undefined;
+  const settled = new Promise<void>((resolve) => {
+    onAbort = () => resolve();
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { settled, stop: () => signal.removeEventListener('abort', onAbort) };
+}
+
 /**
  * A sandbox on one engine of a pool. It adds one rule to the engine's own sandbox: once the engine
  * has been lost (even if it answers again since), every call fails as the environment's failure,
@@ -36,8 +47,7 @@ export class PoolSandbox implements Sandbox {
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     if (this.lost.aborted) throw this.lostError();
-    const lost = this.lost;
-    let onLost: (() => void) | undefined;
+    const lost = whenAborted(this.lost);
     try {
       // A call to an engine that hangs would wait for its own timeout; once the engine is found
       // lost (by the pool's ping), it gives up at once. The call itself is left to fail on its own.
@@ -45,9 +55,8 @@ export class PoolSandbox implements Sandbox {
       pending.catch(() => undefined);
       return await Promise.race([
         pending,
-        new Promise<never>((_, reject) => {
-          onLost = () => reject(this.lostError());
-          lost.addEventListener('abort', onLost, { once: true });
+        lost.settled.then((): never => {
+          throw this.lostError();
         }),
       ]);
     } catch (err) {
@@ -55,7 +64,7 @@ export class PoolSandbox implements Sandbox {
       if ((await this.pool.lost(this.home, err)) || this.lost.aborted) throw this.lostError(err);
       throw err;
     } finally {
-      if (onLost) lost.removeEventListener('abort', onLost);
+      lost.stop();
     }
   }
 
@@ -105,15 +114,11 @@ export class PoolSandbox implements Sandbox {
    */
   close(): Promise<void> {
     if (!this.closing) {
-      const lost = this.lost;
-      let onLost = (): void => undefined;
-      const gaveUp = new Promise<void>((resolve) => {
-        onLost = () => resolve();
-        lost.addEventListener('abort', onLost, { once: true });
+      const lost = whenAborted(this.lost);
+      this.closing = (this.lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), lost.settled])).finally(() => {
+        lost.stop();
+        this.onClosed();
       });
-      this.closing = (lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), gaveUp]))
-        .finally(() => lost.removeEventListener('abort', onLost))
-        .finally(this.onClosed);
     }
     return this.closing;
   }
