@@ -11,6 +11,9 @@ import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type Overl
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 import type { EngineTurns, Turn } from './turns.js';
 
+/** TERMGRADE_EXEC_VIA=engine takes every path through the engine: no helper shell, no reads from the layer (the tests run both). */
+const onlyEngine = (): boolean => process.env.TERMGRADE_EXEC_VIA === 'engine';
+
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 const SHELL_COPY_LIMIT = 2 * 1024 * 1024;
 
@@ -50,6 +53,11 @@ export class DockerSandbox implements Sandbox {
   }
 
   private shellBusy = false;
+
+  /** Whether the helper shell may take a request now: free, the sandbox not closing, not turned off. */
+  private get helperFree(): boolean {
+    return !this.shellBusy && !this.closing && !onlyEngine();
+  }
   /**
    * Where commands spool their output. After endProcesses it moves to a new name on the fresh
    * tmpfs /dev/shm: whatever the agent did to the old place (a file where the folder was, say)
@@ -63,7 +71,7 @@ export class DockerSandbox implements Sandbox {
    * Both paths run the same wrapper and keep the same contract.
    */
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
-    if (options.user || this.shellBusy || this.closing || process.env.TERMGRADE_EXEC_VIA === 'engine') {
+    if (options.user || !this.helperFree) {
       return dockerExec(this.docker, this.container, this.turn, command, options, this.spoolDir);
     }
     this.shellBusy = true;
@@ -92,7 +100,7 @@ export class DockerSandbox implements Sandbox {
    */
   async copyIn(hostDir: string, destDir: string, options: CopyOptions = {}): Promise<void> {
     const tar = options.trusted ? null : await streamToBuffer(packDir(hostDir, destDir), SHELL_COPY_LIMIT + 1);
-    if (tar && !this.shellBusy && !this.closing && process.env.TERMGRADE_EXEC_VIA !== 'engine') {
+    if (tar && this.helperFree) {
       try {
         const shell = await this.shell();
         const marker = `TG_EOF_${Date.now().toString(36)}`;
@@ -114,7 +122,7 @@ export class DockerSandbox implements Sandbox {
     await mkdir(hostDir, { recursive: true });
     const max = options.maxBytes ?? DEFAULT_COPY_OUT_BYTES;
     // Small untrusted folders come back through the helper shell; trusted ones through the engine.
-    if (!options.trusted && !this.shellBusy && !this.closing && process.env.TERMGRADE_EXEC_VIA !== 'engine') {
+    if (!options.trusted && this.helperFree) {
       try {
         const shell = await this.shell();
         const dir = path.posix.dirname(srcDir);
@@ -197,7 +205,7 @@ export class DockerSandbox implements Sandbox {
       }
       await this.container.start();
       this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
-      if (process.env.TERMGRADE_EXEC_VIA !== 'engine') {
+      if (!onlyEngine()) {
         this.helper = DockerShell.open(this.docker, this.container, (request) => request()); // already in its turn
         await this.helper.catch(() => undefined); // a helper that fails to open is opened again on demand
       }
@@ -220,8 +228,7 @@ export class DockerSandbox implements Sandbox {
 
   /** The container's overlay layers when readable from here (not for a remote engine). */
   private upperLayers(): Promise<OverlayLayers | null> {
-    // TERMGRADE_EXEC_VIA=engine takes every path through the engine, these included (tests run both).
-    this.layers ??= process.env.TERMGRADE_EXEC_VIA === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
+    this.layers ??= onlyEngine() ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
     return this.layers;
   }
 
