@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { renameSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -269,6 +270,36 @@ describe('containers kept ready for the trials next in line (fake provider)', ()
       // Three running and at most three ready: not one spare per image (six images).
       assert.ok(provider.maxOpen <= 6, `${provider.maxOpen} open at once`);
       assert.equal(provider.open, 0);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('a job whose trial folders can no longer be written leaves no container behind, not even one claimed for a trial that never started', async () => {
+    const { spec, jobsDir } = await job('warm-disk', await taskDirs(4), { k: 6, concurrency: 3 });
+    const provider = new FakeProvider({ startMs: 5, commandMs: 2 });
+    let done = 0;
+    const opened = await openJob(spec, jobsDir);
+    try {
+      const trials = path.join(opened.jobDir, 'trials');
+      await assert.rejects(
+        runJob({
+          spec,
+          tasks: opened.tasks,
+          store: opened.store,
+          provider,
+          jobDir: opened.jobDir,
+          onEvent: (e) => {
+            // The trials folder becomes a file: every later trial fails before its sandbox is taken.
+            if (e.type === 'trial-done' && ++done === 5) {
+              renameSync(trials, `${trials}.moved`);
+              writeFileSync(trials, 'not a folder\n');
+            }
+          },
+        }),
+      );
+      assert.ok(provider.backgroundStarts > 0, 'containers had been started ahead');
+      assert.equal(provider.open, 0, `${provider.open} containers left open`);
     } finally {
       await opened.close();
     }

@@ -175,32 +175,36 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       trialId = runs === 0 ? baseId : `${baseId}__retry${runs}`;
       runs += 1;
       emit({ type: 'trial-start', trialId, slot });
-      result = await runTrial({
-        task,
-        agent: c.agent,
-        provider,
-        outDir: path.join(options.jobDir, 'trials'),
-        trialId,
-        attempt: slot.attempt,
-        timeouts: spec.timeouts,
-        network: spec.network ?? null,
-        signal: stop.signal,
-        secrets: c.secrets,
-        agentEnv: c.env,
-        prepare: () => ensureImage(task, c.agent),
-        start: warm
-          ? (prepared) => {
-              const mine = claimed;
-              claimed = null;
-              return mine ?? warm.start(task, prepared);
-            }
-          : undefined,
-        onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
-        removeInBackground: removeLater,
-      });
-      // A run that never reached its sandbox (its image failed, the job stopped) leaves the claimed one unused.
-      if (claimed) warm?.discard(claimed);
-      claimed = null;
+      try {
+        result = await runTrial({
+          task,
+          agent: c.agent,
+          provider,
+          outDir: path.join(options.jobDir, 'trials'),
+          trialId,
+          attempt: slot.attempt,
+          timeouts: spec.timeouts,
+          network: spec.network ?? null,
+          signal: stop.signal,
+          secrets: c.secrets,
+          agentEnv: c.env,
+          prepare: () => ensureImage(task, c.agent),
+          start: warm
+            ? (prepared) => {
+                const mine = claimed;
+                claimed = null;
+                return mine ?? warm.start(task, prepared);
+              }
+            : undefined,
+          onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
+          removeInBackground: removeLater,
+        });
+      } finally {
+        // A run that never reached its sandbox (it failed before: a trial folder it could not write)
+        // leaves the claimed one unused.
+        if (claimed) warm?.discard(claimed);
+        claimed = null;
+      }
       const cls = result.error?.class;
       if (accountingOf(result.reward, cls) !== 'infra' || stop.signal.aborted || runs > spec.infraRetries) break;
       reasons.push({ class: cls!, message: result.error!.message, durationMs: result.durationMs });
