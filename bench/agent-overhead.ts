@@ -58,6 +58,8 @@ function timedSandbox(inner: Sandbox, execs: number[]): Sandbox {
     readFile: (p, n) => inner.readFile(p, n),
     endProcesses: () => inner.endProcesses(),
     changes: () => inner.changes(),
+    snapshot: (o) => inner.snapshot(o),
+    stop: () => inner.stop(),
     diskUsage: () => inner.diskUsage(),
     close: () => inner.close(),
   };

@@ -1,9 +1,11 @@
 /**
  * Harness cost per oracle trial on a cached trivial task, against the bare Engine API operations
  * the trial performs (create, start, one attached shell carrying the commands, then the grading
- * protections: kill and restart to end the agent's processes, tests copied in and logs copied out
- * through the archive API; remove), measured interleaved in the same run. A third sequence, the
- * same without the protections, shows what they cost.
+ * protections: the agent's state committed and its changes listed, a verifier container started
+ * from the commit in the agent's network and pids, tests copied in and logs copied out through the
+ * archive API after the verifier is stopped; removals), measured interleaved in the same run. A
+ * third sequence, the same without the protections (tests run in the agent's own container), shows
+ * what they cost.
  *
  *   npm run bench            (or: node dist/bench/trial-overhead.js [iterations])
  *
@@ -16,7 +18,7 @@ import path from 'node:path';
 import { Writable, type Duplex, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { oracleAgent } from '../src/agent/oracle.js';
-import { containerSpec, DockerProvider } from '../src/sandbox/docker/provider.js';
+import { containerSpec, DockerProvider, verifierSpec } from '../src/sandbox/docker/provider.js';
 import { packDir } from '../src/sandbox/docker/tar.js';
 import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
@@ -64,21 +66,30 @@ async function tarBase64(dir: string, dest: string): Promise<string> {
 async function bareTrial(docker: Docker, task: Task, image: string, protect = true): Promise<void> {
   const c = await docker.createContainer(containerSpec(task, image));
   await c.start();
-  let sh = await bareShell(docker, c);
+  const sh = await bareShell(docker, c);
   await sh.run('mkdir -p /logs/agent /logs/verifier');
   await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.solutionDir!, '/solution')}\nEOF`);
   await sh.run('bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1');
   if (protect) {
+    // The same guarantees as the harness: the agent's state committed (paused for that moment),
+    // its changes listed, the tests run in a verifier container from the commit joined to the
+    // agent's network and pids, that container stopped before its logs are read.
     sh.close();
-    await c.kill({ signal: 'SIGKILL' });
-    await c.wait({ condition: 'not-running' });
-    await c.start();
-    sh = await bareShell(docker, c);
-    await sh.run('rm -rf /tests /logs/verifier && mkdir -p /logs/verifier');
-    await c.putArchive(packDir(task.testsDir, '/tests') as unknown as NodeJS.ReadableStream, { path: '/' });
-    await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
-    const tar = (await c.getArchive({ path: '/logs/verifier' })) as unknown as Readable;
+    const { Id: snapshot } = (await c.commit({ pause: true })) as unknown as { Id: string };
+    await c.changes();
+    const v = await docker.createContainer(verifierSpec(task, snapshot, c.id));
+    await v.start();
+    const vsh = await bareShell(docker, v);
+    await vsh.run('rm -rf /tests /logs/verifier && mkdir -p /logs/verifier');
+    await v.putArchive(packDir(task.testsDir, '/tests') as unknown as NodeJS.ReadableStream, { path: '/' });
+    await vsh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
+    vsh.close();
+    await v.kill({ signal: 'SIGKILL' });
+    await v.wait({ condition: 'not-running' });
+    const tar = (await v.getArchive({ path: '/logs/verifier' })) as unknown as Readable;
     for await (const _ of tar) void _;
+    await v.remove({ force: true, v: true });
+    await docker.getImage(snapshot).remove({ force: true });
   } else {
     await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
     await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');

@@ -161,7 +161,7 @@ describe('tamper rules', () => {
         { path: '/usr/lib/python3.11/json/__pycache__/decoder.cpython-311.pyc', kind: 'added' },
         { path: '/usr/local/lib/libfoo.so.1', kind: 'added' },
       ],
-      new Map([['/usr/lib/python3/dist-packages/mypkg.pth', '/app/src\n']]),
+      { content: new Map([['/usr/lib/python3/dist-packages/mypkg.pth', Buffer.from('/app/src\n')]]) },
     );
     assert.deepEqual(clean, []);
   });

@@ -6,6 +6,8 @@ import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { loadTask } from '../task/load.js';
 import type { Task } from '../task/task.js';
 import { runTrial, type TrialTimeouts } from '../trial/run.js';
+import type { ProtectionRecord } from '../verifier/protection.js';
+import type { ProtectionStore } from '../verifier/protection-store.js';
 import type { TrialResult } from '../trial/schema.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
@@ -41,6 +43,11 @@ export interface CheckOptions {
    * task's verdict is written to it whole as soon as the task is done, so a killed check resumes.
    */
   store?: JobStore;
+  /**
+   * Where each admitted task's protected set is kept (what its verifier executes, loads and
+   * reads when it grades the reference solution): later trials of the task are scanned against it.
+   */
+  protection?: ProtectionStore;
   signal?: AbortSignal;
   onEvent?: (event: CheckEvent) => void;
 }
@@ -112,7 +119,21 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
 
   const trial = async (agent: typeof oracleAgent, attempt: number): Promise<TrialResult> => {
     // Admission is always offline (network null), whatever the task asks for.
-    const r = await runTrial({ task, agent, provider: options.provider, outDir: path.join(options.outDir, 'trials'), attempt, timeouts: options.timeouts, signal: options.signal, network: null, prepare: () => options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild, agentLayer: agent.imageLayer }) });
+    // The reference solution's grading records the task's protected set (kept once it passed).
+    let recorded: ProtectionRecord | null = null;
+    const r = await runTrial({
+      task,
+      agent,
+      provider: options.provider,
+      outDir: path.join(options.outDir, 'trials'),
+      attempt,
+      timeouts: options.timeouts,
+      signal: options.signal,
+      network: null,
+      prepare: () => options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild, agentLayer: agent.imageLayer }),
+      onProtectionRecord: agent === oracleAgent && options.protection ? (rec) => (recorded = rec) : undefined,
+    });
+    if (recorded && oracleRunPassed(r)) await options.protection!.save(recorded);
     result.trials.push(r.trialId);
     if (r.errors.some((e) => e.class === 'cancelled')) throw new CancelledError('check');
     for (const e of r.errors) result.details.push(`${agent.name} run ${attempt + 1}: ${e.class}: ${e.message}`);

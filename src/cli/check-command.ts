@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { ProtectionStore } from '../verifier/protection-store.js';
 import { JobStore } from '../store/store.js';
 import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
@@ -74,6 +75,8 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       probes: flags.probes,
       review,
       store,
+      // Kept beside the jobs (.termgrade/protection), where `run` looks for it.
+      protection: new ProtectionStore(path.join(path.dirname(path.resolve(flags.jobsDir)), 'protection')),
       signal: signals.signal,
       onEvent: progress.onEvent,
     });

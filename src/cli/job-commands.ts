@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { ProtectionStore } from '../verifier/protection-store.js';
 import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, TermgradeError } from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
@@ -192,7 +193,17 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
   onPoolEvent = progress.onEvent;
   try {
-    const summary = await runJob({ retry: parseRetry(flags.retry), spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir, signal: signals.signal, onEvent: progress.onEvent });
+    const summary = await runJob({
+      retry: parseRetry(flags.retry),
+      spec: job.spec,
+      tasks: job.tasks,
+      store: job.store,
+      provider,
+      jobDir: job.jobDir,
+      signal: signals.signal,
+      onEvent: progress.onEvent,
+      protection: new ProtectionStore(path.join(path.dirname(path.resolve(flags.jobsDir)), 'protection')),
+    });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) {
       process.stdout.write(

@@ -109,6 +109,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       testsSourceCounts: tests.length ? { ctrf: tests.length } : {},
       testsSummary: summarizeTests(tests),
       tampering: [],
+      protection: 'rules',
       error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
       errors: [],
       exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',

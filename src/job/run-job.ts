@@ -7,6 +7,8 @@ import { slotKey, type JobStore, type RetriedAttempt, type Slot } from '../store
 import type { Task } from '../task/task.js';
 import { runTrial } from '../trial/run.js';
 import type { TrialResult } from '../trial/schema.js';
+import type { ProtectionRecord } from '../verifier/protection.js';
+import type { ProtectionStore } from '../verifier/protection-store.js';
 import { accountingOf } from '../trial/accounting.js';
 import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
@@ -48,6 +50,11 @@ export interface RunJobOptions {
   retry?: { classes?: string[]; errors?: boolean };
   /** Makes each configuration's agent; default the built-in scaffolds. A custom agent plugs in here. */
   agentFactory?: (config: AgentConfig) => CreatedAgent;
+  /**
+   * Each task's protected set from admission: trials are scanned against it (recorded on each
+   * trial as `protection: admission`); a passing oracle trial records it for a task never checked.
+   */
+  protection?: ProtectionStore;
 }
 
 /** Trials at once when neither the job nor the provider says. */
@@ -176,10 +183,14 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
       runs += 1;
       emit({ type: 'trial-start', trialId, slot });
       try {
+        const protection = (await options.protection?.load(task)) ?? null;
+        let recorded: ProtectionRecord | null = null;
         result = await runTrial({
           task,
           agent: c.agent,
           provider,
+          protection,
+          onProtectionRecord: !protection && options.protection && c.agent.name === 'oracle' ? (rec) => (recorded = rec) : undefined,
           outDir: path.join(options.jobDir, 'trials'),
           trialId,
           attempt: slot.attempt,
@@ -199,6 +210,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
           onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),
           removeInBackground: removeLater,
         });
+        if (recorded && result.passed && result.errors.length === 0) await options.protection!.save(recorded);
       } finally {
         // A run that never reached its sandbox (it failed before: a trial folder it could not write)
         // leaves the claimed one unused.

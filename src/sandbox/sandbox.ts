@@ -20,6 +20,11 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Aborting kills the command like a timeout, then rejects with CancelledError. */
   signal?: AbortSignal;
+  /**
+   * Record the files the command and its children execute, open and look up (`ExecResult.trace`),
+   * from outside the sandbox. A backend that cannot leaves `trace` undefined and runs the command as usual.
+   */
+  trace?: boolean;
 }
 
 export interface ExecResult {
@@ -29,6 +34,8 @@ export interface ExecResult {
   stderr: CapturedOutput;
   timedOut: boolean;
   durationMs: number;
+  /** With `trace`: strace's log of the command's file and process calls; undefined when not traced. */
+  trace?: string;
 }
 
 export interface FileEntry {
@@ -92,7 +99,57 @@ export interface Sandbox {
   changes(): Promise<FsChange[]>;
   /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
   diskUsage(): Promise<number | null>;
+  /**
+   * The sandbox's filesystem frozen at one moment (its processes paused while it is taken, then
+   * running on: a service the agent started keeps answering). Grading reads and runs in this,
+   * never in the live sandbox. Throws for infrastructure failures only.
+   */
+  snapshot(options?: { signal?: AbortSignal }): Promise<SandboxSnapshot>;
+  /**
+   * Ends every process and leaves the sandbox stopped: nothing in it runs any more, and its files
+   * can still be copied out (trusted) and read. Used on a verifier's sandbox once its tests ended,
+   * so nothing they left running can rewrite a reward while it is read.
+   */
+  stop(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Changes in a snapshot past this count are not scanned: the scan fails closed (see ScanLimitError). */
+export const MAX_SCANNED_CHANGES = 200_000;
+
+/**
+ * The agent's final filesystem, frozen, as the grader sees it. Everything here is read by the
+ * backend (no program in the sandbox takes part), and nothing the agent left running can change it.
+ */
+export interface SandboxSnapshot {
+  /**
+   * Every path the snapshot differs in from the image. Throws ScanLimitError past
+   * MAX_SCANNED_CHANGES: a list cut short would let a change hide behind a flood of others.
+   */
+  changes(): Promise<FsChange[]>;
+  /**
+   * The environment the verifier's commands start with (PATH, say), as the backend configured the
+   * sandbox: nothing a process in it can change. Read before anything runs from the snapshot.
+   */
+  env(): Promise<Record<string, string>>;
+  /** A file of the snapshot (at most maxBytes), read by the backend; null if absent or not a file. */
+  readFile(path: string, maxBytes: number): Promise<Buffer | null>;
+  /**
+   * A new sandbox started from the snapshot for the verifier: it shares the original sandbox's
+   * network (localhost services the agent left running answer) but none of its processes, files
+   * or signals, so nothing the agent left running can write, signal or trace the tests. When the
+   * original sandbox is no longer running, it has no network but loopback.
+   */
+  startVerifier(options?: { signal?: AbortSignal }): Promise<Sandbox>;
+  /** Removes what the snapshot holds (an image, say). Idempotent, never throws. */
+  discard(): Promise<void>;
+}
+
+/** A change list that could not be read whole: the grade fails closed (tampering). */
+export class ScanLimitError extends Error {
+  constructor(readonly found: number) {
+    super(`the sandbox's filesystem has more than ${MAX_SCANNED_CHANGES} changed paths; a scan cut short could miss one, so the grade fails closed`);
+  }
 }
 
 export interface CopyOptions {

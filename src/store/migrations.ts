@@ -89,4 +89,8 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX trial_history_slot ON trial_history (config, task, attempt);
   `,
+  // 5: which protected set a trial's tamper scan used (the task's from admission, or the fixed rules).
+  `
+  ALTER TABLE trials ADD COLUMN protection TEXT NOT NULL DEFAULT 'rules';
+  `,
 ];

@@ -52,6 +52,7 @@ export const TrialRowSchema = z.strictObject({
   image_id: z.string().nullable(),
   image_source: z.string().nullable(),
   tampering_json: z.string(),
+  protection: z.string().default('rules'),
 });
 export type TrialRow = z.infer<typeof TrialRowSchema>;
 
@@ -266,11 +267,11 @@ export class JobStore {
           `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
             error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
             task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
-            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json)
+            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, protection)
            VALUES (@trial_id, @config, @task, @attempt, @agent, @model, @status, @reward, @rewards_json, @passed, @error_class,
             @error_message, @error_phase, @exit_reason, @turns, @input_tokens, @cached_tokens, @output_tokens, @cost_usd, @task_path,
             @task_checksum, @image, @tests_source, @tests_total, @tests_passed, @tests_failed, @phases_json, @started_at, @finished_at,
-            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json)`,
+            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json, @protection)`,
       ),
     };
   }
@@ -322,6 +323,7 @@ export class JobStore {
           image_id: result.imageId ?? null,
           image_source: result.imageSource ?? null,
           tampering_json: JSON.stringify(result.tampering ?? []),
+          protection: result.protection ?? 'rules',
         });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
@@ -349,7 +351,7 @@ export class JobStore {
   *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
     const sql = `SELECT trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
       turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
-      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
+      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, protection FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
     const stmt = this.db.prepare(sql);
     yield* (filter.status ? stmt.iterate(filter.status) : stmt.iterate()) as IterableIterator<TrialRow>;
   }

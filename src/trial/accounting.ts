@@ -1,14 +1,19 @@
 /**
  * The one accounting policy every number in termgrade follows (stats, compare, select, overlap,
  * adaptive sampling, imports, and what is served or exported):
- * - graded: the verifier gave a reward. The agent's own failures are graded failures: a timeout, a
- *   crash, a sandbox it killed, a full context, a refusal, tampering (voided to 0) are all graded.
- * - infra: the infrastructure failed (engine, build, sandbox, the harness, the model endpoint
- *   unreachable or erroring after its retries, or refusing the key). No reward; retried within the
- *   job's infra budget (and again on resume); shown per configuration as lost coverage, never as 0.
- * - ungraded: the agent ran but the verifier produced no usable reward (it timed out, wrote no or
- *   a malformed reward file). No reward, not retried (it would fail the same way), shown as
- *   coverage, never as 0.
+ * - graded: a reward stands. The agent's own failures are graded failures: a timeout, a crash, a
+ *   sandbox it killed, a full context (in any server's wording), a refusal, tampering (voided to
+ *   0) are all graded. So is every way grading fails once the agent has touched the sandbox,
+ *   except the engine's own: the verifier timed out (a FIFO its tests block on), wrote no or a
+ *   malformed reward, or a harness step failed on the sandbox's content (grading_blocked: the
+ *   working folder turned into a file). These are graded 0, as Harbor counts them: otherwise an
+ *   agent could turn a failure into "no reward" and drop it from the count.
+ * - infra: the infrastructure failed (engine, build, sandbox start, the model endpoint unreachable
+ *   or erroring after its retries, or refusing the key; the engine lost or not answering during
+ *   grading: verifier_crash). No reward; retried within the job's infra budget (and again on
+ *   resume); shown per configuration as lost coverage, never as 0.
+ * - ungraded: no reward and no infrastructure failure: records made before verifier failures were
+ *   graded 0 (older jobs, imports). Shown as coverage, never as 0.
  * - not_run: the slot was never run to the end (budget, interrupt); run again on resume.
  * Rates (pass@1, pass@k, intervals, bands) are over graded trials only; a task with none is
  * listed as unmeasured, never dropped silently.

@@ -6,7 +6,8 @@ import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
 import { pendingSandbox } from '../sandbox/pending.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
-import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+import { CancelledError, EngineLostError, GradingStepError, TermgradeError, errorMessage } from '../util/errors.js';
+import type { ProtectionRecord } from '../verifier/protection.js';
 import { deadlineSignal, nowIso, withTimeout } from '../util/time.js';
 import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
 import { verify } from '../verifier/verify.js';
@@ -57,6 +58,10 @@ export interface TrialOptions {
   /** Called as each phase starts (progress displays, tests that stop a run at a given point). */
   onPhase?: (phase: Phase) => void;
   signal?: AbortSignal;
+  /** The task's protected set from admission (its reference solution's grading); absent: the fixed rules only. */
+  protection?: ProtectionRecord | null;
+  /** Receives the protected set this trial's grading recorded (an oracle trial's: admission). */
+  onProtectionRecord?: (record: ProtectionRecord) => void;
 }
 
 /** A failure to make the sandbox: the image's build, or else the environment. */
@@ -71,6 +76,33 @@ async function settleStart(starting: Promise<Sandbox>, from: { iso: string; ms: 
   } catch (err) {
     return err ?? new Error('the sandbox did not start');
   }
+}
+
+/**
+ * Whose failure a grading step's is: the sandbox's content (graded 0) or the engine's (no reward,
+ * retried). The engine is at fault when it was lost or does not answer now; otherwise it carried
+ * the step out and the content made it fail.
+ */
+async function sandboxStateAtFault(err: unknown, provider: SandboxProvider): Promise<boolean> {
+  if (!(err instanceof GradingStepError)) return false;
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) return false;
+  return (await provider.health()).ok;
+}
+
+function blockedOutcome(message: string, protection: VerifierOutcome['protection']): VerifierOutcome {
+  return {
+    reward: 0,
+    rewards: {},
+    rewardSource: null,
+    tests: [],
+    testsSource: 'none',
+    testsSourceCounts: {},
+    exitCode: null,
+    durationMs: 0,
+    tampering: [],
+    protection,
+    error: { class: 'grading_blocked', message: `${message} (graded 0: the sandbox's state broke a step of grading)` },
+  };
 }
 
 /** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
@@ -269,11 +301,17 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
               hostLogsDir: verifierLogs,
               timeoutSec: task.config.verifier.timeout_sec * (t.verifierMultiplier ?? 1),
               signal,
+              protection: options.protection ?? null,
+              onRecord: options.onProtectionRecord,
             });
             if (verdict.error) fail(verdict.error.class, 'verification', verdict.error.message);
           } catch (err) {
             if (cancelled(err)) throw err;
-            fail('verifier_crash', 'verification', errorMessage(err));
+            if (await sandboxStateAtFault(err, provider)) {
+              // The agent's sandbox broke a grading step (its working folder a file, say): graded 0.
+              verdict = blockedOutcome(errorMessage(err), options.protection ? 'admission' : 'rules');
+              fail('grading_blocked', 'verification', verdict.error!.message);
+            } else fail(err instanceof EngineLostError ? 'environment_error' : 'verifier_crash', 'verification', errorMessage(err));
           }
         });
       }
@@ -310,6 +348,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     tokens: usage.tokens,
     costUsd: usage.costUsd,
     tampering: v?.tampering ?? [],
+    protection: v?.protection ?? (options.protection ? 'admission' : 'rules'),
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,
     imageId: (prepared as PreparedEnvironment | null)?.imageId ?? null,

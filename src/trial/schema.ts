@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ProtectionMode } from '../verifier/protection.js';
 import { TestReportSource, TestResultSchema } from '../verifier/schema.js';
 
 export const PHASES = ['environment_setup', 'agent_setup', 'agent_run', 'verification', 'teardown'] as const;
@@ -31,6 +32,7 @@ export const TrialErrorClass = z.enum([
   'verifier_no_reward',
   'verifier_bad_reward',
   'verifier_crash',
+  'grading_blocked',
   'cancelled',
   'internal_error',
 ]);
@@ -67,6 +69,8 @@ export const TrialResultSchema = z.object({
   costUsd: z.number().nullable(),
   /** Set when the verifier found the agent had tampered with its machinery (the reward is then 0). */
   tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
+  /** The protected set the tamper scan used: the task's from admission, or the fixed rules only. */
+  protection: ProtectionMode.default('rules'),
   image: z.string().nullable(),
   /** The engine's id of that image: trials on different builds of one tag are told apart by it. */
   imageId: z.string().nullable().default(null),

@@ -25,6 +25,29 @@ export class TaskError extends TermgradeError {
   }
 }
 
+/**
+ * The engine a sandbox ran on stopped answering (or was lost from a pool): the infrastructure's
+ * failure, never the sandbox content's, whatever step it broke.
+ */
+export class EngineLostError extends TermgradeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('environment_error', message, options);
+    this.name = 'EngineLostError';
+  }
+}
+
+/**
+ * A step of grading failed after the agent's turn (the verifier's sandbox did not start, its
+ * folders could not be made, the tests could not be copied in). Whether the sandbox's content or
+ * the engine is at fault is decided by whoever can ask the engine (see runTrial).
+ */
+export class GradingStepError extends TermgradeError {
+  constructor(readonly step: string, cause: unknown) {
+    super('grading_step', `${step}: ${errorMessage(cause)}`, { cause });
+    this.name = 'GradingStepError';
+  }
+}
+
 /** Raised when work is cancelled through an AbortSignal (Ctrl-C, SIGTERM, a budget). */
 export class CancelledError extends TermgradeError {
   constructor(what = 'operation') {

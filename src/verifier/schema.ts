@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ProtectionMode } from './protection.js';
 
 /** One named test's outcome, whatever report format it came from. */
 export const TestStatus = z.enum(['passed', 'failed', 'skipped', 'error', 'other']);
@@ -15,11 +16,18 @@ export type TestResult = z.infer<typeof TestResultSchema>;
 export const TestReportSource = z.enum(['ctrf', 'pytest-rA', 'junit', 'none']);
 export type TestReportSource = z.infer<typeof TestReportSource>;
 
-export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash', 'tampering']);
+/**
+ * Why the verifier gave no reward of its own. After the agent's turn every one of these but
+ * verifier_crash (the engine failed) is the sandbox's doing and is graded 0, as Harbor counts it:
+ * a verifier that timed out (a FIFO the tests block on), wrote no or a malformed reward, a harness
+ * step the sandbox's content broke (grading_blocked: the working folder turned into a file), or
+ * tampering with the verifier's machinery.
+ */
+export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash', 'grading_blocked', 'tampering']);
 export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
 
 export const VerifierOutcomeSchema = z.object({
-  /** The primary reward; null when the verifier failed (a verifier error is never a 0). */
+  /** The primary reward: 0 when the sandbox's state kept the verifier from giving one (see VerifierErrorClass); null only when the engine failed. */
   reward: z.number().nullable(),
   /** Every named reward from reward.json ({reward: x} for reward.txt). */
   rewards: z.record(z.string(), z.number()),
@@ -33,6 +41,8 @@ export const VerifierOutcomeSchema = z.object({
   durationMs: z.number(),
   /** Changes the agent made to the verifier's machinery; any one voids the reward (it becomes 0). */
   tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
+  /** Which protected set the tamper scan used: the task's from admission, or the fixed rules only. */
+  protection: ProtectionMode.default('rules'),
 });
 export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
 

@@ -1,4 +1,5 @@
 import type { FsChange } from '../sandbox/sandbox.js';
+import { parseLdCache, protectedSet, pycSource, type ProtectionRecord } from './protection.js';
 
 /**
  * Tamper detection: which of an agent's filesystem changes could alter what the verifier runs or
@@ -33,6 +34,20 @@ const ROOT_PYTEST_CONFIG = /^\/(conftest\.py|pytest\.ini|\.pytest\.ini|pyproject
 const PTH_FILE = /\/(site|dist)-packages\/[^/]+\.pth$/;
 const ENTRY_POINTS = /\/(site|dist)-packages\/[^/]+\.(dist|egg)-info\/entry_points\.txt$/;
 
+/** The loader's and NSS's configuration: which libraries every program loads, by configuration rather than by name. */
+const LOADER_CONFIG = /^\/etc\/(ld\.so\.conf|ld\.so\.conf\.d\/.+|nsswitch\.conf)$/;
+/** An NSS module: loaded into any process that looks up a user, group or host, wherever nsswitch.conf names it. */
+const NSS_MODULE = /\/libnss_[^/]*\.so(\.[0-9.]+)?$/;
+/** Where the loader finds libraries by default; a cache entry elsewhere that leads to a file the agent added is a redirection. */
+const LIBRARY_HOME = /^\/(usr\/)?(local\/)?lib(32|64|x32)?\//;
+
+export const LD_CACHE = '/etc/ld.so.cache';
+
+/** Largest .pth / entry_points file read for the scan; a larger one cannot be read whole and is tampering. */
+export const MAX_CONTENT_BYTES = 1024 * 1024;
+/** Most such files read; past it the scan cannot read them all and fails closed. */
+export const MAX_CONTENT_FILES = 2000;
+
 export interface Tampering {
   path: string;
   kind: FsChange['kind'];
@@ -41,7 +56,17 @@ export interface Tampering {
 
 /** Paths whose content decides whether they are tampering (read them, then call `findTampering`). */
 export function needsContent(change: FsChange): boolean {
-  return change.kind !== 'deleted' && (PTH_FILE.test(change.path) || ENTRY_POINTS.test(change.path));
+  return change.kind !== 'deleted' && (PTH_FILE.test(change.path) || ENTRY_POINTS.test(change.path) || change.path === LD_CACHE);
+}
+
+/** What the scan knows beyond the change list. */
+export interface ScanContext {
+  /** Files `needsContent` asked for, read whole; a file absent here that was asked for is treated as unreadable (tampering). */
+  content?: Map<string, Buffer>;
+  /** Folders on the PATH test.sh runs with. */
+  pathDirs?: string[];
+  /** The task's protected set from admission (see protection.ts), when known. */
+  protection?: ProtectionRecord | null;
 }
 
 /**
@@ -49,13 +74,31 @@ export function needsContent(change: FsChange): boolean {
  * `pathDirs` are the folders on the PATH test.sh runs with (a program added there shadows the
  * system's, wherever the image put the folder: a venv's bin, /usr/local/go/bin).
  */
-export function findTampering(changes: FsChange[], content: Map<string, string> = new Map(), pathDirs: string[] = []): Tampering[] {
+export function findTampering(changes: FsChange[], context: ScanContext = {}): Tampering[] {
+  const pathDirs = context.pathDirs ?? [];
+  const contents = context.content ?? new Map<string, Buffer>();
+  const text = (p: string): string | undefined => contents.get(p)?.toString('utf8');
   const onPath = new Set(pathDirs.filter((d) => d.startsWith('/')).map((d) => d.replace(/\/+$/, '')));
   const found: Tampering[] = [];
   const flag = (c: FsChange, why: string): void => {
     found.push({ path: c.path, kind: c.kind, why });
   };
+  const added = new Set(changes.filter((c) => c.kind === 'added').map((c) => c.path));
+  // A folder is listed with the files changed in it; a folder's own entry is not the verifier's machinery.
+  const folders = new Set<string>();
+  for (const c of changes) for (let i = c.path.lastIndexOf('/'); i > 0; i = c.path.lastIndexOf('/', i - 1)) folders.add(c.path.slice(0, i));
+  const guarded = context.protection ? protectedSet(context.protection) : null;
+  const outputs = new Set(context.protection?.outputs ?? []);
   for (const c of changes) {
+    if (c.path === LD_CACHE) {
+      const why = ldCacheTampering(c, contents.get(c.path), added, context.protection ?? null);
+      if (why) flag(c, why);
+      continue;
+    }
+    if (guarded && !folders.has(c.path) && !outputs.has(c.path) && (guarded.has(c.path) || guarded.has(pycSource(c.path) ?? ''))) {
+      flag(c, 'the verifier executed, read or looked it up when the task was admitted');
+      continue;
+    }
     const base = c.path.slice(c.path.lastIndexOf('/') + 1);
     if (SYSTEM_BIN.test(c.path) && (c.kind !== 'added' || WATCHED_PROGRAMS.test(base))) flag(c, 'a system program');
     else if ((PATH_BIN.test(c.path) || onPath.has(c.path.slice(0, c.path.lastIndexOf('/')))) && WATCHED_PROGRAMS.test(base)) flag(c, 'a program the verifier runs');
@@ -65,8 +108,32 @@ export function findTampering(changes: FsChange[], content: Map<string, string> 
     else if (PYTEST_PACKAGE.test(c.path)) flag(c, 'pytest itself');
     else if (PYTHON_STDLIB_FILE.test(c.path)) flag(c, "Python's standard library");
     else if (ROOT_PYTEST_CONFIG.test(c.path)) flag(c, 'pytest configuration above /tests');
-    else if (PTH_FILE.test(c.path) && c.kind !== 'deleted' && /^\s*import[\s;]/m.test(content.get(c.path) ?? 'import ?')) flag(c, 'a .pth file that runs code');
-    else if (ENTRY_POINTS.test(c.path) && c.kind !== 'deleted' && /\[pytest11\]/.test(content.get(c.path) ?? '[pytest11]')) flag(c, 'registers a pytest plugin');
+    else if (LOADER_CONFIG.test(c.path)) flag(c, 'decides which libraries programs load');
+    else if (NSS_MODULE.test(c.path) && c.kind !== 'deleted') flag(c, 'an NSS module (loaded by any user or host lookup)');
+    else if (PTH_FILE.test(c.path) && c.kind !== 'deleted' && (text(c.path) === undefined || /^\s*import[\s;]/m.test(text(c.path)!))) flag(c, text(c.path) === undefined ? 'a .pth file that could not be read whole' : 'a .pth file that runs code');
+    else if (ENTRY_POINTS.test(c.path) && c.kind !== 'deleted' && (text(c.path) === undefined || /\[pytest11\]/.test(text(c.path)!))) flag(c, text(c.path) === undefined ? 'plugin registrations that could not be read whole' : 'registers a pytest plugin');
   }
   return found;
+}
+
+/**
+ * The loader's cache changes with every honest package install, so it is judged by what it now
+ * says: with an admission record, a library the verifier loaded must resolve to the same file;
+ * without one, no entry outside the library folders may lead to a file the agent added. A cache
+ * that cannot be read is tampering.
+ */
+function ldCacheTampering(c: FsChange, body: Buffer | undefined, added: Set<string>, protection: ProtectionRecord | null): string | null {
+  if (c.kind === 'deleted') return null; // the loader then searches its default folders, which the other rules guard
+  const cache = body ? parseLdCache(body) : null;
+  if (!cache) return 'the loader cache could not be read whole';
+  if (protection) {
+    for (const [name, file] of Object.entries(protection.libraries)) {
+      const now = cache.get(name);
+      if (now !== file) return `the loader cache sends ${name} to ${now ?? 'nowhere'} (admission: ${file})`;
+    }
+  }
+  for (const [name, file] of cache) {
+    if (!LIBRARY_HOME.test(file) && added.has(file)) return `the loader cache sends ${name} to ${file}, a file the agent added`;
+  }
+  return null;
 }

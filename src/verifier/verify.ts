@@ -1,11 +1,14 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SYSTEM_PATH, type Sandbox } from '../sandbox/sandbox.js';
+import { ScanLimitError, SYSTEM_PATH, type FsChange, type Sandbox, type SandboxSnapshot } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
+import { CancelledError, GradingStepError } from '../util/errors.js';
 import { readTextIfThere } from '../util/files.js';
+import { nowIso } from '../util/time.js';
+import { librariesUsed, parseLdCache, tracedPaths, type ProtectionMode, type ProtectionRecord } from './protection.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
-import { findTampering, needsContent, type Tampering } from './tampering.js';
+import { findTampering, LD_CACHE, MAX_CONTENT_BYTES, MAX_CONTENT_FILES, needsContent, type Tampering } from './tampering.js';
 import { collectTests } from './test-report.js';
 
 export const TESTS_DIR = '/tests';
@@ -16,89 +19,155 @@ export interface VerifyOptions {
   hostLogsDir: string;
   timeoutSec?: number;
   signal?: AbortSignal;
+  /** The task's protected set from admission; absent: the fixed rules only (the outcome says `rules`). */
+  protection?: ProtectionRecord | null;
+  /** Record the protected set from this grading (the reference solution's final state): traced, when the backend can. */
+  onRecord?: (record: ProtectionRecord) => void;
 }
 
 /**
- * /tests and /logs/verifier made afresh, whatever the agent left there (/logs as a file, a link, a
- * read-only mode), and the tests copied in by the backend. Returns the PATH test.sh will run with
- * (the engine's, with the verifier's env: not something the agent can change), for the scan.
+ * /tests and /logs/verifier made afresh in the verifier's sandbox, whatever the agent left there
+ * (/logs as a file, a link, a read-only mode), and the tests copied in by the backend. Returns the
+ * PATH test.sh will run with (the engine's, with the verifier's env: nothing the agent can change).
  */
-async function freshFolders(sandbox: Sandbox, task: Task): Promise<string> {
-  const fresh = await sandbox.exec(['/bin/sh', '-c', `printf '%s' "$PATH"; PATH=${SYSTEM_PATH}; rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`], { env: task.config.verifier.env });
-  if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR} before grading: ${fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
-  await sandbox.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
-  return fresh.stdout.text;
+async function freshFolders(box: Sandbox, task: Task): Promise<void> {
+  const fresh = await box.exec(['/bin/sh', '-c', `PATH=${SYSTEM_PATH}; rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`], { env: task.config.verifier.env, timeoutSec: HARNESS_STEP_SEC });
+  if (fresh.exitCode !== 0) throw new Error(`cannot empty ${VERIFIER_LOGS} and ${TESTS_DIR}: ${fresh.timedOut ? `not done in ${HARNESS_STEP_SEC} s` : fresh.stderr.text.trim() || `exit ${fresh.exitCode}`}`);
+  await box.copyIn(task.testsDir, TESTS_DIR, { trusted: true });
 }
 
-/** The agent's filesystem changes that touch the verifier's machinery (read through the backend). */
-async function scanForTampering(sandbox: Sandbox, testPath: Promise<string | null>): Promise<Tampering[]> {
-  const changes = await sandbox.changes();
-  const content = new Map<string, string>();
-  for (const c of changes.filter(needsContent).slice(0, 200)) {
-    const body = await sandbox.readFile(c.path, 64 * 1024);
-    if (body) content.set(c.path, body.toString('utf8'));
+/** A harness command in the verifier's sandbox that takes longer than this failed (the sandbox's content stalls it). */
+const HARNESS_STEP_SEC = 120;
+
+/** The files whose content decides the scan, read whole by the backend; null when there are more than it reads. */
+async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise<Map<string, Buffer> | null> {
+  const wanted = changes.filter(needsContent);
+  if (wanted.length > MAX_CONTENT_FILES) return null;
+  const content = new Map<string, Buffer>();
+  for (const c of wanted) {
+    const body = await snap.readFile(c.path, MAX_CONTENT_BYTES + 1);
+    // One past the limit means the file was not read whole: left out, so the scan fails closed on it.
+    if (body && body.length <= MAX_CONTENT_BYTES) content.set(c.path, body);
   }
-  return findTampering(changes, content, (await testPath)?.split(':') ?? []);
+  return content;
+}
+
+const tampered = (tampering: Tampering[], protection: ProtectionMode): VerifierOutcome => {
+  const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
+  return {
+    reward: 0,
+    rewards: {},
+    rewardSource: null,
+    tests: [],
+    testsSource: 'none',
+    testsSourceCounts: {},
+    exitCode: null,
+    durationMs: 0,
+    tampering,
+    protection,
+    error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` },
+  };
+};
+
+/** A grading step the engine carried out but that failed: the caller decides whose failure it is. */
+async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof CancelledError) throw err;
+    throw new GradingStepError(name, err);
+  }
 }
 
 /**
- * Grades the sandbox as the agent left it, so that nothing the agent did can forge the grade:
- * 1. every process the agent started is ended (unless the task keeps them for its tests, see
- *    `[verifier] keep_agent_processes`), so nothing can write into the verifier's folders later;
- * 2. the filesystem is scanned for tampering with the verifier's machinery; any finding voids the
- *    reward (0, with the paths) and the tests are not run;
- * 3. /tests and /logs/verifier are removed and made afresh, and tests/ is copied in by the backend
- *    itself (no program in the sandbox takes part), so nothing the agent planted is read;
- * 4. test.sh runs; its exit code is ignored; the reward files are copied out by the backend.
- * No reward file is an error, never a 0.
+ * Grades the agent's sandbox so that nothing the agent did can forge the grade, while whatever it
+ * left running keeps running (Harbor's semantics: a service the task asked for still answers):
+ * 1. the sandbox's filesystem is snapshotted (its processes paused for that moment only);
+ * 2. the snapshot's changes are scanned for tampering with the verifier's machinery (the task's
+ *    protected set from admission, and fixed rules); any finding voids the reward (0), and a scan
+ *    that cannot be completed (too many changes, a file too large to read whole) is one;
+ * 3. the verifier's own sandbox is started from the snapshot in the agent sandbox's network:
+ *    localhost services answer, but no agent process can write, signal or trace it;
+ * 4. /tests and /logs/verifier are made afresh there and tests/ copied in by the backend;
+ * 5. test.sh runs (exit code ignored); then every process there is ended, and the logs are
+ *    copied out by the backend.
+ * No reward file (or a timeout) is graded 0, as Harbor counts it: after the agent's turn it is the
+ * sandbox's state that kept the verifier from a reward. Failures of grading steps throw
+ * GradingStepError (the caller asks the engine whether it is at fault); engine failures before
+ * the snapshot throw as they are.
  */
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
-  let ending: Promise<void>;
-  if (!task.config.verifier.keep_agent_processes) ending = sandbox.endProcesses();
-  else {
-    // Processes are kept for the tests; a sandbox the agent brought down is revived all the same.
-    const alive = await sandbox.exec(['true'], { timeoutSec: 30 }).then((r) => r.exitCode === 0, () => false);
-    ending = alive ? Promise.resolve() : sandbox.endProcesses();
-  }
-  // The scan starts as soon as no agent process is left (changes() waits for that, not for the
-  // sandbox to come back), and reads the agent's changes while the verifier's folders are made
-  // afresh and the tests copied in: those touch only /tests and /logs, which the scan never flags.
-  const fresh = ending.then(() => freshFolders(sandbox, task)).then(
-    (testPath) => ({ testPath, err: null as unknown }),
-    (err: unknown) => ({ testPath: null, err }),
-  );
-  const [tampering, folders] = await Promise.all([scanForTampering(sandbox, fresh.then((f) => f.testPath)), fresh.then((f) => f.err)]);
-  const none = { tests: [], testsSource: 'none' as const, testsSourceCounts: {}, exitCode: null, durationMs: 0, rewardSource: null };
-  if (tampering.length > 0) {
-    const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
-    return { ...none, reward: 0, rewards: {}, tampering, error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` } };
-  }
-  if (folders) throw folders;
-  const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
-  const run = await sandbox.exec(
-    // bash from the system folders (where the scan watches it), not whatever comes first on the PATH.
-    `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
-    { env: task.config.verifier.env, timeoutSec, signal: options.signal },
-  );
-  await sandbox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true });
+  const { signal } = options;
+  const mode: ProtectionMode = options.protection ? 'admission' : 'rules';
+  const snap = await sandbox.snapshot({ signal });
+  let box: Sandbox | null = null;
+  const starting = step('the verifier sandbox did not start', () => snap.startVerifier({ signal }));
+  starting.catch(() => undefined);
+  try {
+    let changes: FsChange[];
+    try {
+      changes = await snap.changes();
+    } catch (err) {
+      if (err instanceof ScanLimitError) return tampered([{ path: '/', kind: 'changed', why: err.message }], mode);
+      throw err;
+    }
+    const content = await readContents(snap, changes);
+    if (!content) return tampered([{ path: '/', kind: 'changed', why: `more than ${MAX_CONTENT_FILES} files whose content decides the scan; it cannot read them all, so it fails closed` }], mode);
+    // Judged before anything runs from the snapshot: the PATH test.sh will have is the engine's
+    // configuration with the verifier's env, nothing a process in the sandbox can change.
+    const testPath = task.config.verifier.env.PATH ?? (await snap.env()).PATH ?? '';
+    const tampering = findTampering(changes, { content, pathDirs: testPath.split(':'), protection: options.protection ?? null });
+    if (tampering.length > 0) return tampered(tampering, mode);
+    box = await starting;
+    const verifierBox = box;
+    await step('the verifier\'s folders could not be made afresh', () => freshFolders(verifierBox, task));
 
-  const local = (name: string): string => path.join(options.hostLogsDir, name);
-  const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
-  const junit = await Promise.all(files.filter((f) => f.endsWith('.xml')).sort().map((f) => readFile(local(f), 'utf8')));
-  const { tests, source, counts } = collectTests({
-    ctrf: await readTextIfThere(local('ctrf.json')),
-    stdout: await readTextIfThere(local('test-stdout.txt')),
-    junit,
-  });
-  const base = { tests, testsSource: source, testsSourceCounts: counts, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [] };
+    const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
+    const run = await verifierBox.exec(
+      // bash from the system folders (where the scan watches it), not whatever comes first on the PATH.
+      `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
+      { env: task.config.verifier.env, timeoutSec, signal, trace: Boolean(options.onRecord) },
+    );
+    // Nothing the tests left running may rewrite the reward while it is read.
+    await step('the verifier sandbox could not be stopped', () => verifierBox.stop());
+    await step('the verifier\'s logs could not be copied out', () => verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }));
+    if (options.onRecord && run.trace !== undefined && !run.timedOut) options.onRecord(await record(task, verifierBox, changes, content, run.trace));
 
-  if (run.timedOut) {
-    return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s` } };
+    const local = (name: string): string => path.join(options.hostLogsDir, name);
+    const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
+    const junit = await Promise.all(files.filter((f) => f.endsWith('.xml')).sort().map((f) => readFile(local(f), 'utf8')));
+    const { tests, source, counts } = collectTests({
+      ctrf: await readTextIfThere(local('ctrf.json')),
+      stdout: await readTextIfThere(local('test-stdout.txt')),
+      junit,
+    });
+    const base = { tests, testsSource: source, testsSourceCounts: counts, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [], protection: mode };
+    if (run.timedOut) {
+      return { ...base, reward: 0, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)` } };
+    }
+    const parsed = parseRewardFiles(await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt')));
+    if (!parsed.ok) {
+      const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
+      return { ...base, reward: 0, rewards: {}, rewardSource: null, error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` } };
+    }
+    return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null };
+  } finally {
+    await (box ?? (await starting.catch(() => null)))?.close();
+    await snap.discard();
   }
-  const parsed = parseRewardFiles(await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt')));
-  if (!parsed.ok) {
-    const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
-    return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode})` } };
-  }
-  return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null };
+}
+
+/** The protected set this grading shows: what test.sh touched, what the solution changed, the libraries the loader resolved. */
+async function record(task: Task, box: Sandbox, changes: FsChange[], content: Map<string, Buffer>, trace: string): Promise<ProtectionRecord> {
+  const accessed = tracedPaths(trace);
+  const cache = content.get(LD_CACHE) ?? (await box.readFile(LD_CACHE, 64 * 1024 * 1024));
+  return {
+    schemaVersion: 1,
+    task: task.name,
+    checksum: task.checksum,
+    recordedAt: nowIso(),
+    accessed,
+    outputs: changes.map((c) => c.path).sort(),
+    libraries: librariesUsed(cache ? parseLdCache(cache) : null, accessed),
+  };
 }

@@ -3,7 +3,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import type { Agent } from '../../src/agent/agent.js';
-import type { SandboxProvider } from '../../src/sandbox/sandbox.js';
+import { MAX_SCANNED_CHANGES, type SandboxProvider } from '../../src/sandbox/sandbox.js';
+import { accountingOf } from '../../src/trial/accounting.js';
+import type { ProtectionRecord } from '../../src/verifier/protection.js';
 import { loadTask } from '../../src/task/load.js';
 import { runTrial } from '../../src/trial/run.js';
 import type { TrialResult } from '../../src/trial/schema.js';
@@ -43,9 +45,9 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.equal(r.error, null);
     });
 
-    it('calls a planted reward.txt with a verifier that writes none a missing reward', async () => {
+    it('grades a planted reward.txt with a verifier that writes none as 0 (no reward after the agent\'s turn is the sandbox\'s doing)', async () => {
       const r = await trial(`mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt`, { 'tests/test.sh': '#!/bin/bash\necho "tests ran, no reward written"\n' });
-      assert.equal(r.reward, null);
+      assert.equal(r.reward, 0);
       assert.equal(r.error?.class, 'verifier_no_reward');
     });
 
@@ -56,10 +58,13 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.equal(r.reward, 0);
     });
 
-    it('ends every process the agent started before grading: a background forger cannot rewrite the reward', async () => {
-      const forger = `nohup sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; sleep 0.05; done' >/dev/null 2>&1 &`;
-      const r = await trial(forger, { 'tests/test.sh': `#!/bin/bash\necho 0 > /logs/verifier/reward.txt\nsleep 2\n` });
-      assert.equal(r.reward, 0);
+    it('a background forger keeps running but cannot reach the verifier\'s files, whether or not the task keeps processes', async () => {
+      const forger = `nohup sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; for p in /proc/[0-9]*; do echo 1 > $p/root/logs/verifier/reward.txt; done 2>/dev/null; sleep 0.05; done' >/dev/null 2>&1 &`;
+      for (const toml of ['', '[verifier]\nkeep_agent_processes = true\n']) {
+        const r = await trial(forger, { 'task.toml': `[task]\nname = "forger"\n${toml}`, 'tests/test.sh': `#!/bin/bash\necho 0 > /logs/verifier/reward.txt\nsleep 2\n` });
+        assert.equal(r.reward, 0, toml);
+        assert.equal(r.error, null, JSON.stringify(r.errors));
+      }
     });
 
     it('a program the grader runs, shadowed on the PATH (chmod, ls in /usr/local/bin), cannot start a forger', async () => {
@@ -133,6 +138,95 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
           assert.equal(r.tampering.length, 1, JSON.stringify(r.tampering));
         }
       });
+    });
+
+    describe('on an image with Python, pytest and a compiler', () => {
+      // The same layer as the kv-service example's image, so a build cache serves both.
+      const LAB = { 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pytest git procps make gcc libc6-dev sqlite3 && rm -rf /var/lib/apt/lists/*\nWORKDIR /app\n' };
+      /** A shared library whose constructor writes reward 1 and keeps writing it from a child. */
+      const EVIL_C = `#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n__attribute__((constructor)) static void forge(void) { system("mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; (for i in 1 2 3 4 5 6 7 8 9 10; do echo 1 > /logs/verifier/reward.txt; sleep 0.3; done) >/dev/null 2>&1 &"); }\nint _nss_evil_getpwuid_r(void) { return 0; }\n`;
+      const compile = (out: string) => `cat > /tmp/evil.c <<'CSRC'\n${EVIL_C}CSRC\ngcc -shared -fPIC -o ${out} /tmp/evil.c`;
+      const lab = (script: string, files: Record<string, string> = {}, timeoutSec = 120) => trial(script, { ...LAB, ...files }, timeoutSec);
+      const LS_VERIFIER = { 'tests/test.sh': '#!/bin/bash\nls -l /app > /dev/null; id > /dev/null\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\nsleep 1\n' };
+
+      it('a service the agent started keeps answering the tests, and its process is listed for them', async () => {
+        const r = await lab(`cd /app && nohup python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 & sleep 2; echo hello > /app/out.txt`, {
+          'tests/test.sh': '#!/bin/bash\nok=0\npython3 -c "import urllib.request; urllib.request.urlopen(\'http://127.0.0.1:8123/out.txt\', timeout=5)" && pgrep -f http.server >/dev/null && ok=1\necho $ok > /logs/verifier/reward.txt\n',
+        });
+        assert.equal(r.reward, 1, JSON.stringify(r.errors));
+      });
+
+      it('an NSS module named in /etc/nsswitch.conf (its constructor writes the reward) is tampering', async () => {
+        const r = await lab(`${compile('/usr/lib/x86_64-linux-gnu/libnss_evil.so.2')} && sed -i 's/^passwd:.*/passwd: evil files/; s/^group:.*/group: evil files/' /etc/nsswitch.conf`, LS_VERIFIER);
+        assert.equal(r.reward, 0, JSON.stringify(r.errors));
+        assert.equal(r.error?.class, 'tampering');
+        assert.ok(r.tampering.some((t) => t.path === '/etc/nsswitch.conf') && r.tampering.some((t) => /libnss_evil/.test(t.path)), JSON.stringify(r.tampering));
+      });
+
+      it('a library put first through the loader\'s configuration (ld.so.conf.d and its cache) is tampering', async () => {
+        const r = await lab(`mkdir -p /opt/evil && ${compile('/opt/evil/libselinux.so.1')} && echo /opt/evil > /etc/ld.so.conf.d/00-evil.conf && ldconfig`, LS_VERIFIER);
+        assert.equal(r.reward, 0, JSON.stringify(r.errors));
+        assert.equal(r.error?.class, 'tampering');
+        assert.ok(r.tampering.some((t) => t.path === '/etc/ld.so.conf.d/00-evil.conf'), JSON.stringify(r.tampering));
+      });
+
+      it('a .pth hook placed after 64 KiB of comments, or in a .pth too large to read whole, is tampering', async () => {
+        const site = '$(python3 -c "import site; print(site.getsitepackages()[0])")';
+        const hook = `import os; os.system('echo 1 > /logs/verifier/reward.txt')`;
+        for (const pad of [70_000, 1_200_000]) {
+          const r = await lab(`mkdir -p ${site}; (head -c ${pad} /dev/zero | tr '\\\\0' '#'; echo; echo "${hook}") > ${site}/zz.pth`, {
+            'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\npython3 -c "print(1)"\n',
+          });
+          assert.equal(r.reward, 0, `${pad}: ${JSON.stringify(r.errors)}`);
+          assert.equal(r.error?.class, 'tampering', String(pad));
+          assert.ok(r.tampering.some((t) => t.path.endsWith('/zz.pth')), JSON.stringify(r.tampering));
+        }
+      });
+
+      it('a file the verifier reads that no rule names is protected once admission recorded it', async () => {
+        // The image ships a checker the tests run by absolute path: no fixed rule knows it.
+        const files = {
+          ...LAB,
+          'environment/Dockerfile': `${LAB['environment/Dockerfile']}RUN mkdir -p /opt/checker && printf '#!/bin/sh\\ngrep -qx hello /app/out.txt\\n' > /opt/checker/check && chmod +x /opt/checker/check\n`,
+          'tests/test.sh': '#!/bin/bash\nif /opt/checker/check; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+        };
+        const task = await loadTask(await trivialTask(files));
+        let record: ProtectionRecord | null = null;
+        const oracle = await runTrial({ task, agent: scriptAgent('echo hello > /app/out.txt'), provider: provider(), outDir: await tempDir(), onProtectionRecord: (rec) => (record = rec) });
+        assert.equal(oracle.reward, 1, JSON.stringify(oracle.errors));
+        const forge = `printf '#!/bin/sh\\nexit 0\\n' > /opt/checker/check`;
+        const unprotected = await runTrial({ task, agent: scriptAgent(forge), provider: provider(), outDir: await tempDir() });
+        assert.equal(unprotected.protection, 'rules');
+        if (record === null) return; // this backend cannot trace (a remote engine): the fixed rules are all it has, and the trial says so
+        assert.equal(unprotected.reward, 1, 'without the record, the fixed rules do not know the checker (what the record is for)');
+        const r = await runTrial({ task, agent: scriptAgent(forge), provider: provider(), outDir: await tempDir(), protection: record });
+        assert.equal(r.protection, 'admission');
+        assert.equal(r.reward, 0, JSON.stringify(r.errors));
+        assert.deepEqual(r.tampering.map((t) => t.path), ['/opt/checker/check']);
+        const honest = await runTrial({ task, agent: scriptAgent('apt-get --version >/dev/null; echo hello > /app/out.txt; mkdir -p /app/extra; echo x > /app/extra/notes'), provider: provider(), outDir: await tempDir(), protection: record });
+        assert.equal(honest.reward, 1, JSON.stringify(honest.tampering));
+      });
+    });
+
+    it('a flood of changes past what the scan reads, hiding a replaced program, is tampering (the scan fails closed)', async () => {
+      const r = await trial(`mkdir -p /app/flood && cd /app/flood && seq 1 ${MAX_SCANNED_CHANGES + 10} | xargs touch; printf '#!/bin/sh\\nexit 0\\n' > /usr/local/bin/zz-grep; echo hello > /app/out.txt`, {}, 300);
+      assert.equal(r.reward, 0, JSON.stringify(r.errors));
+      assert.equal(r.error?.class, 'tampering');
+      assert.match(r.tampering[0]!.why, /more than/);
+    });
+
+    it('a FIFO the tests block on is graded 0 (verifier_timeout), not lost coverage', async () => {
+      const r = await trial(`mkfifo /app/out.txt`, { 'task.toml': '[task]\nname = "fifo"\n[verifier]\ntimeout_sec = 5\n' });
+      assert.equal(r.reward, 0, JSON.stringify(r.errors));
+      assert.equal(r.error?.class, 'verifier_timeout');
+      assert.equal(accountingOf(r.reward, r.error?.class), 'graded');
+    });
+
+    it('a working folder turned into a file breaks grading: graded 0 (grading_blocked), not retried as infrastructure', async () => {
+      const r = await trial(`cd / && rm -rf /app && echo x > /app`);
+      assert.equal(r.reward, 0, JSON.stringify(r.errors));
+      assert.equal(r.error?.class, 'grading_blocked');
+      assert.equal(accountingOf(r.reward, r.error?.class), 'graded');
     });
 
     it('an agent that breaks the harness\'s own places (the output spool, /logs) is still graded', async () => {

@@ -7,7 +7,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Task } from '../../src/task/task.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderHealth, Sandbox, SandboxProvider, Shell, StartOptions } from '../../src/sandbox/sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderHealth, Sandbox, SandboxProvider, SandboxSnapshot, Shell, StartOptions } from '../../src/sandbox/sandbox.js';
 import { CancelledError, TermgradeError } from '../../src/util/errors.js';
 
 /** What the grader of a fake trial returns: a reward, no reward file, or a verifier that hangs. */
@@ -107,6 +107,27 @@ class FakeSandbox implements Sandbox {
 
   async changes(): Promise<FsChange[]> {
     return [...this.files.keys()].map((p) => ({ path: p, kind: 'added' as const }));
+  }
+
+  /** The verifier's sandbox is a copy of this one's files (no engine to share a network with). */
+  async snapshot(): Promise<SandboxSnapshot> {
+    this.alive();
+    const files = new Map(this.files);
+    return {
+      changes: async () => [...files.keys()].map((p) => ({ path: p, kind: 'added' as const })),
+      env: async () => ({ PATH: '/usr/local/bin:/usr/bin:/bin' }),
+      readFile: async (file, maxBytes) => files.get(file)?.subarray(0, maxBytes) ?? null,
+      startVerifier: async () => {
+        const v = new FakeSandbox(`${this.id}-verifier`, this.task, this.provider, () => undefined);
+        for (const [k, b] of files) v.files.set(k, b);
+        return v;
+      },
+      discard: async () => undefined,
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.alive();
   }
 
   async diskUsage(): Promise<number | null> {

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { LABEL_MANAGED, LABEL_OWNER, ownerIsAlive } from './labels.js';
+import { LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, ownerIsAlive } from './labels.js';
 
 /**
  * Removes containers termgrade started whose owning process is gone (a crash, kill -9), or every
@@ -23,6 +23,15 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
       // Anything else: gone meanwhile.
       if ((err as { statusCode?: number }).statusCode === 409) await waitRemoved(container);
     }
+  }
+  // Snapshots committed for verifiers whose process died before it removed them.
+  for (const image of await docker.listImages({ filters: { label: [`${LABEL_SNAPSHOT}=true`] } })) {
+    const owner = image.Labels?.[LABEL_OWNER];
+    if (!options.all && (!owner || ownerIsAlive(owner))) continue;
+    await docker
+      .getImage(image.Id)
+      .remove({ force: true })
+      .catch(() => undefined); // in use by a container being removed, or gone meanwhile: the next cleanup
   }
   return removed;
 }

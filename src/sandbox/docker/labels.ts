@@ -6,6 +6,10 @@ import { processAlive } from '../../util/process-alive.js';
 export const LABEL_MANAGED = 'io.termgrade.managed';
 export const LABEL_OWNER = 'io.termgrade.owner';
 export const LABEL_TASK = 'io.termgrade.task';
+/** On a verifier's container (started from a snapshot of a trial's sandbox). */
+export const LABEL_VERIFIER = 'io.termgrade.verifier';
+/** On an image committed from a trial's sandbox for its verifier (it also keeps the sandbox's owner label). */
+export const LABEL_SNAPSHOT = 'io.termgrade.snapshot';
 
 /** When a process started, in clock ticks since boot (Linux), so a reused pid is told apart. */
 function startTicks(pid: number): string | null {

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, lstat, mkdir, open, readdir, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { FsChange } from '../sandbox.js';
+import { MAX_SCANNED_CHANGES, ScanLimitError, type FsChange } from '../sandbox.js';
 
 /**
  * A container's filesystem changes read straight from its overlay2 upper layer on this machine.
@@ -41,11 +41,12 @@ async function inLower(lowers: string[], rel: string): Promise<boolean> {
   return false;
 }
 
-export async function overlayChanges(layers: OverlayLayers, limit = 200_000): Promise<FsChange[]> {
+/** Every change in the upper layer; throws ScanLimitError past `limit` (a list cut short would hide changes). */
+export async function overlayChanges(layers: OverlayLayers, limit = MAX_SCANNED_CHANGES): Promise<FsChange[]> {
   const out: FsChange[] = [];
   const walk = async (rel: string): Promise<void> => {
     for (const e of await readdir(path.join(layers.upper, rel), { withFileTypes: true })) {
-      if (out.length >= limit) return;
+      if (out.length >= limit) throw new ScanLimitError(out.length);
       const child = `${rel}/${e.name}`;
       if (e.isCharacterDevice() && (await lstat(path.join(layers.upper, child))).rdev === 0) {
         out.push({ path: child, kind: 'deleted' });

@@ -4,7 +4,7 @@ import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.
 import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
 import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder } from './image.js';
-import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, ownerId } from './labels.js';
+import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, LABEL_VERIFIER, ownerId } from './labels.js';
 import { DockerSandbox } from './sandbox.js';
 import { EngineTurns } from './turns.js';
 
@@ -44,6 +44,34 @@ export function containerSpec(task: Task, image: string, labels: Record<string, 
     },
   };
 }
+
+/**
+ * The verifier's container: the task's limits, started from a snapshot of the agent's sandbox, in
+ * that sandbox's network and pid namespaces when it still runs (its localhost services answer the
+ * tests, its processes are listed) and in none otherwise. Its own filesystem (the snapshot): no
+ * agent process can write the tests' files.
+ */
+export function verifierSpec(task: Task, image: string, networkOf: string | null, labels: Record<string, string> = {}): Docker.ContainerCreateOptions {
+  const spec = containerSpec(task, image, { ...labels, [LABEL_VERIFIER]: 'true' }, null);
+  if (!networkOf) return spec;
+  return {
+    ...spec,
+    NetworkDisabled: false,
+    HostConfig: {
+      ...spec.HostConfig,
+      NetworkMode: `container:${networkOf}`,
+      // The agent's processes stay visible to the tests (pgrep, ps, kill -0, /proc/PID) ...
+      PidMode: `container:${networkOf}`,
+      // ... but not the other way: holding one capability the agent's processes lack, the tests'
+      // processes cannot be traced by them, nor their /proc entries (root, fd, mem) opened, since
+      // the kernel allows that only to a process holding every capability its target holds.
+      CapAdd: [VERIFIER_ONLY_CAPABILITY],
+    },
+  };
+}
+
+/** Held by the verifier's processes only (harmless on its own: it sets scheduling priorities). */
+export const VERIFIER_ONLY_CAPABILITY = 'SYS_NICE';
 
 export interface DockerProviderOptions {
   /** Engine socket; default DOCKER_HOST or /var/run/docker.sock, as dockerode resolves it. */
@@ -125,16 +153,30 @@ export class DockerProvider implements SandboxProvider {
     if (options.network) await this.checkNetwork(options.network);
     await this.sizeTurns();
     const place = this.turns.place(options.background);
-    const container = await this.turns.run(place, () => this.docker.createContainer(containerSpec(task, prepared.image, options.labels, options.network ?? null)));
-    const sandbox = new DockerSandbox(this.docker, container, this.turns, place, () => this.open.delete(sandbox));
+    const verifierFrom = (image: string, networkOf: string | null, signal?: AbortSignal): Promise<Sandbox> =>
+      this.run(task, verifierSpec(task, image, networkOf, options.labels), this.turns.place(), signal, 'verifier container');
+    return this.run(task, containerSpec(task, prepared.image, options.labels, options.network ?? null), place, options.signal, 'container', verifierFrom);
+  }
+
+  /** Creates and starts one container; closes it on every failure path. */
+  private async run(
+    task: Task,
+    spec: Docker.ContainerCreateOptions,
+    place: number,
+    signal: AbortSignal | undefined,
+    what: string,
+    verifierFrom?: (image: string, networkOf: string | null, signal?: AbortSignal) => Promise<Sandbox>,
+  ): Promise<Sandbox> {
+    const container = await this.turns.run(place, () => this.docker.createContainer(spec));
+    const sandbox = new DockerSandbox(this.docker, container, this.turns, place, () => this.open.delete(sandbox), verifierFrom);
     this.open.add(sandbox);
     try {
       await this.turns.run(place, () => container.start());
     } catch (err) {
       await sandbox.close();
-      throw new TermgradeError('environment_error', `container for ${task.name} did not start: ${errorMessage(err)}`);
+      throw new TermgradeError('environment_error', `${what} for ${task.name} did not start: ${errorMessage(err)}`);
     }
-    if (options.signal?.aborted) {
+    if (signal?.aborted) {
       await sandbox.close();
       throw new CancelledError('sandbox start');
     }

@@ -3,7 +3,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { shellQuote } from '../../util/shell-quote.js';
 import type Docker from 'dockerode';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
+import { MAX_SCANNED_CHANGES, ScanLimitError, type CopyOptions, type ExecOptions, type ExecResult, type FileEntry, type FsChange, type Sandbox, type SandboxSnapshot, type Shell } from '../sandbox.js';
+import { snapshotContainer } from './snapshot.js';
+import { canTrace, tracedCommand } from './trace.js';
 import { DockerShell } from './shell.js';
 import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
 import { randomBytes } from 'node:crypto';
@@ -43,7 +45,13 @@ export class DockerSandbox implements Sandbox {
     /** This sandbox's place in the engine's line: when its trial began waiting (see EngineTurns). */
     private place: number,
     private readonly onClosed: () => void,
-  ) {}
+    /** Starts a verifier container from a snapshot's image (the provider knows the task's limits). */
+    private readonly verifierFrom?: (image: string, networkOf: string | null, signal?: AbortSignal) => Promise<Sandbox>,
+  ) {
+    // A verifier's sandbox spools on its own fresh /dev/shm, under a name the agent could not have
+    // prepared (whatever it did to /tmp lives on in the snapshot).
+    if (!verifierFrom) this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
+  }
 
   /** Runs a heavy engine request in this sandbox's turn. */
   private readonly turn: Turn = (request) => this.turns.run(this.place, request);
@@ -71,6 +79,7 @@ export class DockerSandbox implements Sandbox {
    * Both paths run the same wrapper and keep the same contract.
    */
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    if (options.trace) return this.tracedExec(command, options);
     if (options.user || !this.helperFree) {
       return dockerExec(this.docker, this.container, this.turn, command, options, this.spoolDir);
     }
@@ -86,6 +95,19 @@ export class DockerSandbox implements Sandbox {
     } finally {
       this.shellBusy = false;
     }
+  }
+
+  /** The command with its file calls recorded by this machine's strace, when the engine runs here. */
+  private async tracedExec(command: string | string[], options: ExecOptions): Promise<ExecResult> {
+    const rest = { ...options, trace: false };
+    if (!(await this.upperLayers()) || !(await canTrace())) return this.exec(command, rest);
+    const traced = tracedCommand(typeof command === 'string' ? ['/bin/sh', '-c', command] : command);
+    const running = this.exec(traced.argv, rest);
+    const attached = traced.attach();
+    const result = await running;
+    await attached;
+    const log = await traced.finish();
+    return log === null ? result : { ...result, trace: log };
   }
 
   async shell(): Promise<Shell> {
@@ -232,6 +254,37 @@ export class DockerSandbox implements Sandbox {
     return this.layers;
   }
 
+  async snapshot(): Promise<SandboxSnapshot> {
+    const verifierFrom = this.verifierFrom;
+    if (!verifierFrom) throw new Error('this sandbox cannot start a verifier (it is one)');
+    // Grading begins: this trial now waits on the engine, from here in the line.
+    this.place = this.turns.place();
+    return snapshotContainer({
+      docker: this.docker,
+      container: this.container,
+      turn: this.turn,
+      layers: () => this.upperLayers(),
+      engineChanges: () => this.engineChanges(),
+      stopAll: () => this.turn(() => this.stopAll()),
+      startVerifier: verifierFrom,
+    });
+  }
+
+  /** Every process ended (the container killed and stopped); its files stay readable. */
+  async stop(): Promise<void> {
+    const helper = this.helper;
+    this.helper = null;
+    void helper?.then((h) => h.close(), () => undefined);
+    await this.turn(() => this.stopAll());
+  }
+
+  private async engineChanges(): Promise<FsChange[]> {
+    const list = ((await this.turn(() => this.container.changes())) ?? []) as Array<{ Path: string; Kind: number }>;
+    if (list.length > MAX_SCANNED_CHANGES) throw new ScanLimitError(list.length);
+    const kinds = ['changed', 'added', 'deleted'] as const;
+    return list.map((c) => ({ path: c.Path, kind: kinds[c.Kind] ?? 'changed' }));
+  }
+
   async changes(): Promise<FsChange[]> {
     // Asked while processes are being ended: answered once none is left, not after the restart
     // (the stopped container's layer holds exactly what the agent wrote; nothing runs to change it).
@@ -240,13 +293,12 @@ export class DockerSandbox implements Sandbox {
     if (layers) {
       try {
         return await overlayChanges(layers);
-      } catch {
+      } catch (err) {
+        if (err instanceof ScanLimitError) throw err;
         // the layer went away or is unreadable: ask the engine
       }
     }
-    const list = ((await this.turn(() => this.container.changes())) ?? []) as Array<{ Path: string; Kind: number }>;
-    const kinds = ['changed', 'added', 'deleted'] as const;
-    return list.map((c) => ({ path: c.Path, kind: kinds[c.Kind] ?? 'changed' }));
+    return this.engineChanges();
   }
 
   async diskUsage(): Promise<number | null> {

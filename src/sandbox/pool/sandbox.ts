@@ -1,5 +1,5 @@
-import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
+import { CancelledError, EngineLostError, errorMessage } from '../../util/errors.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, SandboxSnapshot, Shell } from '../sandbox.js';
 import type { Engine, EnginePool } from './provider.js';
 
 /** Settles once `signal` is aborted (at once if it already is); `stop` takes the listener off when the wait is over. */
@@ -40,9 +40,9 @@ export class PoolSandbox implements Sandbox {
     return this.home.name;
   }
 
-  private lostError(cause?: unknown): TermgradeError {
+  private lostError(cause?: unknown): EngineLostError {
     const why = this.home.reason || (cause ? errorMessage(cause) : 'it stopped answering');
-    return new TermgradeError('environment_error', `engine ${this.home.name} was lost during this trial: ${why}`, { cause });
+    return new EngineLostError(`engine ${this.home.name} was lost during this trial: ${why}`, { cause });
   }
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {
@@ -101,6 +101,24 @@ export class PoolSandbox implements Sandbox {
 
   changes(): Promise<FsChange[]> {
     return this.call(() => this.inner.changes());
+  }
+
+  /** The snapshot lives on this sandbox's engine; its verifier is a pool sandbox there too (same loss rule). */
+  snapshot(options?: { signal?: AbortSignal }): Promise<SandboxSnapshot> {
+    return this.call(async () => {
+      const snap = await this.inner.snapshot(options);
+      return {
+        changes: () => this.call(() => snap.changes()),
+        env: () => this.call(() => snap.env()),
+        readFile: (file, max) => this.call(() => snap.readFile(file, max)),
+        startVerifier: (o) => this.call(async () => new PoolSandbox(this.pool, this.home, await snap.startVerifier(o), () => undefined)),
+        discard: () => snap.discard(),
+      };
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.call(() => this.inner.stop());
   }
 
   diskUsage(): Promise<number | null> {

@@ -1,0 +1,136 @@
+import { z } from 'zod';
+
+/**
+ * What the verifier of a task executes, loads and reads, recorded while it grades the reference
+ * solution (admission): the protected set. A trial's agent that changes any of these files, or
+ * adds a file where the verifier looked one up and found none, changed what the verifier would do:
+ * tampering. Derived from execution, not from a list of names, so a program, library, hook or
+ * configuration file nobody thought to list is protected as soon as the verifier touches it.
+ */
+export const ProtectionRecordSchema = z.object({
+  schemaVersion: z.literal(1),
+  task: z.string(),
+  /** The task's content checksum: a record is used only for the exact task it was made from. */
+  checksum: z.string(),
+  recordedAt: z.string(),
+  /** Every path the verifier executed, opened, listed or looked up (found or not), in the oracle's final state. */
+  accessed: z.array(z.string()),
+  /** Paths the reference solution changed, added or removed: the task's outputs, which an agent is meant to change. */
+  outputs: z.array(z.string()),
+  /** For each library name the dynamic loader resolved through /etc/ld.so.cache, the file it chose. */
+  libraries: z.record(z.string(), z.string()),
+});
+export type ProtectionRecord = z.infer<typeof ProtectionRecordSchema>;
+
+/**
+ * How a trial's grade was protected (recorded on the trial): `admission` when the task's protected
+ * set from its reference solution was known; `rules` when it was not (no check, no oracle trial
+ * yet): the fixed rules only (system programs, libraries, Python and pytest hooks, loader and NSS
+ * configuration), which are narrower.
+ */
+export const ProtectionMode = z.enum(['admission', 'rules']);
+export type ProtectionMode = z.infer<typeof ProtectionMode>;
+
+/** Paths whose content is the run's own scratch, never machinery: the kernel's, temporary files, the harness's folders. */
+const VOLATILE = /^\/(proc|sys|dev|tmp|var\/tmp|run|logs|tests)(\/|$)/;
+
+/** Python's bytecode caches follow their source: a cache is protected when its source is. */
+const PYC = /^(.*)\/__pycache__\/([^/]+?)\.[^/.]+(\.opt-\d)?\.pyc$/;
+
+/** The protected paths of a record, ready for lookups. */
+export function protectedSet(record: ProtectionRecord): Set<string> {
+  const outputs = new Set(record.outputs);
+  return new Set(record.accessed.filter((p) => !VOLATILE.test(p) && !outputs.has(p)));
+}
+
+export function isVolatile(p: string): boolean {
+  return VOLATILE.test(p);
+}
+
+/** The source file a bytecode cache stands for, or null when `p` is no cache. */
+export function pycSource(p: string): string | null {
+  const m = PYC.exec(p);
+  return m ? `${m[1]}/${m[2]}.py` : null;
+}
+
+/**
+ * Paths an strace log (`-f -y`, file and process calls) shows touched: execve'd programs, files
+ * opened or looked up (found or not: a file added there later would be found), folders listed.
+ * Relative paths are resolved against the call's directory descriptor, as `-y` prints it.
+ */
+export function tracedPaths(log: string): string[] {
+  const out = new Set<string>();
+  const call = /^(?:\d+\s+)?(execve|execveat|open|openat|openat2|stat|lstat|newfstatat|statx|access|faccessat|faccessat2|readlink|readlinkat|getdents64|getdents|chdir)\((.*)$/;
+  for (const line of log.split('\n')) {
+    const m = call.exec(line);
+    if (!m) continue;
+    const [, name, rest] = m as unknown as [string, string, string];
+    if (name.startsWith('getdents')) {
+      const dir = /^\d+<([^>]*)>/.exec(rest);
+      if (dir?.[1]) out.add(dir[1]);
+      continue;
+    }
+    // The first quoted argument is the path; a leading dirfd (`3</usr/lib>` or AT_FDCWD</app>) anchors a relative one.
+    const base = /^(?:AT_FDCWD|\d+)<([^>]*)>,\s*/.exec(rest);
+    const str = /"((?:[^"\\]|\\.)*)"/.exec(rest);
+    if (!str) continue;
+    let p = str[1]!.replace(/\\(.)/g, '$1');
+    if (p === '') {
+      if (base?.[1]) out.add(base[1]); // fstatat(fd, "", AT_EMPTY_PATH): the file open as fd
+      continue;
+    }
+    if (!p.startsWith('/')) {
+      if (!base?.[1]) continue;
+      p = `${base[1].replace(/\/$/, '')}/${p}`;
+    }
+    out.add(normalise(p));
+    // A file that was opened: -y also names what it resolved to (a link's target).
+    const resolved = /=\s*\d+<([^>]+)>\s*$/.exec(line);
+    if (resolved?.[1]) out.add(resolved[1]);
+  }
+  return [...out].sort();
+}
+
+function normalise(p: string): string {
+  const parts: string[] = [];
+  for (const part of p.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join('/')}`;
+}
+
+/**
+ * The dynamic loader's cache (/etc/ld.so.cache, glibc's "glibc-ld.so.cache1.1" format, alone or
+ * after the old format's entries): library name -> file. Null when it is not a cache this reads.
+ */
+export function parseLdCache(buf: Buffer): Map<string, string> | null {
+  const start = buf.indexOf('glibc-ld.so.cache1.1');
+  if (start < 0 || buf.length < start + 48) return null;
+  const count = buf.readUInt32LE(start + 20);
+  if (start + 48 + count * 24 > buf.length) return null;
+  const str = (offset: number): string | null => {
+    const at = start + offset;
+    const end = buf.indexOf(0, at);
+    return at < buf.length && end > at ? buf.toString('utf8', at, end) : null;
+  };
+  const map = new Map<string, string>();
+  for (let i = 0; i < count; i++) {
+    const e = start + 48 + i * 24;
+    const key = str(buf.readUInt32LE(e + 4));
+    const value = str(buf.readUInt32LE(e + 8));
+    if (key === null || value === null) return null;
+    if (!map.has(key)) map.set(key, value); // the loader takes the first entry for a name
+  }
+  return map;
+}
+
+/** The cache entries for the libraries the verifier opened (by file name), as admission saw them. */
+export function librariesUsed(cache: Map<string, string> | null, accessed: string[]): Record<string, string> {
+  if (!cache) return {};
+  const names = new Set(accessed.map((p) => p.slice(p.lastIndexOf('/') + 1)));
+  const used: Record<string, string> = {};
+  for (const [name, file] of cache) if (names.has(name)) used[name] = file;
+  return used;
+}
