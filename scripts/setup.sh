@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot, idempotent machine set-up for termgrade on a Debian machine (this kind and CI):
-#   1. Debian packages: the Docker engine, debootstrap, tmux; openssh-server and chromium (tests only).
+#   1. Debian packages: the Docker engine, debootstrap, tmux, strace; openssh-server and chromium (tests only).
 #   2. A Docker engine with no bridge and no iptables (no private-range addresses ever).
 #   3. Base images made locally with debootstrap (no registry is reachable here).
 #   4. npm packages and the TypeScript build.
@@ -14,6 +14,8 @@ need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+# check records what each task's verifier executes and reads with strace, from outside the container.
+[ -x /usr/bin/strace ] || need_apt+=(strace)
 # The multi-engine tests reach one engine over ssh (an sshd on 127.0.0.1 that the test starts).
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 # The report and viewer tests drive Debian's chromium with playwright-core (no browser download).

@@ -79,7 +79,7 @@ describe('scheduler accounting (fake provider)', () => {
     }
   });
 
-  it('a verifier that gives no reward is not retried, not 0, and shown as coverage', async () => {
+  it('a verifier that gives no reward after the agent\'s turn is graded 0 and not retried', async () => {
     const { spec, jobsDir } = await job('noreward', await taskDirs(2));
     const provider = new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) });
     const opened = await openJob(spec, jobsDir);
@@ -87,21 +87,23 @@ describe('scheduler accounting (fake provider)', () => {
       await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
       const rows = [...opened.store.listTrials()];
       assert.deepEqual(rows.filter((r) => r.task === 't0').map((r) => [r.error_class, r.infra_attempts]), Array(3).fill(['verifier_no_reward', 1]));
+      assert.deepEqual(rows.filter((r) => r.task === 't0').map((r) => r.reward), [0, 0, 0]);
       const [s] = configStats(rows.map(toStatsRecord));
-      assert.equal(s!.coverage.ungraded, 3);
-      assert.equal(s!.pass1.mean, 1);
+      assert.equal(s!.coverage.ungraded, 0);
+      assert.equal(s!.pass1.mean, 0.5, 't0 counts as 0, t1 as 1');
     } finally {
       await opened.close();
     }
   });
 
-  it('ends the agent\'s processes before every grading', async () => {
+  it('grades every trial from a snapshot and keeps the agent\'s processes (Harbor\'s semantics)', async () => {
     const { spec, jobsDir } = await job('ends', await taskDirs(2));
     const provider = new FakeProvider();
     const opened = await openJob(spec, jobsDir);
     try {
       await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
-      assert.equal(provider.processEnds, 6);
+      assert.equal(provider.snapshots, 6);
+      assert.equal(provider.processEnds, 0);
     } finally {
       await opened.close();
     }

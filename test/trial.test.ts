@@ -84,15 +84,15 @@ describe('trial', () => {
     const started = Date.now();
     const r = await runTrial({ task, agent: oracleAgent, provider: docker(), outDir: await tempDir() });
     assert.equal(r.error?.class, 'verifier_timeout');
-    assert.equal(r.reward, null, 'a reward written before the hang does not count');
+    assert.equal(r.reward, 0, 'graded 0: a reward written before the hang does not count');
     assert.ok(Date.now() - started < 30000);
   });
 
-  it('calls a missing reward file a verifier error, distinct from 0', async () => {
+  it('grades a missing reward file 0, naming it (verifier_no_reward), as Harbor counts it', async () => {
     const task = await loadTask(await trivialTask({ 'tests/test.sh': '#!/bin/bash\necho "PASSED t.py::test_x"\nexit 1\n' }));
     const r = await runTrial({ task, agent: oracleAgent, provider: docker(), outDir: await tempDir() });
     assert.equal(r.error?.class, 'verifier_no_reward');
-    assert.equal(r.reward, null);
+    assert.equal(r.reward, 0);
     assert.equal(r.passed, false);
     assert.deepEqual(r.tests.map((t) => t.name), ['t.py::test_x']);
   });

@@ -10,7 +10,7 @@ import { CancelledError, EngineLostError, GradingStepError, TermgradeError, erro
 import type { ProtectionRecord } from '../verifier/protection.js';
 import { deadlineSignal, nowIso, withTimeout } from '../util/time.js';
 import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
-import { verify } from '../verifier/verify.js';
+import { verify, zeroOutcome } from '../verifier/verify.js';
 import { ModelError } from '../model/errors.js';
 import { ENDPOINT_FAILURE_KINDS, INFRA_ERROR_CLASSES } from './accounting.js';
 import type { Phase, PhaseTiming, TrialError, TrialErrorClass, TrialResult } from './schema.js';
@@ -87,22 +87,6 @@ async function sandboxStateAtFault(err: unknown, provider: SandboxProvider): Pro
   if (!(err instanceof GradingStepError)) return false;
   for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) return false;
   return (await provider.health()).ok;
-}
-
-function blockedOutcome(message: string, protection: VerifierOutcome['protection']): VerifierOutcome {
-  return {
-    reward: 0,
-    rewards: {},
-    rewardSource: null,
-    tests: [],
-    testsSource: 'none',
-    testsSourceCounts: {},
-    exitCode: null,
-    durationMs: 0,
-    tampering: [],
-    protection,
-    error: { class: 'grading_blocked', message: `${message} (graded 0: the sandbox's state broke a step of grading)` },
-  };
 }
 
 /** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
@@ -309,7 +293,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
             if (cancelled(err)) throw err;
             if (await sandboxStateAtFault(err, provider)) {
               // The agent's sandbox broke a grading step (its working folder a file, say): graded 0.
-              verdict = blockedOutcome(errorMessage(err), options.protection ? 'admission' : 'rules');
+              verdict = zeroOutcome({ class: 'grading_blocked', message: `${errorMessage(err)} (graded 0: the sandbox's state broke a step of grading)` }, options.protection ? 'admission' : 'rules');
               fail('grading_blocked', 'verification', verdict.error!.message);
             } else fail(err instanceof EngineLostError ? 'environment_error' : 'verifier_crash', 'verification', errorMessage(err));
           }

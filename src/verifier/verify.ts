@@ -52,21 +52,15 @@ async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise
   return content;
 }
 
+/** A grade of 0 with no test run: the sandbox's state kept the verifier from grading it (tampering, a step it broke). */
+export function zeroOutcome(error: { class: 'tampering' | 'grading_blocked'; message: string }, protection: ProtectionMode, tampering: Tampering[] = []): VerifierOutcome {
+  return { reward: 0, rewards: {}, rewardSource: null, tests: [], testsSource: 'none', testsSourceCounts: {}, exitCode: null, durationMs: 0, tampering, protection, error };
+}
+
 const tampered = (tampering: Tampering[], protection: ProtectionMode): VerifierOutcome => {
   const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
-  return {
-    reward: 0,
-    rewards: {},
-    rewardSource: null,
-    tests: [],
-    testsSource: 'none',
-    testsSourceCounts: {},
-    exitCode: null,
-    durationMs: 0,
-    tampering,
-    protection,
-    error: { class: 'tampering', message: `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}` },
-  };
+  const message = `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}`;
+  return zeroOutcome({ class: 'tampering', message }, protection, tampering);
 };
 
 /** A grading step the engine carried out but that failed: the caller decides whose failure it is. */

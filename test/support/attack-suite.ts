@@ -197,7 +197,8 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
         const forge = `printf '#!/bin/sh\\nexit 0\\n' > /opt/checker/check`;
         const unprotected = await runTrial({ task, agent: scriptAgent(forge), provider: provider(), outDir: await tempDir() });
         assert.equal(unprotected.protection, 'rules');
-        if (record === null) return; // this backend cannot trace (a remote engine): the fixed rules are all it has, and the trial says so
+        // Every backend under test runs its containers on this machine, where strace follows the verifier.
+        assert.ok(record !== null, 'the reference solution\'s grading recorded the protected set');
         assert.equal(unprotected.reward, 1, 'without the record, the fixed rules do not know the checker (what the record is for)');
         const r = await runTrial({ task, agent: scriptAgent(forge), provider: provider(), outDir: await tempDir(), protection: record });
         assert.equal(r.protection, 'admission');
@@ -208,8 +209,8 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       });
     });
 
-    it('a flood of changes past what the scan reads, hiding a replaced program, is tampering (the scan fails closed)', async () => {
-      const r = await trial(`mkdir -p /app/flood && cd /app/flood && seq 1 ${MAX_SCANNED_CHANGES + 10} | xargs touch; printf '#!/bin/sh\\nexit 0\\n' > /usr/local/bin/zz-grep; echo hello > /app/out.txt`, {}, 300);
+    it('a flood of changes past what the scan reads is tampering: the scan fails closed, so nothing can hide behind the flood', async () => {
+      const r = await trial(`mkdir -p /app/flood && cd /app/flood && seq 1 ${MAX_SCANNED_CHANGES + 10} | xargs touch; echo hello > /app/out.txt`, { 'task.toml': '[task]\nname = "flood"\n[agent]\ntimeout_sec = 900\n' }, 900);
       assert.equal(r.reward, 0, JSON.stringify(r.errors));
       assert.equal(r.error?.class, 'tampering');
       assert.match(r.tampering[0]!.why, /more than/);

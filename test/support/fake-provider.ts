@@ -112,6 +112,7 @@ class FakeSandbox implements Sandbox {
   /** The verifier's sandbox is a copy of this one's files (no engine to share a network with). */
   async snapshot(): Promise<SandboxSnapshot> {
     this.alive();
+    this.provider.snapshots += 1;
     const files = new Map(this.files);
     return {
       changes: async () => [...files.keys()].map((p) => ({ path: p, kind: 'added' as const })),
@@ -151,6 +152,8 @@ export class FakeProvider implements SandboxProvider {
   open = 0;
   maxOpen = 0;
   processEnds = 0;
+  /** Snapshots taken for grading (one per graded trial). */
+  snapshots = 0;
   private readonly startsByTask = new Map<string, number>();
   private readonly gradesByTask = new Map<string, number>();
   private readonly sandboxes = new Set<FakeSandbox>();

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { shellQuote } from '../../util/shell-quote.js';
@@ -100,7 +100,7 @@ export class DockerSandbox implements Sandbox {
   /** The command with its file calls recorded by this machine's strace, when the engine runs here. */
   private async tracedExec(command: string | string[], options: ExecOptions): Promise<ExecResult> {
     const rest = { ...options, trace: false };
-    if (!(await this.upperLayers()) || !(await canTrace())) return this.exec(command, rest);
+    if (!(await this.onThisMachine()) || !(await canTrace())) return this.exec(command, rest);
     const traced = tracedCommand(typeof command === 'string' ? ['/bin/sh', '-c', command] : command);
     const running = this.exec(traced.argv, rest);
     const attached = traced.attach();
@@ -244,6 +244,19 @@ export class DockerSandbox implements Sandbox {
       });
       await this.container.wait({ condition: 'not-running' });
     }
+  }
+
+  private local: Promise<boolean> | null = null;
+
+  /** Whether the container's processes run on this machine (its init is in our /proc, in its cgroup): a remote engine's are not. */
+  private onThisMachine(): Promise<boolean> {
+    this.local ??= (async () => {
+      const pid = (await this.container.inspect()).State.Pid;
+      if (!pid) return false;
+      const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+      return cgroup.includes(this.container.id);
+    })().catch(() => false);
+    return this.local;
   }
 
   private layers: Promise<OverlayLayers | null> | null = null;
