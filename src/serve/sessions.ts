@@ -5,7 +5,7 @@ import { truncateMiddle } from '../agent/truncate.js';
 import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { errorMessage } from '../util/errors.js';
-import { verify } from '../verifier/verify.js';
+import { gradeSandbox } from '../verifier/verify.js';
 import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
 import { gradeOf } from './grade.js';
 
@@ -170,7 +170,7 @@ export class SessionManager {
     let grade: Grade;
     try {
       await mkdir(logs, { recursive: true });
-      const v = await verify(s.sandbox, s.task.task, { hostLogsDir: logs });
+      const v = await gradeSandbox(s.sandbox, s.task.task, { hostLogsDir: logs }, this.options.provider);
       grade = gradeOf(v.reward, v.error?.class ?? null, v.tests);
     } catch {
       // The sandbox or engine failed under the verifier: no grade at all, never a 0.

@@ -10,7 +10,7 @@ import { CancelledError, EngineLostError, GradingStepError, TermgradeError, erro
 import type { ProtectionRecord } from '../verifier/protection.js';
 import { deadlineSignal, nowIso, withTimeout } from '../util/time.js';
 import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
-import { verify, zeroOutcome } from '../verifier/verify.js';
+import { gradeSandbox } from '../verifier/verify.js';
 import { ModelError } from '../model/errors.js';
 import { ENDPOINT_FAILURE_KINDS, INFRA_ERROR_CLASSES } from './accounting.js';
 import type { Phase, PhaseTiming, TrialError, TrialErrorClass, TrialResult } from './schema.js';
@@ -76,17 +76,6 @@ async function settleStart(starting: Promise<Sandbox>, from: { iso: string; ms: 
   } catch (err) {
     return err ?? new Error('the sandbox did not start');
   }
-}
-
-/**
- * Whose failure a grading step's is: the sandbox's content (graded 0) or the engine's (no reward,
- * retried). The engine is at fault when it was lost or does not answer now; otherwise it carried
- * the step out and the content made it fail.
- */
-async function sandboxStateAtFault(err: unknown, provider: SandboxProvider): Promise<boolean> {
-  if (!(err instanceof GradingStepError)) return false;
-  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) return false;
-  return (await provider.health()).ok;
 }
 
 /** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
@@ -281,21 +270,14 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
         // failed: that trial carries no reward at all (infrastructure), and is retried.
         if (!endpointFailed && !startFailure) await timed('verification', async () => {
           try {
-            verdict = await verify(box, task, {
-              hostLogsDir: verifierLogs,
-              timeoutSec: task.config.verifier.timeout_sec * (t.verifierMultiplier ?? 1),
-              signal,
-              protection: options.protection ?? null,
-              onRecord: options.onProtectionRecord,
-            });
+            const grading = { hostLogsDir: verifierLogs, timeoutSec: task.config.verifier.timeout_sec * (t.verifierMultiplier ?? 1), signal, protection: options.protection ?? null, onRecord: options.onProtectionRecord };
+            verdict = await gradeSandbox(box, task, grading, provider);
             if (verdict.error) fail(verdict.error.class, 'verification', verdict.error.message);
           } catch (err) {
             if (cancelled(err)) throw err;
-            if (await sandboxStateAtFault(err, provider)) {
-              // The agent's sandbox broke a grading step (its working folder a file, say): graded 0.
-              verdict = zeroOutcome({ class: 'grading_blocked', message: `${errorMessage(err)} (graded 0: the sandbox's state broke a step of grading)` }, options.protection ? 'admission' : 'rules');
-              fail('grading_blocked', 'verification', verdict.error!.message);
-            } else fail(err instanceof EngineLostError ? 'environment_error' : 'verifier_crash', 'verification', errorMessage(err));
+            // The engine failed while grading: a lost engine's trial runs again elsewhere.
+            const lost = err instanceof GradingStepError ? err.cause instanceof EngineLostError : err instanceof EngineLostError;
+            fail(lost ? 'environment_error' : 'verifier_crash', 'verification', errorMessage(err));
           }
         });
       }

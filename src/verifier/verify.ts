@@ -1,8 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ScanLimitError, SYSTEM_PATH, type FsChange, type Sandbox, type SandboxSnapshot } from '../sandbox/sandbox.js';
+import { ScanLimitError, SYSTEM_PATH, type FsChange, type Sandbox, type SandboxProvider, type SandboxSnapshot } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
-import { CancelledError, GradingStepError } from '../util/errors.js';
+import { CancelledError, EngineLostError, GradingStepError, errorMessage } from '../util/errors.js';
 import { readTextIfThere } from '../util/files.js';
 import { nowIso } from '../util/time.js';
 import { librariesUsed, parseLdCache, tracedPaths, type ProtectionMode, type ProtectionRecord } from './protection.js';
@@ -164,4 +164,21 @@ async function record(task: Task, box: Sandbox, changes: FsChange[], content: Ma
     outputs: changes.map((c) => c.path).sort(),
     libraries: librariesUsed(cache ? parseLdCache(cache) : null, accessed),
   };
+}
+
+/**
+ * `verify`, with the rule for a grading step that failed after the agent's turn: when the engine
+ * still answers (and was not lost), the sandbox's content broke the step, and the grade is 0
+ * (grading_blocked); otherwise the failure is the engine's and is thrown, as every other one.
+ */
+export async function gradeSandbox(sandbox: Sandbox, task: Task, options: VerifyOptions, provider: Pick<SandboxProvider, 'health'>): Promise<VerifierOutcome> {
+  try {
+    return await verify(sandbox, task, options);
+  } catch (err) {
+    if (!(err instanceof GradingStepError)) throw err;
+    for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) throw err;
+    if (!(await provider.health()).ok) throw err;
+    const message = `${errorMessage(err)} (graded 0: the sandbox's state broke a step of grading)`;
+    return zeroOutcome({ class: 'grading_blocked', message }, options.protection ? 'admission' : 'rules');
+  }
 }

@@ -31,7 +31,7 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
 
     it('a snapshot freezes the files of one moment; its verifier shares the network and process list, not the files, and is out of the original\'s reach', async () => {
       await withSandbox(async (s) => {
-        await s.exec('mkdir -p /app && echo before > /app/state && (exec -a svc-marker sleep 600) >/dev/null 2>&1 &');
+        await s.exec('mkdir -p /app && echo before > /app/state && (bash -c "exec -a svc-marker sleep 600" >/dev/null 2>&1 &)');
         const snap = await s.snapshot();
         try {
           await s.exec('echo after > /app/state; echo new > /app/later');
@@ -43,9 +43,10 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
             const net = async (b: Sandbox) => (await b.exec('readlink /proc/self/ns/net')).stdout.text;
             assert.equal(await net(v), await net(s), 'one network: the agent\'s localhost services answer');
             assert.match((await v.exec('cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "')).stdout.text, /svc-marker/, 'the agent\'s processes are listed');
-            await v.exec('mkdir -p /logs/verifier && echo 0 > /logs/verifier/reward.txt && (exec -a verifier-marker sleep 600) >/dev/null 2>&1 &');
+            await v.exec('mkdir -p /logs/verifier && echo 0 > /logs/verifier/reward.txt && (bash -c "exec -a verifier-marker sleep 600" >/dev/null 2>&1 &)');
             // From the original, the verifier's processes are visible but their files are not reachable.
-            const reach = await s.exec('for p in /proc/[0-9]*; do if tr "\\0" " " < $p/cmdline 2>/dev/null | grep -q verifier-marker; then echo 1 > $p/root/logs/verifier/reward.txt && echo WROTE; ls $p/root/ >/dev/null 2>&1 && echo LISTED; fi; done; true');
+            const reach = await s.exec('for p in /proc/[0-9]*; do if [ "$(tr "\\0" " " < $p/cmdline 2>/dev/null)" = "verifier-marker 600 " ]; then echo FOUND; echo 1 > $p/root/logs/verifier/reward.txt && echo WROTE; ls $p/root/ >/dev/null 2>&1 && echo LISTED; fi; done; true');
+            assert.match(reach.stdout.text, /FOUND/, 'the verifier\'s process is visible from the original');
             assert.doesNotMatch(reach.stdout.text, /WROTE|LISTED/, reach.stdout.text + reach.stderr.text);
             assert.equal((await s.exec('cat /logs/verifier/reward.txt 2>/dev/null; true')).stdout.text, '', 'the verifier\'s files are its own');
             await v.stop();
