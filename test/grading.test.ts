@@ -1,5 +1,9 @@
-import { docker, onEachDockerExecPath } from './helpers.js';
-import { gradingAttacks } from './support/attack-suite.js';
+import { docker, onDockerExecPath } from './helpers.js';
+import { gradingAttacks, gradingAttacksWithTools } from './support/attack-suite.js';
 
-// The attack suite against the Docker backend, on both of its command paths.
-onEachDockerExecPath((label) => gradingAttacks(label, docker));
+// The attack suite against the Docker backend through its helper shell (the engine-exec path has a
+// file of its own, grading-engine-exec.test.ts, so the two run side by side).
+onDockerExecPath('helper shell', (label) => {
+  gradingAttacks(label, docker);
+  gradingAttacksWithTools(label, docker);
+});

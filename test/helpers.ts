@@ -65,17 +65,22 @@ export function docker(): DockerProvider {
  * Sandbox contract, so backend-neutral suites run on both.
  */
 export function onEachDockerExecPath(register: (label: string) => void): void {
-  for (const via of ['helper shell', 'engine exec'] as const) {
-    describe(`docker backend, commands via ${via}`, () => {
-      before(() => {
-        if (via === 'engine exec') process.env.TERMGRADE_EXEC_VIA = 'engine';
-      });
-      after(() => {
-        delete process.env.TERMGRADE_EXEC_VIA;
-      });
-      register(`docker, ${via}`);
+  for (const via of DOCKER_EXEC_PATHS) onDockerExecPath(via, register);
+}
+
+export const DOCKER_EXEC_PATHS = ['helper shell', 'engine exec'] as const;
+
+/** Registers suites for one command path of the Docker backend (a long suite gets a file per path). */
+export function onDockerExecPath(via: (typeof DOCKER_EXEC_PATHS)[number], register: (label: string) => void): void {
+  describe(`docker backend, commands via ${via}`, () => {
+    before(() => {
+      if (via === 'engine exec') process.env.TERMGRADE_EXEC_VIA = 'engine';
     });
-  }
+    after(() => {
+      delete process.env.TERMGRADE_EXEC_VIA;
+    });
+    register(`docker, ${via}`);
+  });
 }
 
 

@@ -44,9 +44,9 @@ export const TaskConfigSchema = z.looseObject({
       timeout_sec: timeoutSec.default(900),
       env: envMap.default({}),
       /**
-       * termgrade extension: keep the processes the agent left running (a service the tests call)
-       * instead of ending them before grading. Weaker: such a process could still write into the
-       * verifier's folders while the tests run. Default false.
+       * termgrade's former extension, still read so old tasks load: the agent's processes are now
+       * always kept through grading (the tests run in their own sandbox beside them), so it
+       * changes nothing.
        */
       keep_agent_processes: z.boolean().default(false),
     })

@@ -28,15 +28,20 @@ export function scriptAgent(script: string, timeoutSec = 60): Agent {
 /** A verifier that always fails the task unless /app/out.txt says hello (the honest answer). */
 const HONEST_TEST = '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n';
 
+/** One trial of the script agent on the trivial task (files overridden), with the honest verifier unless given. */
+const trialOn =
+  (provider: () => SandboxProvider) =>
+  async (script: string, files: Record<string, string> = {}, timeoutSec = 60): Promise<TrialResult> => {
+    const task = await loadTask(await trivialTask({ 'tests/test.sh': HONEST_TEST, ...files }));
+    return runTrial({ task, agent: scriptAgent(script, timeoutSec), provider: provider(), outDir: await tempDir() });
+  };
+
 /**
  * Every attack on the grade an agent has been seen to make, run against a sandbox provider. The
  * body names no backend: a new backend proves itself by passing this suite.
  */
 export function gradingAttacks(label: string, provider: () => SandboxProvider): void {
-  const trial = async (script: string, files: Record<string, string> = {}, timeoutSec = 60): Promise<TrialResult> => {
-    const task = await loadTask(await trivialTask({ 'tests/test.sh': HONEST_TEST, ...files }));
-    return runTrial({ task, agent: scriptAgent(script, timeoutSec), provider: provider(), outDir: await tempDir() });
-  };
+  const trial = trialOn(provider);
 
   describe(`grading cannot be forged (${label})`, () => {
     it('ignores a reward.json the agent planted in /logs/verifier (reward.json would win over the verifier\'s reward.txt)', async () => {
@@ -140,6 +145,72 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       });
     });
 
+    it('a FIFO the tests block on is graded 0 (verifier_timeout), not lost coverage', async () => {
+      const r = await trial(`mkfifo /app/out.txt`, { 'task.toml': '[task]\nname = "fifo"\n[verifier]\ntimeout_sec = 5\n' });
+      assert.equal(r.reward, 0, JSON.stringify(r.errors));
+      assert.equal(r.error?.class, 'verifier_timeout');
+      assert.equal(accountingOf(r.reward, r.error?.class), 'graded');
+    });
+
+    it('a working folder turned into a file breaks grading: graded 0 (grading_blocked), not retried as infrastructure', async () => {
+      const r = await trial(`cd / && rm -rf /app && echo x > /app`);
+      assert.equal(r.reward, 0, JSON.stringify(r.errors));
+      assert.equal(r.error?.class, 'grading_blocked');
+      assert.equal(accountingOf(r.reward, r.error?.class), 'graded');
+    });
+
+    it('an agent that breaks the harness\'s own places (the output spool, /logs) is still graded', async () => {
+      for (const sabotage of ['rm -rf /tmp/.termgrade-exec; touch /tmp/.termgrade-exec', 'rm -rf /logs; echo x > /logs']) {
+        const r = await trial(`echo hello > /app/out.txt; ${sabotage}`);
+        assert.equal(r.reward, 1, `${sabotage}: ${JSON.stringify(r.errors)}`);
+      }
+    });
+
+    it('does not call ordinary work tampering', async () => {
+      const r = await trial(`echo hello > /app/out.txt; mkdir -p /usr/local/lib/mylib /opt/tool/bin; echo x > /usr/local/lib/mylib/a.so; echo y > /opt/tool/bin/mytool; echo z > /etc/mytool.conf`);
+      assert.equal(r.reward, 1, JSON.stringify(r.tampering));
+      assert.deepEqual(r.tampering, []);
+    });
+
+    it('stops an agent that fills the disk past its limit, and grades what it left', async () => {
+      const r = await trial(`echo hello > /app/out.txt; head -c 400000000 /dev/zero > /app/big; sleep 60`, { 'task.toml': '[environment]\nstorage_mb = 100\n[agent]\ntimeout_sec = 120\n' }, 100);
+      assert.equal(r.error?.class, 'disk_limit');
+      assert.equal(r.reward, 1, 'graded: the agent\'s own failure, its work still counts');
+      assert.ok(r.phases.agent_run!.durationMs < 40_000);
+    });
+
+    it('runs a task that asks for the internet offline unless a network is given: the host loopback is out of reach', async () => {
+      const server = createServer((_q, s) => s.end('host secret')).listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const port = (server.address() as AddressInfo).port;
+      try {
+        const r = await trial(
+          `if (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null; then echo hello > /app/out.txt; fi; ls /sys/class/net > /app/ifaces`,
+          { 'task.toml': '[environment]\nallow_internet = true\n', 'tests/test.sh': '#!/bin/bash\nif [ "$(cat /app/ifaces)" = lo ] && [ ! -f /app/out.txt ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n' },
+        );
+        assert.equal(r.reward, 1, 'only the loopback interface, and the host server unreachable');
+      } finally {
+        server.close();
+      }
+    });
+
+    it('drops capabilities tasks do not need and sets no-new-privileges', async () => {
+      const r = await trial(`grep -E '^(CapEff|NoNewPrivs)' /proc/self/status > /app/status`, {
+        'tests/test.sh': `#!/bin/bash\ncap=$(awk '/CapEff/{print $2}' /app/status); nnp=$(awk '/NoNewPrivs/{print $2}' /app/status)\n# NET_RAW is bit 13, MKNOD bit 27\nif [ "$nnp" = 1 ] && [ $(( 0x$cap >> 13 & 1 )) = 0 ] && [ $(( 0x$cap >> 27 & 1 )) = 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n`,
+      });
+      assert.equal(r.reward, 1);
+    });
+  });
+}
+
+/**
+ * The attacks that need tools in the image (Python, pytest, a compiler) or a large sandbox: run
+ * against every backend like the rest, in a file of their own per backend (they take minutes).
+ */
+export function gradingAttacksWithTools(label: string, provider: () => SandboxProvider): void {
+  const trial = trialOn(provider);
+
+  describe(`grading cannot be forged, with tools in the image (${label})`, () => {
     describe('on an image with Python, pytest and a compiler', () => {
       // The same layer as the kv-service example's image, so a build cache serves both.
       const LAB = { 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pytest git procps make gcc libc6-dev sqlite3 && rm -rf /var/lib/apt/lists/*\nWORKDIR /app\n' };
@@ -214,62 +285,6 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.equal(r.reward, 0, JSON.stringify(r.errors));
       assert.equal(r.error?.class, 'tampering');
       assert.match(r.tampering[0]!.why, /more than/);
-    });
-
-    it('a FIFO the tests block on is graded 0 (verifier_timeout), not lost coverage', async () => {
-      const r = await trial(`mkfifo /app/out.txt`, { 'task.toml': '[task]\nname = "fifo"\n[verifier]\ntimeout_sec = 5\n' });
-      assert.equal(r.reward, 0, JSON.stringify(r.errors));
-      assert.equal(r.error?.class, 'verifier_timeout');
-      assert.equal(accountingOf(r.reward, r.error?.class), 'graded');
-    });
-
-    it('a working folder turned into a file breaks grading: graded 0 (grading_blocked), not retried as infrastructure', async () => {
-      const r = await trial(`cd / && rm -rf /app && echo x > /app`);
-      assert.equal(r.reward, 0, JSON.stringify(r.errors));
-      assert.equal(r.error?.class, 'grading_blocked');
-      assert.equal(accountingOf(r.reward, r.error?.class), 'graded');
-    });
-
-    it('an agent that breaks the harness\'s own places (the output spool, /logs) is still graded', async () => {
-      for (const sabotage of ['rm -rf /tmp/.termgrade-exec; touch /tmp/.termgrade-exec', 'rm -rf /logs; echo x > /logs']) {
-        const r = await trial(`echo hello > /app/out.txt; ${sabotage}`);
-        assert.equal(r.reward, 1, `${sabotage}: ${JSON.stringify(r.errors)}`);
-      }
-    });
-
-    it('does not call ordinary work tampering', async () => {
-      const r = await trial(`echo hello > /app/out.txt; mkdir -p /usr/local/lib/mylib /opt/tool/bin; echo x > /usr/local/lib/mylib/a.so; echo y > /opt/tool/bin/mytool; echo z > /etc/mytool.conf`);
-      assert.equal(r.reward, 1, JSON.stringify(r.tampering));
-      assert.deepEqual(r.tampering, []);
-    });
-
-    it('stops an agent that fills the disk past its limit, and grades what it left', async () => {
-      const r = await trial(`echo hello > /app/out.txt; head -c 400000000 /dev/zero > /app/big; sleep 60`, { 'task.toml': '[environment]\nstorage_mb = 100\n[agent]\ntimeout_sec = 120\n' }, 100);
-      assert.equal(r.error?.class, 'disk_limit');
-      assert.equal(r.reward, 1, 'graded: the agent\'s own failure, its work still counts');
-      assert.ok(r.phases.agent_run!.durationMs < 40_000);
-    });
-
-    it('runs a task that asks for the internet offline unless a network is given: the host loopback is out of reach', async () => {
-      const server = createServer((_q, s) => s.end('host secret')).listen(0, '127.0.0.1');
-      await new Promise((r) => server.once('listening', r));
-      const port = (server.address() as AddressInfo).port;
-      try {
-        const r = await trial(
-          `if (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null; then echo hello > /app/out.txt; fi; ls /sys/class/net > /app/ifaces`,
-          { 'task.toml': '[environment]\nallow_internet = true\n', 'tests/test.sh': '#!/bin/bash\nif [ "$(cat /app/ifaces)" = lo ] && [ ! -f /app/out.txt ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n' },
-        );
-        assert.equal(r.reward, 1, 'only the loopback interface, and the host server unreachable');
-      } finally {
-        server.close();
-      }
-    });
-
-    it('drops capabilities tasks do not need and sets no-new-privileges', async () => {
-      const r = await trial(`grep -E '^(CapEff|NoNewPrivs)' /proc/self/status > /app/status`, {
-        'tests/test.sh': `#!/bin/bash\ncap=$(awk '/CapEff/{print $2}' /app/status); nnp=$(awk '/NoNewPrivs/{print $2}' /app/status)\n# NET_RAW is bit 13, MKNOD bit 27\nif [ "$nnp" = 1 ] && [ $(( 0x$cap >> 13 & 1 )) = 0 ] && [ $(( 0x$cap >> 27 & 1 )) = 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n`,
-      });
-      assert.equal(r.reward, 1);
     });
   });
 }
