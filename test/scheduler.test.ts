@@ -158,7 +158,7 @@ describe('one writer per job', () => {
 describe('re-running recorded trials', () => {
   it('--retry by class or "errors" runs those slots again and keeps what each replaced', async () => {
     const { spec, jobsDir } = await job('retry', await taskDirs(2), { k: 2 });
-    // First run: every trial of t0 gets no reward from the verifier (ungraded: not retried by itself).
+    // First run: every trial of t0 gets no reward from the verifier (graded 0: not retried by itself).
     let opened = await openJob(spec, jobsDir);
     try {
       await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) }), jobDir: opened.jobDir });
@@ -178,7 +178,8 @@ describe('re-running recorded trials', () => {
       const history = opened.store.historyOf({ config: 'oracle', task: 't0', attempt: 0 });
       assert.equal(history.length, 1);
       assert.equal(history[0]!.error_class, 'verifier_no_reward');
-      assert.equal(history[0]!.row.status, 'error');
+      assert.equal(history[0]!.row.status, 'completed');
+      assert.equal(history[0]!.row.reward, 0);
     } finally {
       await opened.close();
     }

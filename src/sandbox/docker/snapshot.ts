@@ -43,7 +43,7 @@ export async function snapshotContainer(host: SnapshotHost): Promise<SandboxSnap
   const state = (await container.inspect()).State;
   const running = Boolean(state.Running);
   const local = (await host.layers()) !== null;
-  let listed: FsChange[] | null = null;
+  let listed: FsChange[] | ScanLimitError | null = null;
   const commit = (pause: boolean): Promise<string> =>
     turn(async () => {
       // The image keeps the container's labels (its owner among them) and is marked as a snapshot,
@@ -55,7 +55,11 @@ export async function snapshotContainer(host: SnapshotHost): Promise<SandboxSnap
     if (local || !running || state.Paused) return commit(running && !state.Paused);
     await turn(() => container.pause());
     try {
-      listed = await host.engineChanges();
+      // Too many changes to list is the scan's to judge (it fails closed), not a reason to stop here.
+      listed = await host.engineChanges().catch((err: unknown) => {
+        if (err instanceof ScanLimitError) return err;
+        throw err;
+      });
       return await commit(false);
     } finally {
       await turn(() => container.unpause()).catch(() => undefined);
@@ -78,7 +82,8 @@ export async function snapshotContainer(host: SnapshotHost): Promise<SandboxSnap
   return {
     async changes() {
       if (layers) return overlayChanges(layers, MAX_SCANNED_CHANGES);
-      if (!listed) listed = await host.engineChanges();
+      listed ??= await host.engineChanges();
+      if (listed instanceof ScanLimitError) throw listed;
       if (listed.length > MAX_SCANNED_CHANGES) throw new ScanLimitError(listed.length);
       return listed;
     },
