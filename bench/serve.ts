@@ -9,7 +9,10 @@
  *    against a scripted model endpoint on loopback, on the fake sandbox provider (the server's own
  *    retention is what is measured, not Docker's), with token ids and logprobs in every reply.
  *
- *   node --expose-gc dist/bench/serve.js [execs] [sessions] [episodes]
+ * RSS is also shown after a second round of as many episodes: native memory (the allocator's high
+ * water mark) may stay above the start, but it does not climb with the episode count.
+ *
+ *   node --expose-gc dist/bench/serve.js [execs] [sessions] [episodes]     (0 skips a part)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,11 +46,11 @@ function client(server: RunningServer): (method: string, url: string, body?: unk
 /** The q-quantile of sorted values (nearest rank). */
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 const mb = (n: number): string => `${(n / 1e6).toFixed(1)} MB`;
-function memory(): { rss: number; heap: number } {
+function memory(): { rss: number; heap: number; external: number } {
   global.gc?.();
   global.gc?.();
   const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed };
+  return { rss: m.rss, heap: m.heapUsed, external: m.external };
 }
 
 const work = await mkdtemp(path.join(tmpdir(), 'termgrade-serve-bench-'));
@@ -60,26 +63,27 @@ try {
     'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n',
   });
   const provider = new DockerProvider();
-  const server = await startServer({ provider, tasks: await loadServedTasks([taskDir]), dataDir: path.join(work, 'data'), maxSessions: sessions + 1, idleTtlSec: 600 });
-  const call = client(server);
+  if (execs > 0 && sessions > 0) {
+    const server = await startServer({ provider, tasks: await loadServedTasks([taskDir]), dataDir: path.join(work, 'data'), maxSessions: sessions + 1, idleTtlSec: 600 });
+    const call = client(server);
 
-  // 1. exec round trip: through the server vs on a sandbox directly, the same command and timeout.
-  const task = await loadTask(taskDir);
-  const direct = await provider.start(task, await provider.prepare(task));
-  const id = (await call('POST', '/v1/sessions', { task: 'bench' })).session_id as string;
-  const viaServer: number[] = [];
-  const onSandbox: number[] = [];
-  for (let i = 0; i < execs + 5; i++) {
-    let t = performance.now();
-    await call('POST', `/v1/sessions/${id}/exec`, { command: 'echo hi' });
-    const a = performance.now() - t;
-    t = performance.now();
-    await direct.exec(['bash', '-lc', 'echo hi'], { timeoutSec: 180 });
-    const b = performance.now() - t;
-    if (i >= 5) {
-      viaServer.push(a);
-      onSandbox.push(b);
-    }
+    // 1. exec round trip: through the server vs on a sandbox directly, the same command and timeout.
+    const task = await loadTask(taskDir);
+    const direct = await provider.start(task, await provider.prepare(task));
+    const id = (await call('POST', '/v1/sessions', { task: 'bench' })).session_id as string;
+    const viaServer: number[] = [];
+    const onSandbox: number[] = [];
+    for (let i = 0; i < execs + 5; i++) {
+      let t = performance.now();
+      await call('POST', `/v1/sessions/${id}/exec`, { command: 'echo hi' });
+      const a = performance.now() - t;
+      t = performance.now();
+      await direct.exec(['bash', '-lc', 'echo hi'], { timeoutSec: 180 });
+      const b = performance.now() - t;
+      if (i >= 5) {
+        viaServer.push(a);
+        onSandbox.push(b);
+      }
   }
   await direct.close();
   await call('DELETE', `/v1/sessions/${id}`);
@@ -109,6 +113,7 @@ try {
   console.log(`  start latency p50 / p99  ${(quantile(latencies, 0.5) / 1000).toFixed(2)} s / ${(quantile(latencies, 0.99) / 1000).toFixed(2)} s  (all started in ${(all / 1000).toFixed(1)} s)`);
   console.log(`  containers live / left   ${live} / ${left}`);
   await server.close();
+  }
 
   // 3. memory over many episodes (fake sandboxes, a scripted endpoint on loopback).
   const model = new ScriptedModelServer({
@@ -135,10 +140,12 @@ try {
   await runEpisodes(episodes, 'ep');
   const took = performance.now() - t1;
   const after = memory();
+  await runEpisodes(episodes, 'more');
+  const again = memory();
   const answered = await ep('POST', '/v1/episodes', { task: 'bench', agent: 'bash-tool', model: { model: 'm' }, episode_id: 'ep-0' });
   console.log(`${episodes} episodes (bash-tool, 2 turns each with token ids and logprobs; fake sandboxes) in ${(took / 1000).toFixed(1)} s`);
-  console.log(`  server RSS  before / after  ${mb(before.rss)} / ${mb(after.rss)}  (+${mb(after.rss - before.rss)})`);
-  console.log(`  server heap before / after  ${mb(before.heap)} / ${mb(after.heap)}  (+${mb(after.heap - before.heap)})`);
+  console.log(`  server RSS  before / after / after ${episodes} more  ${mb(before.rss)} / ${mb(after.rss)} / ${mb(again.rss)}`);
+  console.log(`  server heap before / after / after ${episodes} more  ${mb(before.heap)} / ${mb(after.heap)} / ${mb(again.heap)}  (external ${mb(before.external)} / ${mb(after.external)} / ${mb(again.external)})`);
   console.log(`  the first episode answered again from disk: reward ${answered.reward}, ${answered.turns.length} turns`);
   await epServer.close();
   await model.close();
