@@ -37,11 +37,6 @@ async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; 
   return out;
 }
 
-/**
- * `termgrade view`: a local web application over job stores, check outputs and trial folders.
- * The page is one static app; everything it shows comes from a small JSON API (paged, filtered and
- * sorted in SQL), and a running job's new trials arrive as server-sent events.
- */
 export interface RunningViewer {
   url: string;
   /** The address to open in a browser: the token rides along once and becomes a cookie. */
@@ -52,6 +47,13 @@ export interface RunningViewer {
   close: () => Promise<void>;
 }
 
+/**
+ * `termgrade view`: a local web application over job stores, check outputs and trial folders.
+ * The page is one static app; everything it shows comes from a small JSON API (paged, filtered and
+ * sorted in SQL), and a running job's new trials arrive as server-sent events. Nothing is served
+ * without the token (generated when none is given), nor to a Host or Origin other than the
+ * viewer's own (DNS rebinding, other sites' pages).
+ */
 export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
   const host = o.host ?? '127.0.0.1';
   if (!isLoopback(host) && !o.token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
