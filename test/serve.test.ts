@@ -332,6 +332,31 @@ describe('serve: episodes against the models the server allows', () => {
   });
 });
 
+describe('serve: the model configuration', () => {
+  it('reads --model-config (TOML or JSON), each model with its own key variable; a bad file or flag is exit 2 naming it', async () => {
+    const dir = await tempDir();
+    const toml = path.join(dir, 'models.toml');
+    await writeFile(toml, '[[models]]\nname = "policy"\nbase_url = "http://127.0.0.1:8000/v1"\nmodel = "Qwen/Qwen3-8B"\napi_key_env = "VLLM_KEY"\n\n[[models]]\nname = "judge"\nbase_url = "https://api.example/v1"\nmax_retries = 1\n');
+    const models = await servedModels({ modelConfig: toml, model: ['extra@http://127.0.0.1:9000/v1'], apiKeyEnv: 'OPENAI_API_KEY', requestTimeout: 30, modelRetries: 4 });
+    assert.deepEqual(models.map((m) => [m.name, m.model, m.base_url, m.api_key_env, m.request_timeout_sec, m.max_retries]), [
+      ['extra', 'extra', 'http://127.0.0.1:9000/v1', 'OPENAI_API_KEY', 30, 4],
+      ['policy', 'Qwen/Qwen3-8B', 'http://127.0.0.1:8000/v1', 'VLLM_KEY', 30, 4],
+      ['judge', 'judge', 'https://api.example/v1', 'OPENAI_API_KEY', 30, 1],
+    ]);
+    const json = path.join(dir, 'models.json');
+    await writeFile(json, JSON.stringify({ models: [{ name: 'a', base_url: 'file:///etc/passwd' }] }));
+    const bad = await runCli(['serve', '--tasks', await trivialTask(), '--model-config', json]);
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(bad.stderr, new RegExp(`${json.replace(/[.]/g, '\\.')}: models\\.0\\.base_url: `));
+    const twice = await runCli(['serve', '--tasks', await trivialTask(), '--model', `policy@http://127.0.0.1:1/v1`, '--model-config', toml]);
+    assert.equal(twice.status, 2, twice.stderr);
+    assert.match(twice.stderr, /model "policy" is configured twice/);
+    const flag = await runCli(['serve', '--tasks', await trivialTask(), '--model', 'no-url-here']);
+    assert.equal(flag.status, 2, flag.stderr);
+    assert.match(flag.stderr, /--model no-url-here: expected NAME@URL/);
+  });
+});
+
 describe('serve: binding and lifecycle', () => {
   it('refuses a non-loopback bind without a token, and checks the token when there is one', async () => {
     const tasks = await loadServedTasks([await trivialTask()]);
