@@ -50,14 +50,14 @@ try {
   });
   const [tFirst, first] = await time(async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
-    const page = (await (await fetch(`${viewer.url}/api/trials?status=completed&sort=duration_ms&dir=desc&limit=50`)).json()) as { total: number; rows: unknown[] };
+    const page = (await (await fetch(`${viewer.url}/api/trials?status=completed&sort=duration_ms&dir=desc&limit=50`, { headers: { authorization: `Bearer ${viewer.token}` } })).json()) as { total: number; rows: unknown[] };
     await viewer.close();
     return page;
   });
   const [tPage, paged] = await time(async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
     const t = performance.now();
-    for (let i = 0; i < 20; i++) await (await fetch(`${viewer.url}/api/trials?test=test_3&reward=fail&sort=task&offset=${i * 50}&limit=50`)).json();
+    for (let i = 0; i < 20; i++) await (await fetch(`${viewer.url}/api/trials?test=test_3&reward=fail&sort=task&offset=${i * 50}&limit=50`, { headers: { authorization: `Bearer ${viewer.token}` } })).json();
     const ms = (performance.now() - t) / 20;
     await viewer.close();
     return ms;

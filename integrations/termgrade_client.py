@@ -1,14 +1,15 @@
 """A small client for `termgrade serve` (Python standard library only).
 
     from termgrade_client import TermgradeClient
-    tg = TermgradeClient("http://127.0.0.1:8080", token=None)
+    tg = TermgradeClient("http://127.0.0.1:8080", token="...")   # the token serve printed, or its --token-env value
     with tg.session("csv-summary", policy="step-100") as s:
         print(s.instruction)
         print(s.exec("ls /app")["output"])
         grade = s.verify()          # {"reward", "status", "metrics": {"acc", ...}, "tests"}
 
-Step level (sessions) for trainers that own the loop; `episode()` for trainers that hand termgrade
-an OpenAI-compatible endpoint. A grade's `reward` is None when the infrastructure failed: skip such
+Step level (sessions) for trainers that own the loop; `episode()` for trainers whose
+OpenAI-compatible endpoint the server was started with (`serve --model NAME@URL`): `model` is
+{"model": NAME, "temperature"?, ...}, naming one the server serves. A grade's `reward` is None when the infrastructure failed: skip such
 a rollout, never train on it as 0.
 """
 import json

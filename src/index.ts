@@ -66,6 +66,7 @@ export { GmsEstimator, decide, DEFAULT_ADAPTIVE_RULE, type AdaptiveRule } from '
 // Serving and export (the bridge to RL trainers)
 export { startServer, type ServeOptions, type RunningServer } from './serve/server.js';
 export { loadServedTasks } from './serve/tasks.js';
+export { loadServedModels, parseModelFlag, type ServedModel } from './serve/models.js';
 export type { ServedTask } from './serve/sessions.js';
 export { exportTrials, collectTrialRows } from './export/trials.js';
 export { exportSelection } from './export/tasks.js';

@@ -7,10 +7,11 @@ import { openJob } from '../src/job/job.js';
 import { parseSpec } from '../src/job/load-spec.js';
 import { runJob } from '../src/job/run-job.js';
 import { Catalog } from '../src/view/catalog.js';
-import { startViewer } from '../src/view/server.js';
+import { startViewer, type RunningViewer } from '../src/view/server.js';
 import { docker, ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 import { FakeProvider } from './support/fake-provider.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
+import { rawRequest } from './support/raw-http.js';
 import { bash } from './support/scripts.js';
 
 /**
@@ -30,7 +31,11 @@ const model = new ScriptedModelServer({
   },
 });
 
-async function newPage(): Promise<{ page: Page; errors: string[]; outside: string[] }> {
+/**
+ * A fresh browser page (its own cookies); given a viewer, it first opens the address the viewer
+ * prints (with its token), as a user would, so the page is let in.
+ */
+async function newPage(viewer?: RunningViewer): Promise<{ page: Page; errors: string[]; outside: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   const errors: string[] = [];
   const outside: string[] = [];
@@ -45,6 +50,10 @@ async function newPage(): Promise<{ page: Page; errors: string[]; outside: strin
     outside.push(url);
     return route.abort();
   });
+  if (viewer) {
+    await page.goto(viewer.openUrl);
+    assert.equal(page.url(), `${viewer.url}/`, 'the token left the address bar');
+  }
   return { page, errors, outside };
 }
 
@@ -120,7 +129,7 @@ describe('termgrade report', () => {
 describe('termgrade view', () => {
   it('lists trials with filters, sorting and paging, opens a trial whole, compares two, and deep links', async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
-    const { page, errors, outside } = await newPage();
+    const { page, errors, outside } = await newPage(viewer);
     try {
       await page.goto(`${viewer.url}/#/`);
       await page.waitForSelector('#trials tbody tr');
@@ -162,8 +171,8 @@ describe('termgrade view', () => {
       await screenshot(page, 'view-trial.png');
       const deep = page.url();
 
-      // The deep link opens the same trial in a fresh page.
-      const { page: again } = await newPage();
+      // The deep link opens the same trial in a fresh page (one that was let in once).
+      const { page: again } = await newPage(viewer);
       await again.goto(deep);
       await again.waitForSelector('.trial .transcript');
       assert.equal(await again.getAttribute('.trial', 'data-trial'), await page.getAttribute('.trial', 'data-trial'));
@@ -190,7 +199,7 @@ describe('termgrade view', () => {
     const spec = parseSpec({ name: 'live', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 4, concurrency: 2 }, 'test');
     const job = await openJob(spec, await tempDir());
     const viewer = await startViewer({ sources: [job.jobDir], port: 0, refreshMs: 200 });
-    const { page, errors } = await newPage();
+    const { page, errors } = await newPage(viewer);
     try {
       await page.goto(`${viewer.url}/#/`);
       await page.waitForSelector('#page-info');
@@ -216,6 +225,7 @@ describe('termgrade view', () => {
     assert.equal(check.status, 0, check.stderr);
     const ran = (JSON.parse(check.stdout) as { tasks: Array<{ trials: string[] }> }).tasks[0]!.trials.length;
     const viewer = await startViewer({ sources: [jobDir, out], port: 0 });
+    const fetch = (url: string) => globalThis.fetch(url, { headers: { authorization: `Bearer ${viewer.token}` } });
     try {
       const page = (await (await fetch(`${viewer.url}/api/trials?job=check-out&limit=500`)).json()) as { total: number; rows: Array<{ id: string; config: string }> };
       assert.equal(page.total, ran);
@@ -255,13 +265,18 @@ describe('termgrade view', () => {
     await assert.rejects(startViewer({ sources: [jobDir], host: '0.0.0.0', port: 0 }), /needs a token/);
     const viewer = await startViewer({ sources: [jobDir], port: 0, token: 'open-sesame-123' });
     try {
+      assert.equal(viewer.tokenGenerated, false);
       assert.equal((await fetch(`${viewer.url}/api/summary`)).status, 401);
       assert.equal((await fetch(`${viewer.url}/api/summary`, { headers: { authorization: 'Bearer wrong-token-1234' } })).status, 401);
       assert.equal((await fetch(`${viewer.url}/api/summary`, { headers: { authorization: 'Bearer open-sesame-123' } })).status, 200);
-      const first = await fetch(`${viewer.url}/?token=open-sesame-123`);
-      assert.equal(first.status, 200);
+      // The token in the address becomes a cookie (named for this viewer's port) and leaves the address.
+      const first = await fetch(viewer.openUrl, { redirect: 'manual' });
+      assert.equal(first.status, 303);
+      assert.equal(first.headers.get('location'), '/');
       const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
+      assert.equal(cookie.split('=')[0], `tg_token_${new URL(viewer.url).port}`);
       assert.equal((await fetch(`${viewer.url}/api/trials`, { headers: { cookie } })).status, 200);
+      assert.equal((await fetch(`${viewer.url}/api/trials`, { headers: { cookie: 'tg_token_1=open-sesame-123' } })).status, 401, "another port's cookie");
       // A file outside the trial's folder is never served.
       const id = ((await (await fetch(`${viewer.url}/api/trials?limit=1`, { headers: { cookie } })).json()) as { rows: Array<{ id: string }> }).rows[0]!.id;
       assert.equal((await fetch(`${viewer.url}/api/file?id=${encodeURIComponent(id)}&path=../../job.db`, { headers: { cookie } })).status, 404);
@@ -270,5 +285,54 @@ describe('termgrade view', () => {
       await viewer.close();
     }
     assert.ok((await stat(jobDir)).isDirectory());
+  });
+
+  it('on loopback without a token, one is generated: a page is let in only through the printed address', async () => {
+    const viewer = await startViewer({ sources: [jobDir], port: 0 });
+    try {
+      assert.equal(viewer.tokenGenerated, true);
+      assert.ok(viewer.token.length >= 32);
+      assert.equal((await fetch(`${viewer.url}/api/summary`)).status, 401);
+      assert.equal((await fetch(`${viewer.url}/`)).status, 401);
+      // A browser that never got the address is shut out; one that opened it works.
+      const { page: stranger } = await newPage();
+      const shut = await stranger.goto(`${viewer.url}/#/`);
+      assert.equal(shut?.status(), 401);
+      await stranger.close();
+      const { page, errors } = await newPage(viewer);
+      await page.goto(`${viewer.url}/#/?config=nop`);
+      await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(4 trials)'));
+      assert.deepEqual(errors, []);
+      await page.close();
+    } finally {
+      await viewer.close();
+    }
+  });
+
+  it('refuses a foreign Host (DNS rebinding) or Origin with 403, even with the token; allowedHosts adds names', async () => {
+    const viewer = await startViewer({ sources: [jobDir], port: 0, allowedHosts: ['view.example'] });
+    try {
+      const port = new URL(viewer.url).port;
+      const auth = { authorization: `Bearer ${viewer.token}` };
+      const cases: Array<[Record<string, string>, number]> = [
+        [{ host: `127.0.0.1:${port}` }, 200],
+        [{ host: `localhost:${port}` }, 200],
+        [{ host: `view.example:${port}` }, 200],
+        [{ host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}` }, 200],
+        [{ host: `attacker.example:${port}` }, 403],
+        [{ host: `127.0.0.1:${port}`, origin: 'http://attacker.example' }, 403],
+        [{ host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${Number(port) + 1}` }, 403],
+      ];
+      for (const [headers, status] of cases) {
+        for (const p of ['/api/summary', '/', `/?token=${viewer.token}`]) {
+          const r = await rawRequest(viewer.url, 'GET', p, { ...auth, ...headers });
+          const want = status === 200 && p.includes('token=') ? 303 : status;
+          assert.equal(r.status, want, `${p} ${JSON.stringify(headers)}: ${JSON.stringify(r.json)}`);
+          if (status === 403) assert.equal(r.json.error.code, 'forbidden');
+        }
+      }
+    } finally {
+      await viewer.close();
+    }
   });
 });

@@ -12,6 +12,12 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number >= 0');
+  return n;
+}
+
 function band(value: string): [number, number] {
   try {
     return parseBand(value);
@@ -287,13 +293,19 @@ program
   .option('--selection <dir>', 'a `select --out` folder: serve only its training and validation tasks, with their rates')
   .option('--host <host>', 'address to bind (anything but loopback needs --token-env)', '127.0.0.1')
   .option('--port <n>', 'port (0: any free one)', (v) => Number(v), 8080)
-  .option('--token-env <var>', 'environment variable holding the bearer token clients must send')
+  .option('--token-env <var>', 'environment variable holding the bearer token clients must send (default: a token generated and printed)')
+  .option('--allowed-host <name>', 'a host name clients may reach the server by besides the bound address (a proxy, a DNS name); repeatable', collect)
+  .option('--model <name@url>', 'a model episodes may call, and the OpenAI-compatible endpoint serving it (repeatable); clients pick by name', collect)
+  .option('--model-config <file>', 'models episodes may call, each with its endpoint and key variable (TOML [[models]] or JSON {"models": [...]})')
+  .option('--api-key-env <var>', 'environment variable holding the key sent to --model endpoints (never a client\'s choice)', 'OPENAI_API_KEY')
+  .option('--request-timeout <s>', 'seconds per model request of an episode (clients may only lower it)', positiveNumber, 600)
+  .option('--model-retries <n>', 'retries of a failed model request of an episode (clients may only lower it)', wholeNumber, 6)
   .option('--max-sessions <n>', 'sandboxes alive at once', positiveInt, 32)
   .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
   .option('--record <name>', 'keep this server\'s grades under .termgrade/serve/NAME (for `termgrade drift NAME`)')
   .option('--data-dir <dir>', 'verifier logs, episode folders and grades.jsonl (default .termgrade/serve, or .termgrade/serve/NAME with --record)')
   .option('--agent-import-path <module...>', 'custom agents episodes may name (a .js file or package whose default export is an agent plugin)')
-  .addHelpText('after', '\nPrints one JSON line {"url", "tasks"} on stdout once listening. Stops on SIGINT / SIGTERM, removing every sandbox.')
+  .addHelpText('after', '\nPrints one JSON line {"url", "tasks", "token"?} on stdout once listening ("token" when it was generated). Stops on SIGINT / SIGTERM, removing every sandbox.')
   .action(async (opts) => {
     const { serveCommand } = await import('./serve-command.js');
     process.exitCode = await serveCommand(opts);
@@ -329,7 +341,8 @@ program
   .argument('[sources...]', 'job folders, check output folders or folders of trial folders (default: every job in --jobs-dir)')
   .option('--host <host>', 'address to bind (anything but loopback needs --token-env)', '127.0.0.1')
   .option('--port <port>', 'port (0: any free one)', (v) => Number(v), 8421)
-  .option('--token-env <var>', 'environment variable holding the access token')
+  .option('--token-env <var>', 'environment variable holding the access token (default: a token generated and printed in the address to open)')
+  .option('--allowed-host <name>', 'a host name the viewer may be reached by besides the bound address (a proxy, a DNS name); repeatable', collect)
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
   .action(async (sources: string[], opts) => {
     const { viewCommand } = await import('./view-command.js');

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { knownAgents } from '../agent/registry.js';
+import { SafeId } from './ids.js';
 
 /**
  * The HTTP contract `termgrade serve` keeps with RL trainers (fields may be added, never changed).
@@ -9,6 +10,7 @@ import { knownAgents } from '../agent/registry.js';
 export const ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   gone: 410,
@@ -39,25 +41,35 @@ export const ExecBody = z.strictObject({
   timeout_sec: z.number().positive().max(3600).default(180),
 });
 
+/**
+ * An episode's model: one the server serves, by name (`serve --model` / `--model-config`), with the
+ * sampling settings the client chooses. The endpoint and the key variable are the server's: a
+ * client may repeat them (older clients sent them) but never choose them.
+ */
 export const ModelBody = z.looseObject({
-  base_url: z.string().url(),
-  model: z.string().min(1),
-  api_key_env: z.string().optional(),
+  /** A served model's name (may be left out when the server serves one). */
+  model: z.string().min(1).max(200).optional(),
+  base_url: z.string().max(2000).optional(),
+  api_key_env: z.string().max(200).optional(),
   temperature: z.number().min(0).optional(),
   top_p: z.number().gt(0).max(1).optional(),
   max_tokens: z.number().int().positive().optional(),
   extra_body: z.record(z.string(), z.unknown()).optional(),
+  /** Seconds per model request, at most the server's (a dead endpoint fails sooner). */
+  request_timeout_sec: z.number().positive().optional(),
+  /** Retries of a failed model request, at most the server's (0: fail at the first error). */
+  max_retries: z.number().int().nonnegative().optional(),
 });
 
 export const EpisodeBody = z.strictObject({
   task: z.string().min(1),
   /** A registered agent: bash-tool, terminus, or one the server loaded (serve --agent-import-path). */
   agent: z.string().min(1).refine((name) => knownAgents().includes(name), { message: 'unknown agent (known: bash-tool, terminus, and any the server loaded)' }),
-  model: ModelBody,
+  model: ModelBody.default({}),
   /** The trainer's session id: sent on every model call (header and body) so its gateway can match tokens. */
-  session_id: z.string().max(200).optional(),
-  /** Makes the call idempotent: the same id returns the same episode. */
-  episode_id: z.string().min(1).max(200).optional(),
+  session_id: SafeId.optional(),
+  /** Makes the call idempotent: the same id returns the same episode, while it runs and from disk after. */
+  episode_id: SafeId.optional(),
   max_turns: z.number().int().positive().max(1000).optional(),
   policy: z.string().max(200).optional(),
 });

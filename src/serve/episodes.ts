@@ -1,11 +1,14 @@
+import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { createAgent } from '../agent/registry.js';
-import { readJsonIfThere } from '../util/files.js';
+import { readJsonIfThere, readTextIfThere } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
-import type { EpisodeBody, Grade } from './contract.js';
+import { ServeError, type EpisodeBody, type Grade } from './contract.js';
 import { gradeOf } from './grade.js';
+import { childDir } from './ids.js';
+import { episodeModel, type ServedModel } from './models.js';
 import type { SessionManager } from './sessions.js';
 
 type EpisodeRequest = z.infer<typeof EpisodeBody>;
@@ -15,76 +18,104 @@ interface AtifStep {
   metrics?: { prompt_tokens?: number; completion_tokens?: number; prompt_token_ids?: number[] | null; completion_token_ids?: number[] | null; logprobs?: number[] | null };
 }
 
+/** The answer of a finished episode, kept in its folder so the same id is answered after it left memory. */
+const RECORD = 'episode.json';
+
 /**
- * Episodes for trainers that hand the environment an OpenAI-compatible endpoint: termgrade runs a
- * whole trial with one of its scaffolds against that endpoint and returns the grade, the messages
- * and, per model call, the token ids and logprobs the server returned (never re-tokenised). The
- * trainer's session id rides on every model call, as header `X-Session-Id` and body `session_id`.
- * Idempotent by episode_id: the same id (running or done) gives the same episode.
+ * Episodes for trainers that hand the environment an OpenAI-compatible endpoint the server was
+ * configured with: termgrade runs a whole trial with one of its scaffolds against that endpoint and
+ * returns the grade, the messages and, per model call, the token ids and logprobs the server
+ * returned (never re-tokenised). The trainer's session id rides on every model call, as header
+ * `X-Session-Id` and body `session_id`. Idempotent by episode_id: a running episode is answered
+ * from memory, a finished one from its folder (`<dataDir>/episodes/<id>/episode.json`), so memory
+ * holds only the episodes running now.
  */
 export class EpisodeRunner {
-  private readonly episodes = new Map<string, Promise<Record<string, unknown>>>();
+  private readonly running = new Map<string, Promise<Record<string, unknown>>>();
   readonly counters = { started: 0 };
+  private readonly outDir: string;
 
   constructor(
     private readonly provider: SandboxProvider,
     private readonly sessions: SessionManager,
-    private readonly dataDir: string,
+    dataDir: string,
+    private readonly models: ServedModel[],
     private readonly onGrade?: (g: { kind: 'episode'; id: string; task: string; policy: string | null; grade: Grade }) => void,
-  ) {}
+  ) {
+    this.outDir = path.join(dataDir, 'episodes');
+  }
+
+  /** Episodes running now (what memory holds). */
+  inMemory(): number {
+    return this.running.size;
+  }
 
   run(req: EpisodeRequest): Promise<Record<string, unknown>> {
+    const model = episodeModel(this.models, req.model);
     const served = this.sessions.task(req.task);
     const id = req.episode_id ?? `ep-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    const known = this.episodes.get(id);
+    const known = this.running.get(id);
     if (known) return known;
-    const release = this.sessions.borrow();
-    this.counters.started += 1;
-    const work = (async () => {
-      try {
-        const m = req.model;
-        const headers: Record<string, string> = req.session_id ? { 'X-Session-Id': req.session_id } : {};
-        const session = { headers, extraBody: req.session_id ? { ...(m.extra_body ?? {}), session_id: req.session_id } : (m.extra_body ?? {}) };
-        const { agent, secrets } = createAgent({
-          name: req.agent,
-          model: { baseUrl: m.base_url, model: m.model, apiKeyEnv: m.api_key_env ?? 'OPENAI_API_KEY', temperature: m.temperature, topP: m.top_p, maxTokens: m.max_tokens, ...session },
-          maxTurns: req.max_turns,
-        });
-        const outDir = path.join(this.dataDir, 'episodes');
-        const r = await runTrial({ task: served.task, agent, provider: this.provider, outDir, trialId: safeId(id), secrets });
-        const grade = gradeOf(r.reward, r.error?.class ?? null, r.tests);
-        if (grade.error_class) this.sessions.countError(grade.error_class);
-        this.onGrade?.({ kind: 'episode', id, task: served.task.name, policy: req.policy ?? null, grade });
-        const dir = path.join(outDir, safeId(id));
-        const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as { steps?: AtifStep[] } | null;
-        const turns = (trajectory?.steps ?? [])
-          .filter((s) => s.source === 'agent')
-          .map((s) => ({
-            prompt_tokens: s.metrics?.prompt_tokens ?? null,
-            completion_tokens: s.metrics?.completion_tokens ?? null,
-            prompt_token_ids: s.metrics?.prompt_token_ids ?? null,
-            completion_token_ids: s.metrics?.completion_token_ids ?? null,
-            logprobs: s.metrics?.logprobs ?? null,
-          }));
-        return {
-          episode_id: id,
-          task: served.task.name,
-          ...grade,
-          exit_reason: r.exitReason,
-          messages: (await readJsonIfThere(path.join(dir, 'agent', 'messages.json'))) ?? [],
-          turns,
-          usage: { turns: r.turns, prompt_tokens: r.tokens?.input ?? null, cached_tokens: r.tokens?.cached ?? null, completion_tokens: r.tokens?.output ?? null, cost_usd: r.costUsd },
-          timings: Object.fromEntries(Object.entries(r.phases).map(([k, v]) => [k, v ? v.durationMs / 1000 : null])),
-        };
-      } finally {
-        release();
-      }
-    })();
-    this.episodes.set(id, work);
-    // A failed run (a bug, not a grade) may be retried with the same id.
-    work.catch(() => this.episodes.delete(id));
+    const work = (async () => (await this.recorded(id)) ?? this.fresh(id, req, served, model))();
+    this.running.set(id, work);
+    // Settled either way, the episode leaves memory: a result is on disk, a failure (a bug, not a
+    // grade) may be retried with the same id.
+    work.then(
+      () => this.running.delete(id),
+      () => this.running.delete(id),
+    );
     return work;
   }
-}
 
-const safeId = (id: string): string => id.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 120);
+  private async recorded(id: string): Promise<Record<string, unknown> | null> {
+    const file = path.join(childDir(this.outDir, id), RECORD);
+    const text = await readTextIfThere(file);
+    if (text === null) return null;
+    try {
+      return JSON.parse(text) as Record<string, unknown>;
+    } catch (err) {
+      throw new ServeError('unavailable', `episode ${id}: its record ${file} cannot be read (${(err as Error).message})`);
+    }
+  }
+
+  private async fresh(id: string, req: EpisodeRequest, served: ReturnType<SessionManager['task']>, model: ReturnType<typeof episodeModel>): Promise<Record<string, unknown>> {
+    const release = this.sessions.borrow();
+    this.counters.started += 1;
+    try {
+      const headers: Record<string, string> = req.session_id ? { 'X-Session-Id': req.session_id } : {};
+      const extraBody = req.session_id ? { ...model.extraBody, session_id: req.session_id } : model.extraBody;
+      const { agent, secrets } = createAgent({ name: req.agent, model: { ...model, headers, extraBody }, maxTurns: req.max_turns });
+      const dir = childDir(this.outDir, id);
+      const r = await runTrial({ task: served.task, agent, provider: this.provider, outDir: this.outDir, trialId: id, secrets });
+      const grade = gradeOf(r.reward, r.error?.class ?? null, r.tests);
+      if (grade.error_class) this.sessions.countError(grade.error_class);
+      this.onGrade?.({ kind: 'episode', id, task: served.task.name, policy: req.policy ?? null, grade });
+      const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as { steps?: AtifStep[] } | null;
+      const turns = (trajectory?.steps ?? [])
+        .filter((s) => s.source === 'agent')
+        .map((s) => ({
+          prompt_tokens: s.metrics?.prompt_tokens ?? null,
+          completion_tokens: s.metrics?.completion_tokens ?? null,
+          prompt_token_ids: s.metrics?.prompt_token_ids ?? null,
+          completion_token_ids: s.metrics?.completion_token_ids ?? null,
+          logprobs: s.metrics?.logprobs ?? null,
+        }));
+      const answer = {
+        episode_id: id,
+        task: served.task.name,
+        ...grade,
+        exit_reason: r.exitReason,
+        messages: (await readJsonIfThere(path.join(dir, 'agent', 'messages.json'))) ?? [],
+        turns,
+        usage: { turns: r.turns, prompt_tokens: r.tokens?.input ?? null, cached_tokens: r.tokens?.cached ?? null, completion_tokens: r.tokens?.output ?? null, cost_usd: r.costUsd },
+        timings: Object.fromEntries(Object.entries(r.phases).map(([k, v]) => [k, v ? v.durationMs / 1000 : null])),
+      };
+      const file = path.join(dir, RECORD);
+      await writeFile(`${file}.tmp`, JSON.stringify(answer));
+      await rename(`${file}.tmp`, file);
+      return answer;
+    } finally {
+      release();
+    }
+  }
+}

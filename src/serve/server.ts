@@ -5,8 +5,12 @@ import { isLoopback, tokenEquals } from '../util/net.js';
 import { z } from 'zod';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { TermgradeError } from '../util/errors.js';
+import { HostCheck } from '../util/host-check.js';
+import { listenOn } from '../util/listen.js';
+import { generateToken } from '../util/token.js';
 import { CreateSessionBody, EpisodeBody, ERROR_STATUS, ExecBody, ServeError, type Grade } from './contract.js';
 import { EpisodeRunner } from './episodes.js';
+import type { ServedModel } from './models.js';
 import { SessionManager, type ServedTask } from './sessions.js';
 
 export interface ServeOptions {
@@ -16,14 +20,22 @@ export interface ServeOptions {
   dataDir: string;
   host?: string;
   port?: number;
-  /** Required for any bind other than loopback: clients send `Authorization: Bearer <token>`. */
+  /** Clients send `Authorization: Bearer <token>`; without one a token is generated (see RunningServer.token). */
   token?: string | null;
+  /** Host names (besides the bound address) clients may reach the server by, e.g. behind a proxy. */
+  allowedHosts?: string[];
+  /** The models episodes may call (the operator's, never a client's); none: episodes are refused. */
+  models?: ServedModel[];
   maxSessions?: number;
   idleTtlSec?: number;
 }
 
 export interface RunningServer {
   url: string;
+  /** The bearer token clients send: the one given, or the one generated. */
+  token: string;
+  /** Whether the token was generated here (so the operator must be told it). */
+  tokenGenerated: boolean;
   app: FastifyInstance;
   sessions: SessionManager;
   close(): Promise<void>;
@@ -56,8 +68,10 @@ function tokenMatches(header: string | undefined, token: string): boolean {
  */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
-  const token = options.token ?? null;
-  if (!isLoopback(host) && !token) throw new TermgradeError('usage', `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`);
+  if (!isLoopback(host) && !options.token) throw new TermgradeError('usage', `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`);
+  // Never open: a web page the user visits must not be able to drive the server.
+  const token = options.token || generateToken();
+  const hostCheck = new HostCheck(host, options.allowedHosts);
   await mkdir(options.dataDir, { recursive: true });
   // Sandboxes left by an earlier server that was killed are removed before serving.
   await options.provider.cleanup();
@@ -70,9 +84,13 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     void appendFile(gradesFile, `${JSON.stringify(line)}\n`).catch(() => undefined);
   };
   const sessions = new SessionManager({ provider: options.provider, tasks: options.tasks, dataDir: options.dataDir, maxSessions: options.maxSessions ?? 32, idleTtlSec: options.idleTtlSec ?? 600, onGrade: record });
-  const episodes = new EpisodeRunner(options.provider, sessions, options.dataDir, record);
+  const episodes = new EpisodeRunner(options.provider, sessions, options.dataDir, options.models ?? [], record);
 
   const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 });
+  // A JSON content type with no body (POST .../verify from many clients) is an empty request, not an error.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => (body === '' ? done(null, undefined) : json(req, body as string, done)));
   app.setErrorHandler((err, _req, reply) => {
     if (err instanceof ServeError) return send(reply, err);
     const e = err as { statusCode?: number; code?: string; message: string };
@@ -81,7 +99,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   app.setNotFoundHandler((req, reply) => send(reply, new ServeError('not_found', `no route ${req.method} ${req.url}`)));
   app.addHook('onRequest', async (req, reply) => {
-    if (!token || req.url === '/healthz') return;
+    const refused = hostCheck.refusal(req.headers.host, req.headers.origin);
+    if (refused) return send(reply, new ServeError('forbidden', refused));
+    if (req.url === '/healthz') return;
     if (!tokenMatches(req.headers.authorization, token)) return send(reply, new ServeError('unauthorized', 'missing or wrong bearer token'));
   });
 
@@ -103,6 +123,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       `termgrade_sessions_expired_total ${sessions.counters.expired}`,
       '# TYPE termgrade_episodes_started_total counter',
       `termgrade_episodes_started_total ${episodes.counters.started}`,
+      '# HELP termgrade_episodes_running Episodes running now (finished ones are answered from disk).',
+      '# TYPE termgrade_episodes_running gauge',
+      `termgrade_episodes_running ${episodes.inMemory()}`,
       '# TYPE termgrade_grades_recorded_total counter',
       `termgrade_grades_recorded_total ${recorded}`,
       '# TYPE termgrade_errors_total counter',
@@ -129,9 +152,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   app.post('/v1/episodes', async (req) => episodes.run(parse(EpisodeBody, req.body)));
 
-  const address = await app.listen({ host, port: options.port ?? 0 });
+  const address = await listenOn(app, host, options.port ?? 0, 'serve');
+  hostCheck.port = Number(new URL(address).port);
   return {
     url: address,
+    token,
+    tokenGenerated: !options.token,
     app,
     sessions,
     close: async () => {

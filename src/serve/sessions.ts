@@ -8,6 +8,7 @@ import { errorMessage } from '../util/errors.js';
 import { gradeSandbox } from '../verifier/verify.js';
 import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
 import { gradeOf } from './grade.js';
+import { childDir, ID_RULE, isSafeId } from './ids.js';
 
 /** A task the server offers, with what the selection measured of it (when served from one). */
 export interface ServedTask {
@@ -131,7 +132,13 @@ export class SessionManager {
     };
   }
 
+  /** A session's own folder (verifier logs), the only one its deletion removes. */
+  private dirOf(id: string): string {
+    return childDir(path.join(this.options.dataDir, 'sessions'), id);
+  }
+
   private get(id: string): Session {
+    if (!isSafeId(id)) throw new ServeError('bad_request', `session id "${id.slice(0, 200)}": must be ${ID_RULE}`);
     const s = this.sessions.get(id);
     if (!s) throw new ServeError('not_found', `no session "${id}"`);
     return s;
@@ -166,7 +173,7 @@ export class SessionManager {
     if (existing.state === 'verified' && existing.grade) return existing.grade;
     const s = this.usable(id);
     s.state = 'verifying';
-    const logs = path.join(this.options.dataDir, 'sessions', s.id, 'verifier');
+    const logs = path.join(this.dirOf(s.id), 'verifier');
     let grade: Grade;
     try {
       await mkdir(logs, { recursive: true });
@@ -187,17 +194,17 @@ export class SessionManager {
     return grade;
   }
 
+  /** Ends the session (whatever its state) and removes its folder; a second delete is 410. */
   async delete(id: string): Promise<void> {
     const s = this.get(id);
     if (s.state === 'verifying') throw new ServeError('conflict', `session ${id} is being verified`);
+    if (s.state === 'deleted') throw new ServeError('gone', `session ${id} was already deleted`);
     const box = s.sandbox;
     s.sandbox = null;
-    if (s.state === 'live' || s.state === 'starting') {
-      s.state = 'deleted';
-      s.endedAt = Date.now();
-    }
+    s.state = 'deleted';
+    s.endedAt ??= Date.now();
     await box?.close();
-    await rm(path.join(this.options.dataDir, 'sessions', s.id), { recursive: true, force: true }).catch(() => undefined);
+    await rm(this.dirOf(s.id), { recursive: true, force: true });
   }
 
   private async reap(): Promise<void> {

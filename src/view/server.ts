@@ -3,7 +3,10 @@ import path from 'node:path';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { TermgradeError } from '../util/errors.js';
 import { readJsonIfThere } from '../util/files.js';
+import { HostCheck } from '../util/host-check.js';
+import { listenOn } from '../util/listen.js';
 import { isLoopback, tokenEquals } from '../util/net.js';
+import { generateToken } from '../util/token.js';
 import { APP_HTML, APP_JS } from './app.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 
@@ -11,8 +14,10 @@ export interface ViewerOptions {
   sources: string[];
   host?: string;
   port?: number;
-  /** Required for any bind but loopback. */
+  /** What a browser or client must show (`?token=` once, then a cookie; or a bearer header); generated when not given. */
   token?: string | null;
+  /** Host names (besides the bound address) the viewer may be reached by, e.g. behind a proxy. */
+  allowedHosts?: string[];
   /** How often job stores are looked at for new records (ms). Default 1000. */
   refreshMs?: number;
 }
@@ -32,15 +37,29 @@ async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; 
   return out;
 }
 
+export interface RunningViewer {
+  url: string;
+  /** The address to open in a browser: the token rides along once and becomes a cookie. */
+  openUrl: string;
+  token: string;
+  tokenGenerated: boolean;
+  catalog: Catalog;
+  close: () => Promise<void>;
+}
+
 /**
  * `termgrade view`: a local web application over job stores, check outputs and trial folders.
  * The page is one static app; everything it shows comes from a small JSON API (paged, filtered and
- * sorted in SQL), and a running job's new trials arrive as server-sent events.
+ * sorted in SQL), and a running job's new trials arrive as server-sent events. Nothing is served
+ * without the token (generated when none is given), nor to a Host or Origin other than the
+ * viewer's own (DNS rebinding, other sites' pages).
  */
-export async function startViewer(o: ViewerOptions): Promise<{ url: string; close: () => Promise<void>; catalog: Catalog }> {
+export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
   const host = o.host ?? '127.0.0.1';
-  const token = o.token ?? null;
-  if (!isLoopback(host) && !token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
+  if (!isLoopback(host) && !o.token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
+  // Never open, even on loopback: a web page the user visits must not be able to read the trials.
+  const token = o.token || generateToken();
+  const hostCheck = new HostCheck(host, o.allowedHosts);
   const catalog = await Catalog.open(o.sources);
   const app = Fastify({ logger: false, forceCloseConnections: true });
   const listeners = new Set<(v: number) => void>();
@@ -49,20 +68,26 @@ export async function startViewer(o: ViewerOptions): Promise<{ url: string; clos
   }, o.refreshMs ?? 1000);
   timer.unref();
 
+  // Cookies are shared by every port of a host: each viewer has its own cookie name.
+  const cookieName = (): string => `tg_token_${hostCheck.port}`;
   const authorised = (req: FastifyRequest): boolean => {
-    if (!token) return true;
     const header = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
-    const cookie = /(?:^|;\s*)tg_token=([^;]+)/.exec(req.headers.cookie ?? '')?.[1] ?? '';
+    const cookie = new RegExp(`(?:^|;\\s*)${cookieName()}=([^;]+)`).exec(req.headers.cookie ?? '')?.[1] ?? '';
     const query = (req.query as { token?: string }).token ?? '';
     return [header, decodeURIComponent(cookie), query].some((t) => t && tokenEquals(t, token));
   };
   app.addHook('onRequest', async (req, reply) => {
-    if (!authorised(req)) await reply.code(401).send({ error: { code: 'unauthorized', message: 'a token is needed: open the address with ?token=...' } });
+    const refused = hostCheck.refusal(req.headers.host, req.headers.origin);
+    if (refused) return reply.code(403).send({ error: { code: 'forbidden', message: refused } });
+    if (!authorised(req)) return reply.code(401).send({ error: { code: 'unauthorized', message: 'a token is needed: open the address `termgrade view` printed (it ends in ?token=...)' } });
   });
 
   app.get('/', async (req, reply) => {
-    const t = (req.query as { token?: string }).token;
-    if (token && t) reply.header('set-cookie', `tg_token=${encodeURIComponent(t)}; HttpOnly; SameSite=Strict; Path=/`);
+    // The token given once in the address becomes a cookie; the address bar and history lose it
+    // (the browser keeps the #fragment across the redirect, so deep links survive).
+    if ((req.query as { token?: string }).token) {
+      return reply.header('set-cookie', `${cookieName()}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`).redirect('/', 303);
+    }
     return reply.type('text/html; charset=utf-8').send(APP_HTML);
   });
   app.get('/app.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(APP_JS));
@@ -123,9 +148,18 @@ export async function startViewer(o: ViewerOptions): Promise<{ url: string; clos
     req.raw.on('close', () => listeners.delete(send));
   });
 
-  const address = await app.listen({ host, port: o.port ?? 0 });
+  const address = await listenOn(app, host, o.port ?? 0, 'view').catch((err: unknown) => {
+    clearInterval(timer);
+    catalog.close();
+    throw err;
+  });
+  hostCheck.port = Number(new URL(address).port);
+  const url = address.replace('[::1]', 'localhost');
   return {
-    url: address.replace('[::1]', 'localhost'),
+    url,
+    openUrl: `${url}/?token=${encodeURIComponent(token)}`,
+    token,
+    tokenGenerated: !o.token,
     catalog,
     close: async () => {
       clearInterval(timer);

@@ -21,6 +21,7 @@ import termgrade_agent_loop  # noqa: E402,F401  (registers the loop)
 from verl.experimental.agent_loop.agent_loop import registered  # noqa: E402
 
 URL = os.environ["TERMGRADE_URL"]
+TOKEN = os.environ.get("TERMGRADE_TOKEN")
 
 
 class CharTokenizer:
@@ -60,7 +61,7 @@ def tool_call(command):
 
 class ClientTests(unittest.TestCase):
     def setUp(self):
-        self.tg = TermgradeClient(URL)
+        self.tg = TermgradeClient(URL, TOKEN)
 
     def test_tasks(self):
         self.assertIn("hello", [t["task"] for t in self.tg.tasks()])

@@ -114,10 +114,11 @@ export class ScriptedModelServer {
           return send(res, step.status ?? 500, { error: { message: 'internal server error' } });
         case 'hang':
           this.hanging.add(res);
+          // Unref'd: a reply still hanging when the tests end must not keep their process alive.
           setTimeout(() => {
             this.hanging.delete(res);
             if (!res.destroyed) send(res, 500, { error: { message: 'woke up too late' } });
-          }, step.ms);
+          }, step.ms).unref();
           return;
         case 'malformed':
           res.writeHead(200, { 'content-type': 'application/json' });
