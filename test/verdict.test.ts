@@ -19,6 +19,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     testsSourceCounts: {},
     testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
     tampering: [],
+    findings: [],
     error: errors[0] ?? null,
     errors,
     exitReason: 'completed',

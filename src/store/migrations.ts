@@ -89,4 +89,8 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX trial_history_slot ON trial_history (config, task, attempt);
   `,
+  // 5: where a graded trial's reward disagrees with the verifier's other evidence (the reward is kept).
+  `
+  ALTER TABLE trials ADD COLUMN findings_json TEXT NOT NULL DEFAULT '[]';
+  `,
 ];

@@ -52,6 +52,8 @@ export const TrialRowSchema = z.strictObject({
   image_id: z.string().nullable(),
   image_source: z.string().nullable(),
   tampering_json: z.string(),
+  /** Reward-consistency findings, a JSON array of {code, message} (see verifier/consistency.ts). */
+  findings_json: z.string(),
 });
 export type TrialRow = z.infer<typeof TrialRowSchema>;
 
@@ -266,11 +268,11 @@ export class JobStore {
           `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
             error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
             task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
-            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json)
+            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, findings_json)
            VALUES (@trial_id, @config, @task, @attempt, @agent, @model, @status, @reward, @rewards_json, @passed, @error_class,
             @error_message, @error_phase, @exit_reason, @turns, @input_tokens, @cached_tokens, @output_tokens, @cost_usd, @task_path,
             @task_checksum, @image, @tests_source, @tests_total, @tests_passed, @tests_failed, @phases_json, @started_at, @finished_at,
-            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json)`,
+            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json, @findings_json)`,
       ),
     };
   }
@@ -322,6 +324,7 @@ export class JobStore {
           image_id: result.imageId ?? null,
           image_source: result.imageSource ?? null,
           tampering_json: JSON.stringify(result.tampering ?? []),
+          findings_json: JSON.stringify(result.findings ?? []),
         });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
@@ -346,10 +349,19 @@ export class JobStore {
     this.write(() => this.db.transaction(() => items.forEach((i) => this.recordTrial(i.result, i.extra)))());
   }
 
+  /**
+   * A column's name, or a constant standing in for it in a store opened read-only before the
+   * migration that added it (a job recorded by an older termgrade, read by `stats` or `report`).
+   */
+  private column(name: string, absent: string): string {
+    const has = (this.db.prepare('SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?').pluck().get('trials', name) as number) > 0;
+    return has ? name : `${absent} AS ${name}`;
+  }
+
   *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
     const sql = `SELECT trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
       turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
-      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
+      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, ${this.column('findings_json', "'[]'")} FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
     const stmt = this.db.prepare(sql);
     yield* (filter.status ? stmt.iterate(filter.status) : stmt.iterate()) as IterableIterator<TrialRow>;
   }

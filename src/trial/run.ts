@@ -310,6 +310,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     tokens: usage.tokens,
     costUsd: usage.costUsd,
     tampering: v?.tampering ?? [],
+    findings: v?.findings ?? [],
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,
     imageId: (prepared as PreparedEnvironment | null)?.imageId ?? null,

@@ -18,6 +18,15 @@ export type TestReportSource = z.infer<typeof TestReportSource>;
 export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash', 'tampering']);
 export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
 
+/**
+ * Something about a graded trial's evidence that does not add up (see consistency.ts). The reward
+ * stands as the verifier gave it; a finding flags it for a reader of the numbers.
+ */
+export const FindingCode = z.enum(['reward_with_failed_tests', 'reward_files_disagree']);
+export type FindingCode = z.infer<typeof FindingCode>;
+export const FindingSchema = z.object({ code: FindingCode, message: z.string() });
+export type Finding = z.infer<typeof FindingSchema>;
+
 export const VerifierOutcomeSchema = z.object({
   /** The primary reward; null when the verifier failed (a verifier error is never a 0). */
   reward: z.number().nullable(),
@@ -33,6 +42,8 @@ export const VerifierOutcomeSchema = z.object({
   durationMs: z.number(),
   /** Changes the agent made to the verifier's machinery; any one voids the reward (it becomes 0). */
   tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
+  /** Where the reward and the verifier's other evidence disagree (a reward is never changed by one). */
+  findings: z.array(FindingSchema).optional(),
 });
 export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
 

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { SYSTEM_PATH, type Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { readTextIfThere } from '../util/files.js';
+import { rewardFindingsOf } from './consistency.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
 import { findTampering, needsContent, type Tampering } from './tampering.js';
@@ -100,5 +101,5 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
     return { ...base, reward: null, rewards: {}, rewardSource: null, error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode})` } };
   }
-  return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null };
+  return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null, findings: rewardFindingsOf(await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt')), tests) };
 }
