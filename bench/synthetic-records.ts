@@ -60,6 +60,7 @@ export function* syntheticRecords(options: { configs: string[]; tasks: number; k
           imageSource: 'dockerfile',
           imageCached: true,
           tampering: [],
+          findings: [],
           phases: {},
           startedAt: '2026-11-30T00:00:00.000Z',
           finishedAt: '2026-11-30T00:05:00.000Z',

@@ -35,6 +35,9 @@ export { ModelConfigSchema, type ModelConfig } from './model/config.js';
 // Grading and trials
 export { verify } from './verifier/verify.js';
 export { findTampering, type Tampering } from './verifier/tampering.js';
+export { rewardFindings, rewardFindingsOf, type ConsistencyInput } from './verifier/consistency.js';
+export { parseEachRewardFile, parseRewardFiles, type RewardFiles } from './verifier/reward.js';
+export { FindingSchema, type Finding } from './verifier/schema.js';
 export { collectTests, canonicalTestName } from './verifier/test-report.js';
 export { runTrial, newTrialId, type TrialOptions, type TrialTimeouts } from './trial/run.js';
 export { TrialResultSchema, type TrialResult, type TrialErrorClass } from './trial/schema.js';

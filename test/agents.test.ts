@@ -6,6 +6,7 @@ import { createAgent } from '../src/agent/registry.js';
 import { loadTask } from '../src/task/load.js';
 import { runTrial } from '../src/trial/run.js';
 import { docker, EXAMPLES, tempDir, trivialTask } from './helpers.js';
+import { CONTEXT_FULL_REPLIES } from './support/context-full-replies.js';
 import { ScriptedModelServer, type ScriptStep } from './support/scripted-model-server.js';
 import { bash, BASH_SOLVES, TERMINUS_SOLVES, turn } from './support/scripts.js';
 
@@ -230,3 +231,27 @@ describe('agents on real containers with a scripted model', () => {
     assert.match(await readFile(path.join(dir, 'result.json'), 'utf8'), /\[REDACTED\]/);
   });
 });
+
+/**
+ * A full context is the agent's own limit in every server's words: the agent summarises or ends,
+ * and the sandbox is graded (its partial work counts), never an endpoint outage with no reward.
+ */
+describe('a full context in any server\'s words is graded', { concurrency: 4 }, () => {
+  // One task folder for all (its image is built once); each trial has its own server and folder.
+  const task = trivialTask();
+  for (const r of CONTEXT_FULL_REPLIES) {
+    const full: ScriptStep = { fault: 'error', status: r.status, body: r.body };
+    for (const agentName of ['terminus', 'bash-tool'] as const) {
+      it(`${agentName}, ${r.server} (HTTP ${r.status}): ends on its context, graded`, async () => {
+        // terminus asks for a summary after the first full context; that does not fit either.
+        const script: ScriptStep[] = agentName === 'terminus' ? [turn([{ keystrokes: 'echo hello > /app/out.txt\n', duration: 0.2 }]), full, full] : [bash('echo hello > /app/out.txt'), full];
+        const { result, server } = await run(agentName, await task, script);
+        assert.equal(result.exitReason, 'context_exhausted', JSON.stringify(result.errors));
+        assert.ok(!result.errors.some((e) => e.class === 'model_unavailable' || e.class === 'model_error'), JSON.stringify(result.errors));
+        assert.equal(result.reward, 1, 'the work done before the context filled is graded');
+        assert.equal(server.requests.length, script.length, 'a full context is not retried');
+      });
+    }
+  }
+});
+

@@ -272,21 +272,27 @@ describe('evaluation jobs', () => {
     await trial('hello__a1', { ...agent, task_name: 'hello', trial_name: 'hello__a1', verifier_result: { rewards: { reward: 1 } }, agent_result: { n_input_tokens: 100, n_output_tokens: 20, cost_usd: 0.01 }, started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:01:00Z' }, { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed', duration: 3 }] } });
     await trial('hello__a2', { ...agent, task_name: 'hello', trial_name: 'hello__a2', verifier_result: { rewards: { reward: 0 } }, exception_info: { exception_type: 'AgentTimeoutError', exception_message: 'timed out' } });
     await trial('hello__a3', { ...agent, task_name: 'hello', trial_name: 'hello__a3', verifier_result: null, exception_info: { exception_type: 'RewardFileNotFoundError', exception_message: 'no reward' } });
+    // Reward 1 while Harbor's CTRF shows a failed test: imported with its reward and a finding.
+    await trial('hello__a4', { ...agent, task_name: 'hello', trial_name: 'hello__a4', verifier_result: { rewards: { reward: 1 } } }, { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'failed', duration: 3 }] } });
+    await writeFile(path.join(root, 'job-1', 'hello__a4', 'verifier', 'reward.txt'), '1\n');
     const jobsDir = path.join(root, 'jobs');
     const r = spawnSync(process.execPath, [CLI, 'import', root, '--job', 'harbor', '--jobs-dir', jobsDir], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /imported 3 Harbor trials/);
+    assert.match(r.stdout, /imported 4 Harbor trials/);
     const list = rows(jobsDir, 'harbor');
     assert.deepEqual(list.map((t) => [t.config, t.task, t.attempt, t.status, t.reward, t.error_class]), [
       ['terminus-2/m1', 'hello', 0, 'completed', 1, null],
       ['terminus-2/m1', 'hello', 1, 'completed', 0, 'agent_timeout'],
       // Harbor counts a trial with no reward file as 0: an import keeps Harbor's accounting.
       ['terminus-2/m1', 'hello', 2, 'completed', 0, 'verifier_no_reward'],
+      ['terminus-2/m1', 'hello', 3, 'completed', 1, null],
     ]);
+    assert.deepEqual(list.map((t) => JSON.parse(t.findings_json).map((f: { code: string }) => f.code)), [[], [], [], ['reward_with_failed_tests']]);
     assert.equal(list[0]!.tests_passed, 1);
     assert.equal(list[0]!.duration_ms, 60_000);
     const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'harbor'), '--json'], { encoding: 'utf8' }).stdout);
-    assert.equal(stats.configs[0].trials, 3);
+    assert.equal(stats.configs[0].trials, 4);
+    assert.deepEqual(stats.configs[0].findings, { inconsistentTrials: 1, byCode: { reward_with_failed_tests: 1 } });
     assert.deepEqual(stats.configs[0].errorsByClass, {});
     assert.deepEqual(stats.configs[0].outcomesByClass, { agent_timeout: 1, verifier_no_reward: 1 });
   });

@@ -3,6 +3,7 @@ import { after, describe, it } from 'node:test';
 import { ModelConfigSchema, type ModelConfigInput } from '../src/model/config.js';
 import { ModelClient } from '../src/model/client.js';
 import { ModelError } from '../src/model/errors.js';
+import { CONTEXT_FULL_REPLIES, NOT_CONTEXT_FULL } from './support/context-full-replies.js';
 import { ScriptedModelServer, type ScriptStep } from './support/scripted-model-server.js';
 
 const servers: ScriptedModelServer[] = [];
@@ -74,6 +75,26 @@ describe('model client', () => {
       const { server, client } = await setup([{ fault }, ok]);
       await assert.rejects(ask(client), (e: ModelError) => e.kind === kind);
       assert.equal(server.requests.length, 1);
+    });
+  }
+
+  for (const r of CONTEXT_FULL_REPLIES) {
+    it(`reads a full context in ${r.server}'s words (HTTP ${r.status}) as context_length, not retried, its words kept`, async () => {
+      const { server, client } = await setup([{ fault: 'error', status: r.status, body: r.body }, ok]);
+      await assert.rejects(ask(client), (e: ModelError) => {
+        assert.equal(e.kind, 'context_length', e.message);
+        assert.equal(e.status, r.status);
+        assert.doesNotMatch(e.message, /no body/, 'the server\'s words were lost');
+        return true;
+      });
+      assert.equal(server.requests.length, 1);
+    });
+  }
+
+  for (const r of NOT_CONTEXT_FULL) {
+    it(`keeps ${r.server} (HTTP ${r.status}) as ${r.kind}`, async () => {
+      const { client } = await setup([{ fault: 'error', status: r.status, body: r.body }, ok], { maxRetries: 0 });
+      await assert.rejects(ask(client), (e: ModelError) => e.kind === r.kind);
     });
   }
 

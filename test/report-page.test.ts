@@ -35,7 +35,7 @@ describe('report figures', () => {
   const records = ['a', 'b'].flatMap((config) =>
     Array.from({ length: 6 }, (_, t) => [0, 1, 2, 3].map((attempt) => toStatsRecord({ trial_id: `${config}-${t}-${attempt}`, config, task: `t${t}`, agent: config, reward: config === 'a' ? (attempt < t % 4 ? 1 : 0) : attempt === 0 ? 1 : 0, duration_ms: 1000 }))).flat(),
   );
-  const details: TrialDetail[] = records.map((r) => ({ trialId: r.trialId, config: r.config, task: r.task, passed: r.passed, graded: true, errorClass: null, inputTokens: 900, outputTokens: 100, failedTests: r.passed ? [] : ['test_x'], testsPassed: r.passed ? 9 : 8, testsFailed: r.passed ? 0 : 1, trajectory: null }));
+  const details: TrialDetail[] = records.map((r) => ({ trialId: r.trialId, config: r.config, task: r.task, passed: r.passed, graded: true, errorClass: null, inputTokens: 900, outputTokens: 100, failedTests: r.passed ? [] : ['test_x'], testsPassed: r.passed ? 9 : 8, testsFailed: r.passed ? 0 : 1, findings: [], reward: r.reward, trajectory: null }));
 
   it('counts tasks in and out of the band, compares configurations, finds near misses and failing tests', () => {
     const d = reportData({ sources: ['x'], records, details, band: [0.25, 0.75], minTrials: 4 });

@@ -20,6 +20,7 @@ function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorCl
     testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
     tampering: [],
     protection: 'rules',
+    findings: [],
     error: errors[0] ?? null,
     errors,
     exitReason: 'completed',

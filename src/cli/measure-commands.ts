@@ -32,7 +32,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
   }
   out(
     table(
-      ['config', 'tasks', 'trials', 'pass@1 %', '95% CI', 'errors', 'med s/success', 'med out tok/success', 'med $/success', 'near misses'],
+      ['config', 'tasks', 'trials', 'pass@1 %', '95% CI', 'errors', 'inconsistent', 'med s/success', 'med out tok/success', 'med $/success', 'near misses'],
       configs.map((c) => [
         c.config,
         c.tasks,
@@ -40,6 +40,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
         pct(c.pass1.mean),
         `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`,
         Object.values(c.errorsByClass).reduce((a, b) => a + b, 0),
+        c.findings.inconsistentTrials,
         num(c.efficiency.medianTimeMsPerSuccess === null ? null : c.efficiency.medianTimeMsPerSuccess / 1000, 1),
         num(c.efficiency.medianOutputTokensPerSuccess),
         num(c.efficiency.medianCostUsdPerSuccess, 4),
@@ -54,6 +55,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
     if (errs.length) out(`  error classes: ${errs.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     const cov = c.coverage;
     if (cov.graded < cov.attempted) out(`  coverage: ${cov.graded} of ${cov.attempted} trials graded (${pct(cov.fraction)}%); without a reward: ${cov.infra} infrastructure, ${cov.ungraded} verifier`);
+    if (c.findings.inconsistentTrials > 0) out(`  inconsistent rewards (kept as graded, flagged): ${c.findings.inconsistentTrials} trial(s): ${Object.entries(c.findings.byCode).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (c.retryWaste.wastedMs > 0) out(`  ${wasteLines([c]).trim().replace(`${c.config}: `, '')}`);
     if (c.unmeasuredTasks.length) out(`  unmeasured (no graded trial): ${c.unmeasuredTasks.length} task(s): ${c.unmeasuredTasks.slice(0, 20).join(', ')}${c.unmeasuredTasks.length > 20 ? ', ...' : ''}`);
   }

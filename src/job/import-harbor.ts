@@ -5,7 +5,8 @@ import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
 import { primaryReward } from '../verifier/reward.js';
 import { summarizeTests } from '../verifier/schema.js';
 import { parseCtrf } from '../verifier/test-report.js';
-import { filesNamed } from '../util/files.js';
+import { filesNamed, readTextIfThere } from '../util/files.js';
+import { rewardFindingsOf } from '../verifier/consistency.js';
 
 /** Harbor exception types, by what they mean for the record. */
 function errorClassOf(exceptionType: string): TrialErrorClass {
@@ -110,6 +111,8 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       testsSummary: summarizeTests(tests),
       tampering: [],
       protection: 'rules',
+      // Harbor's own reward files, read beside its CTRF: the same consistency check as our trials.
+      findings: reward === null ? [] : rewardFindingsOf(await readTextIfThere(path.join(trialDir, 'verifier', 'reward.json')), await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')), tests),
       error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
       errors: [],
       exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',

@@ -74,11 +74,28 @@ function toModelError(err: unknown, timeoutSec: number): ModelError {
   if (err instanceof APIError && typeof err.status === 'number') {
     const header = err.headers?.get?.('retry-after');
     const retryAfter = header === null || header === undefined || header.trim() === '' ? Number.NaN : Number(header);
-    const kind = classifyStatus(err.status, err.message);
+    const kind = classifyStatus(err.status, { message: err.message, code: err.code, type: err.type });
     return new ModelError(kind, `HTTP ${err.status}: ${err.message}`, err.status, Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : null);
   }
   // A 200 with a body that is not a completion (malformed JSON, missing fields): a server hiccup.
   return new ModelError('transient', `unreadable response: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/**
+ * The SDK reads an error's words from the body's `error` object only. Servers that put them
+ * elsewhere would leave just "400 status code (no body)": vLLM before 0.10.1 and SGLang send
+ * `{object: "error", message, type, code}`, TGI sends `{error: "text", error_type}`. Those are
+ * lifted into the `error` object, so their words (a full context, say) are read like OpenAI's.
+ */
+class Endpoint extends OpenAI {
+  protected override makeStatusError(status: number, error: object, message: string | undefined, headers: Headers): APIError {
+    const body = error as Record<string, unknown> | undefined;
+    if (body && typeof body === 'object' && !Array.isArray(body)) {
+      if (body.error === undefined && typeof body.message === 'string') return super.makeStatusError(status, { error: body }, message, headers);
+      if (typeof body.error === 'string') return super.makeStatusError(status, { error: { message: body.error, type: body.error_type } }, message, headers);
+    }
+    return super.makeStatusError(status, error, message, headers);
+  }
 }
 
 /**
@@ -95,7 +112,7 @@ export class ModelClient {
     readonly config: ModelConfig,
     options: { random?: () => number } = {},
   ) {
-    this.client = new OpenAI({
+    this.client = new Endpoint({
       baseURL: config.baseUrl,
       apiKey: process.env[config.apiKeyEnv] ?? 'none',
       timeout: config.requestTimeoutSec * 1000,

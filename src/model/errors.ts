@@ -25,16 +25,70 @@ export class ModelError extends TermgradeError {
   }
 }
 
-const CONTEXT_PATTERNS = /context length|context window|maximum context|too many tokens|prompt is too long|reduce the length/i;
+/**
+ * A full context, in the words each server uses. A full context is the agent's own limit (its
+ * history outgrew the model's window): the agent summarises or ends, and the trial is graded. It
+ * is never an endpoint outage, whichever server says it and whatever status it says it with.
+ */
+const CONTEXT_FULL_WORDS: readonly RegExp[] = [
+  // OpenAI, vLLM, SGLang: "This model's maximum context length is 8192 tokens. However, ...";
+  // SGLang: "Requested token count exceeds the model's maximum context length of 64000 tokens."
+  /maximum context length/i,
+  // vLLM: "The decoder prompt (length 9000) is longer than the maximum model length of 8192."
+  /longer than the maximum model length/i,
+  // SGLang (and vLLM-based servers): "The input (61709 tokens) is longer than the model's context length (40960 tokens)."
+  /longer than the model'?s context length/i,
+  // SGLang: "Input length (160062 tokens) exceeds the maximum allowed length (59862 tokens)."
+  /exceeds? the maximum (allowed length|context length|number of tokens)/i,
+  // vLLM without max_tokens: the room left for the reply is negative ("max_tokens must be at least 1, got -186.").
+  /max_tokens must be at least 1, got -\d/i,
+  // llama.cpp: "the request exceeds the available context size, try increasing it",
+  // "request (4476 tokens) exceeds the available context size (4096 tokens)"; older: "Context size has been exceeded."
+  /exceeds the available context size/i,
+  /context size has been exceeded/i,
+  // TGI: "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: ...",
+  // "Input validation error: `inputs` must have less than 2048 tokens. Given: 2222".
+  /`inputs` tokens \+ `max_new_tokens` must be <=/i,
+  /`inputs` must have less than \d+ tokens/i,
+  // Anthropic and Anthropic-compatible: "prompt is too long: 208656 tokens > 200000 maximum",
+  // "input length and `max_tokens` exceed context limit: 188059 + 20000 > 200000".
+  /prompt is too long/i,
+  /exceed context limit/i,
+  // Wordings shared by many servers and proxies.
+  /context length|context window|too many tokens|reduce the length/i,
+];
 
-/** Classifies an HTTP status and body message. */
-export function classifyStatus(status: number, message: string): ModelErrorKind {
+/** Error codes and types that name a full context: OpenAI's code, llama.cpp's type. */
+const CONTEXT_FULL_CODES: ReadonlySet<string> = new Set(['context_length_exceeded', 'exceed_context_size_error']);
+
+/** What an error response said besides its status: its message, and its code and type when it gave them. */
+export interface ErrorDetail {
+  message: string;
+  code?: unknown;
+  type?: unknown;
+}
+
+export function isContextFull(detail: ErrorDetail): boolean {
+  if ([detail.code, detail.type].some((v) => typeof v === 'string' && CONTEXT_FULL_CODES.has(v.toLowerCase()))) return true;
+  return CONTEXT_FULL_WORDS.some((re) => re.test(detail.message));
+}
+
+/**
+ * Statuses a full context comes with: 400 from most servers, 413 and 422 from some (TGI: 422),
+ * and 500 from llama.cpp builds that report it as a server error. Other 5xx come from what stands
+ * in front of the server (gateways, proxies): those stay outages.
+ */
+const CONTEXT_STATUSES: ReadonlySet<number> = new Set([400, 413, 422, 500]);
+
+/** Classifies an HTTP status and what the body said. */
+export function classifyStatus(status: number, detail: ErrorDetail | string): ModelErrorKind {
+  const d = typeof detail === 'string' ? { message: detail } : detail;
+  if (CONTEXT_STATUSES.has(status) && isContextFull(d)) return 'context_length';
   if (status === 429) return 'rate_limit';
   if (status === 503 || status === 529) return 'overloaded';
   if (status >= 500) return 'transient';
   if (status === 401 || status === 403) return 'auth';
   if (status === 404) return 'not_found';
-  if ((status === 400 || status === 413 || status === 422) && CONTEXT_PATTERNS.test(message)) return 'context_length';
   if (status === 408 || status === 409) return 'transient';
   return 'bad_request';
 }

@@ -135,6 +135,11 @@ export const ConfigStatsSchema = z.strictObject({
   unmeasuredTasks: z.array(z.string()),
   /** Sandbox time that bought no grade (retried, replaced or unrewarded runs), by cause. */
   retryWaste: RetryWasteSchema,
+  /**
+   * Trials whose reward disagrees with the verifier's other evidence (a full reward with failed
+   * tests, reward files that differ): still counted as graded with their reward, flagged here.
+   */
+  findings: z.strictObject({ inconsistentTrials: z.number().int(), byCode: z.record(z.string(), z.number().int()) }),
 });
 export type ConfigStats = z.infer<typeof ConfigStatsSchema>;
 
@@ -166,6 +171,8 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       bucket[r.errorClass] = (bucket[r.errorClass] ?? 0) + 1;
     }
     const graded = recs.filter((r) => accountingOf(r.reward, r.errorClass) === 'graded');
+    const byCode: Record<string, number> = {};
+    for (const code of recs.flatMap((r) => [...new Set(r.findings ?? [])])) byCode[code] = (byCode[code] ?? 0) + 1;
     const infra = mine.reduce((a, t) => a + t.infra, 0);
     const ungraded = mine.reduce((a, t) => a + t.ungraded, 0);
     const attempted = graded.length + infra + ungraded;
@@ -184,6 +191,7 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       coverage: { attempted, graded: graded.length, infra, ungraded, fraction: attempted ? graded.length / attempted : 0 },
       unmeasuredTasks: mine.filter((t) => t.n === 0).map((t) => t.task),
       retryWaste: retryWaste(recs),
+      findings: { inconsistentTrials: recs.filter((r) => (r.findings ?? []).length > 0).length, byCode },
     };
   });
 }

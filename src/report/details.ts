@@ -17,6 +17,13 @@ interface ResultFields {
   tokens?: { input?: number; output?: number } | null;
   tests?: Array<{ name?: string; status?: string }>;
   testsSummary?: { passed?: number; failed?: number };
+  findings?: Array<{ code?: string; message?: string }>;
+}
+
+/** Findings as recorded (result.json or the store's findings_json); anything else is none. */
+function findingsOf(raw: unknown): TrialDetail['findings'] {
+  if (!Array.isArray(raw)) return [];
+  return raw.filter((f): f is { code: string; message?: unknown } => f !== null && typeof f === 'object' && typeof f.code === 'string').map((f) => ({ code: f.code, message: typeof f.message === 'string' ? f.message : '' }));
 }
 
 /** `fn` over every item, 64 at a time (file reads overlap; order kept). */
@@ -27,11 +34,11 @@ async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise
 }
 
 /** One trial's detail from its folder (result.json, agent/trajectory.json); `fallback` when the folder is gone. */
-async function fromFolder(dir: string | null, fallback: Omit<TrialDetail, 'trajectory' | 'failedTests'>): Promise<TrialDetail> {
+async function fromFolder(dir: string | null, fallback: Omit<TrialDetail, 'trajectory' | 'failedTests' | 'findings'>): Promise<TrialDetail> {
   const result = dir ? ((await readJsonIfThere(path.join(dir, 'result.json'))) as ResultFields | null) : null;
   const trajectory = dir ? summarizeTrajectory(await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) : null;
   const failedTests = (result?.tests ?? []).filter((t) => t.status === 'failed' || t.status === 'error').map((t) => t.name ?? '?');
-  return { ...fallback, failedTests, trajectory };
+  return { ...fallback, failedTests, findings: findingsOf(result?.findings), trajectory };
 }
 
 /**
@@ -73,6 +80,8 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
         testsPassed: r.tests_passed,
         testsFailed: r.tests_failed,
         failedTests: failed.get(r.trial_id) ?? [],
+        findings: findingsOf(JSON.parse(r.findings_json)),
+        reward: r.reward,
         trajectory: r.trial_dir && present.has(r.trial_dir) ? summarizeTrajectory(await readJsonIfThere(path.join(r.trial_dir, 'agent', 'trajectory.json'))) : null,
       }));
       details.forEach(push);
@@ -88,6 +97,7 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
           task: r.task.name,
           passed: r.passed ?? false,
           graded: r.reward !== null && r.reward !== undefined,
+          reward: r.reward ?? null,
           errorClass: r.error?.class ?? null,
           inputTokens: r.tokens?.input ?? null,
           outputTokens: r.tokens?.output ?? null,

@@ -22,6 +22,9 @@ export interface TrialDetail {
   failedTests: string[];
   testsPassed: number;
   testsFailed: number;
+  /** Reward-consistency findings (verifier/consistency.ts): the reward stands, flagged. */
+  findings: Array<{ code: string; message: string }>;
+  reward: number | null;
   trajectory: TrajectorySummary | null;
 }
 
@@ -137,11 +140,17 @@ export function reportData(input: ReportInput) {
     .sort((a, b) => b.failures - a.failures || a.test.localeCompare(b.test))
     .slice(0, 30);
 
+  // Every trial whose reward disagrees with its own evidence, for a reader to look at.
+  const inconsistent = details
+    .filter((d) => d.findings.length > 0)
+    .map((d) => ({ trialId: d.trialId, config: d.config, task: d.task, reward: d.reward, findings: d.findings }))
+    .sort((a, b) => a.config.localeCompare(b.config) || a.task.localeCompare(b.task) || a.trialId.localeCompare(b.trialId));
+
   const check = input.check
     ? { total: input.check.summary.total, admissible: input.check.summary.admissible, rejected: input.check.summary.rejected, yield: input.check.summary.yield, reasons: input.check.summary.reasons }
     : null;
 
-  return { sources: input.sources, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, check, selection: input.selection ?? null };
+  return { sources: input.sources, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, inconsistent, check, selection: input.selection ?? null };
 }
 
 export type ReportData = ReturnType<typeof reportData>;

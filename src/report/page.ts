@@ -57,7 +57,7 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
   parts.push(
     table(
       'configs',
-      ['config', 'tasks', 'graded trials', 'pass@1 %', '95% CI', ...kCols.map((k) => `pass@${k} %`), 'coverage %', 'unmeasured tasks'],
+      ['config', 'tasks', 'graded trials', 'pass@1 %', '95% CI', ...kCols.map((k) => `pass@${k} %`), 'coverage %', 'unmeasured tasks', 'inconsistent rewards'],
       d.configs.map((c) => [
         c.config,
         c.tasks,
@@ -70,6 +70,7 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
         }),
         stat(c.coverage.fraction),
         c.unmeasuredTasks.length,
+        c.findings.inconsistentTrials,
       ]),
     ),
   );
@@ -141,6 +142,10 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
   parts.push(d.nearMisses.length ? table('near-misses', ['trial', 'config', 'task', 'tests passed', 'failing test'], d.nearMisses.map((n) => [n.trialId, n.config, n.task, n.testsPassed, n.failing.join(', ') || '-'])) : '<p class="empty">None.</p>');
   parts.push('<h3>Tests that fail most</h3>');
   parts.push(d.failingTests.length ? table('failing-tests', ['task :: test', 'failures', 'configs'], d.failingTests.map((t) => [t.test, t.failures, t.configs.join(', ')])) : '<p class="empty">No failing test names recorded.</p>');
+
+  parts.push('<h2 id="consistency">Reward consistency</h2>');
+  parts.push(`<p class="note">Graded trials whose reward disagrees with the verifier's other evidence: a full reward while tests failed, or reward.json and reward.txt that differ. Their reward is counted as the verifier gave it; look at them before trusting it.</p>`);
+  parts.push(d.inconsistent.length ? table('inconsistent', ['trial', 'config', 'task', 'reward', 'finding', 'details'], d.inconsistent.flatMap((t) => t.findings.map((f) => [t.trialId, t.config, t.task, t.reward, f.code, f.message]))) : '<p class="empty">No trial has an inconsistent reward.</p>');
 
   parts.push('<h2 id="tasks">Every task</h2>');
   parts.push(

@@ -26,6 +26,8 @@ export interface StatsRecord {
   retries?: Array<{ class: string; durationMs: number }>;
   /** The engine's id of the image the trial ran on, when recorded. */
   imageId?: string | null;
+  /** Codes of the trial's reward-consistency findings (verifier/consistency.ts); none when absent. */
+  findings?: string[];
 }
 
 /**
@@ -55,6 +57,7 @@ const TrialResultLine = z.object({
   costUsd: z.number().nullable().optional(),
   testsSummary: z.object({ passed: z.number(), failed: z.number() }).optional(),
   imageId: z.string().nullable().optional(),
+  findings: z.array(z.object({ code: z.string() })).optional(),
 });
 
 const JobListingLine = z.object({
@@ -73,7 +76,16 @@ const JobListingLine = z.object({
   tests_failed: z.number().optional(),
   retry_reasons_json: z.string().optional(),
   image_id: z.string().nullable().optional(),
+  findings_json: z.string().optional(),
 });
+
+/** Finding codes from a listing's findings_json (a JSON array of {code, message}). */
+function findingCodes(json: string | undefined): string[] {
+  if (json === undefined) return [];
+  const parsed = z.array(z.object({ code: z.string() })).safeParse(JSON.parse(json));
+  if (!parsed.success) throw new Error(`findings_json is not a list of findings: ${parsed.error.issues[0]?.message ?? ''}`);
+  return parsed.data.map((f) => f.code);
+}
 
 /** A job-listing row for a slot the job never ran (budget, interrupt): not a trial at all. */
 export function isNotRun(raw: unknown): boolean {
@@ -98,6 +110,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
       testsFailed: r.tests_failed ?? 0,
       retries: parseRetries(r.retry_reasons_json).map((x) => ({ class: x.class, durationMs: x.durationMs })),
       imageId: r.image_id ?? null,
+      findings: findingCodes(r.findings_json),
     };
   }
   const r = TrialResultLine.parse(raw);
@@ -114,5 +127,6 @@ export function toStatsRecord(raw: unknown): StatsRecord {
     testsPassed: r.testsSummary?.passed ?? 0,
     testsFailed: r.testsSummary?.failed ?? 0,
     imageId: r.imageId ?? null,
+    findings: (r.findings ?? []).map((f) => f.code),
   };
 }

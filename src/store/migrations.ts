@@ -89,7 +89,11 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX trial_history_slot ON trial_history (config, task, attempt);
   `,
-  // 5: which protected set a trial's tamper scan used (the task's from admission, or the fixed rules).
+  // 5: where a graded trial's reward disagrees with the verifier's other evidence (the reward is kept).
+  `
+  ALTER TABLE trials ADD COLUMN findings_json TEXT NOT NULL DEFAULT '[]';
+  `,
+  // 6: which protected set a trial's tamper scan used (the task's from admission, or the fixed rules).
   `
   ALTER TABLE trials ADD COLUMN protection TEXT NOT NULL DEFAULT 'rules';
   `,

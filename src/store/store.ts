@@ -53,6 +53,8 @@ export const TrialRowSchema = z.strictObject({
   image_source: z.string().nullable(),
   tampering_json: z.string(),
   protection: z.string().default('rules'),
+  /** Reward-consistency findings, a JSON array of {code, message} (see verifier/consistency.ts). */
+  findings_json: z.string(),
 });
 export type TrialRow = z.infer<typeof TrialRowSchema>;
 
@@ -267,11 +269,11 @@ export class JobStore {
           `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
             error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
             task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
-            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, protection)
+            duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, findings_json, protection)
            VALUES (@trial_id, @config, @task, @attempt, @agent, @model, @status, @reward, @rewards_json, @passed, @error_class,
             @error_message, @error_phase, @exit_reason, @turns, @input_tokens, @cached_tokens, @output_tokens, @cost_usd, @task_path,
             @task_checksum, @image, @tests_source, @tests_total, @tests_passed, @tests_failed, @phases_json, @started_at, @finished_at,
-            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json, @protection)`,
+            @duration_ms, @infra_attempts, @retry_reasons_json, @trial_dir, @source, @image_id, @image_source, @tampering_json, @findings_json, @protection)`,
       ),
     };
   }
@@ -324,6 +326,7 @@ export class JobStore {
           image_source: result.imageSource ?? null,
           tampering_json: JSON.stringify(result.tampering ?? []),
           protection: result.protection ?? 'rules',
+          findings_json: JSON.stringify(result.findings ?? []),
         });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
@@ -348,10 +351,19 @@ export class JobStore {
     this.write(() => this.db.transaction(() => items.forEach((i) => this.recordTrial(i.result, i.extra)))());
   }
 
+  /**
+   * A column's name, or a constant standing in for it in a store opened read-only before the
+   * migration that added it (a job recorded by an older termgrade, read by `stats` or `report`).
+   */
+  private column(name: string, absent: string): string {
+    const has = (this.db.prepare('SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?').pluck().get('trials', name) as number) > 0;
+    return has ? name : `${absent} AS ${name}`;
+  }
+
   *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
     const sql = `SELECT trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
       turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
-      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, protection FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
+      infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, ${this.column('findings_json', "'[]'")}, ${this.column('protection', "'rules'")} FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
     const stmt = this.db.prepare(sql);
     yield* (filter.status ? stmt.iterate(filter.status) : stmt.iterate()) as IterableIterator<TrialRow>;
   }

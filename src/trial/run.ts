@@ -315,6 +315,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     costUsd: usage.costUsd,
     tampering: v?.tampering ?? [],
     protection: v?.protection ?? (options.protection ? 'admission' : 'rules'),
+    findings: v?.findings ?? [],
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,
     imageId: (prepared as PreparedEnvironment | null)?.imageId ?? null,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProtectionMode } from '../verifier/protection.js';
-import { TestReportSource, TestResultSchema } from '../verifier/schema.js';
+import { FindingSchema, TestReportSource, TestResultSchema } from '../verifier/schema.js';
 
 export const PHASES = ['environment_setup', 'agent_setup', 'agent_run', 'verification', 'teardown'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -71,6 +71,11 @@ export const TrialResultSchema = z.object({
   tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
   /** The protected set the tamper scan used: the task's from admission, or the fixed rules only. */
   protection: ProtectionMode.default('rules'),
+  /**
+   * Where a graded trial's reward disagrees with the verifier's other evidence (a full reward with
+   * failed tests; reward.json and reward.txt that differ). The reward is kept; this flags it.
+   */
+  findings: z.array(FindingSchema).default([]),
   image: z.string().nullable(),
   /** The engine's id of that image: trials on different builds of one tag are told apart by it. */
   imageId: z.string().nullable().default(null),

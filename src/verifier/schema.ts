@@ -26,6 +26,15 @@ export type TestReportSource = z.infer<typeof TestReportSource>;
 export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash', 'grading_blocked', 'tampering']);
 export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
 
+/**
+ * Something about a graded trial's evidence that does not add up (see consistency.ts). The reward
+ * stands as the verifier gave it; a finding flags it for a reader of the numbers.
+ */
+export const FindingCode = z.enum(['reward_with_failed_tests', 'reward_files_disagree']);
+export type FindingCode = z.infer<typeof FindingCode>;
+export const FindingSchema = z.object({ code: FindingCode, message: z.string() });
+export type Finding = z.infer<typeof FindingSchema>;
+
 export const VerifierOutcomeSchema = z.object({
   /** The primary reward: 0 when the sandbox's state kept the verifier from giving one (see VerifierErrorClass); null only when the engine failed. */
   reward: z.number().nullable(),
@@ -43,6 +52,8 @@ export const VerifierOutcomeSchema = z.object({
   tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
   /** Which protected set the tamper scan used: the task's from admission, or the fixed rules only. */
   protection: ProtectionMode.default('rules'),
+  /** Where the reward and the verifier's other evidence disagree (a reward is never changed by one). */
+  findings: z.array(FindingSchema).optional(),
 });
 export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
 

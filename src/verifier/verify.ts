@@ -6,6 +6,7 @@ import { CancelledError, EngineLostError, GradingStepError, errorMessage } from 
 import { readTextIfThere } from '../util/files.js';
 import { nowIso } from '../util/time.js';
 import { librariesUsed, parseLdCache, tracedPaths, type ProtectionMode, type ProtectionRecord } from './protection.js';
+import { rewardFindingsOf } from './consistency.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
 import { findTampering, LD_CACHE, MAX_CONTENT_BYTES, MAX_CONTENT_FILES, needsContent, type Tampering } from './tampering.js';
@@ -139,12 +140,14 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     if (run.timedOut) {
       return { ...base, reward: 0, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)` } };
     }
-    const parsed = parseRewardFiles(await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt')));
+    const [rewardJson, rewardTxt] = [await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt'))];
+    const parsed = parseRewardFiles(rewardJson, rewardTxt);
     if (!parsed.ok) {
       const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
       return { ...base, reward: 0, rewards: {}, rewardSource: null, error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` } };
     }
-    return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null };
+    const findings = rewardFindingsOf(rewardJson, rewardTxt, tests);
+    return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null, findings };
   } finally {
     await (box ?? (await starting.catch(() => null)))?.close();
     await snap.discard();

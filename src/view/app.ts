@@ -33,6 +33,7 @@ details { margin: 4px 0; } summary { cursor: pointer; }
 .timeline div { position: absolute; top: 0; height: 22px; font-size: 11px; color: #fff; overflow: hidden; white-space: nowrap; padding-left: 3px; box-sizing: border-box; }
 .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
 .muted { color: #666; } .err { color: #cf222e; } .ok { color: #1a7f37; }
+.finding { color: #9a6700; font-weight: 600; }
 </style></head>
 <body><header><a href="#/">termgrade view</a><span id="live" class="muted"></span></header><main id="main">loading...</main>
 <script src="/app.js"></script></body></html>
@@ -70,7 +71,7 @@ function jobsStrip() {
 }
 
 const COLUMNS = [['task', 'task'], ['config', 'config'], ['attempt', 'attempt'], ['status', 'status'], ['reward', 'reward'], ['error_class', 'error class'], ['tests_failed', 'failing tests'], ['duration_ms', 'time'], ['output_tokens', 'out tokens'], ['cost_usd', 'cost $'], ['job', 'job']];
-const FILTERS = ['job', 'config', 'task', 'status', 'reward', 'error', 'test'];
+const FILTERS = ['job', 'config', 'task', 'status', 'reward', 'error', 'test', 'consistency'];
 
 async function tableView() {
   const p = params();
@@ -91,7 +92,8 @@ async function tableView() {
     h('label', {}, 'status', select('status', summary.facets.status)),
     h('label', {}, 'reward', select('reward', ['pass', 'fail', 'none'])),
     h('label', {}, 'error class', select('error', summary.facets.error)),
-    h('label', {}, 'failing test contains', text('test', 'test name')));
+    h('label', {}, 'failing test contains', text('test', 'test name')),
+    h('label', {}, 'reward consistency', select('consistency', ['inconsistent'])));
   const picked = new Set();
   const compareBtn = h('button', { disabled: '', onclick: () => go('/compare/' + [...picked].map(encodeURIComponent).join('/')) }, 'compare 2 selected');
   const sortBy = (col) => { const n = params(); const dir = n.get('sort') === col && n.get('dir') !== 'desc' ? 'desc' : 'asc'; n.set('sort', col); n.set('dir', dir); n.delete('page'); go('/?' + n); };
@@ -100,7 +102,7 @@ async function tableView() {
     const box = h('input', { type: 'checkbox', onchange: (e) => { if (e.target.checked) picked.add(r.id); else picked.delete(r.id); compareBtn.disabled = picked.size !== 2; } });
     return h('tr', { class: r.reward === null ? '' : r.reward >= 1 ? 'pass' : 'fail', 'data-id': r.id },
       h('td', {}, box), h('td', {}, h('a', { href: '#/trial/' + encodeURIComponent(r.id) }, r.task)), h('td', {}, r.config), h('td', {}, r.attempt), h('td', {}, r.status),
-      h('td', { class: 'reward' }, fmtR(r.reward)), h('td', {}, r.error_class || ''), h('td', { title: r.failing }, r.failing ? r.failing.split('\n').join(', ') : ''),
+      h('td', { class: 'reward' }, fmtR(r.reward), r.findings ? h('span', { class: 'finding', title: r.findings }, ' \u26A0 inconsistent') : null), h('td', {}, r.error_class || ''), h('td', { title: r.failing }, r.failing ? r.failing.split('\n').join(', ') : ''),
       h('td', {}, fmtS(r.duration_ms)), h('td', {}, r.output_tokens ?? '-'), h('td', {}, r.cost_usd === null ? '-' : r.cost_usd.toFixed(4)), h('td', {}, r.job));
   });
   const pages = Math.max(1, Math.ceil(data.total / pageSize));
@@ -142,6 +144,10 @@ async function trialPanel(id) {
   const t = await json('/api/trial?id=' + encodeURIComponent(id));
   const r = t.result || {};
   const err = r.error ? h('p', { class: 'err' }, 'error ' + r.error.class + ' (' + r.error.phase + '): ' + r.error.message) : null;
+  // The reward stands as the verifier gave it; these say where its evidence disagrees.
+  const findings = t.row.findings
+    ? h('div', { class: 'findings' }, h('h3', {}, 'Findings: the reward is inconsistent'), h('ul', {}, t.row.findings.split('\n').map((f) => h('li', { class: 'finding' }, f))))
+    : null;
   const tests = (r.tests || []).length
     ? h('table', { class: 'tests' }, h('thead', {}, h('tr', {}, h('th', {}, 'test'), h('th', {}, 'status'), h('th', {}, 'message'))), h('tbody', {}, r.tests.map((x) => h('tr', {}, h('td', {}, x.name), h('td', { class: x.status === 'passed' ? 'ok' : 'err' }, x.status), h('td', {}, h('pre', {}, x.message || ''))))))
     : h('p', { class: 'muted' }, 'no per-test results');
@@ -154,7 +160,7 @@ async function trialPanel(id) {
   return h('div', { class: 'trial', 'data-trial': id },
     h('h2', {}, t.row.task + ' \u00B7 ' + t.row.config + ' \u00B7 attempt ' + t.row.attempt),
     h('p', {}, 'reward ', h('b', { class: t.row.reward >= 1 ? 'ok' : 'err', id: 'reward' }, fmtR(t.row.reward)), ' \u00B7 ' + t.row.status + ' \u00B7 turns ' + (r.turns ?? '-') + ' \u00B7 tokens ' + tokens + ' \u00B7 cost ' + (r.costUsd === null || r.costUsd === undefined ? '-' : '$' + r.costUsd.toFixed(4)) + (r.engine ? ' \u00B7 engine ' + r.engine : '') + (r.imageId ? ' \u00B7 image ' + r.imageId.slice(7, 19) : '')),
-    err, h('h3', {}, 'Phases'), timeline(r.phases), h('h3', {}, 'Tests'), tests, h('h3', {}, 'Transcript'), transcript(t.trajectory), h('h3', {}, 'Files (agent and verifier logs)'), logs);
+    err, findings, h('h3', {}, 'Phases'), timeline(r.phases), h('h3', {}, 'Tests'), tests, h('h3', {}, 'Transcript'), transcript(t.trajectory), h('h3', {}, 'Files (agent and verifier logs)'), logs);
 }
 
 async function trialView(id) { main.replaceChildren(h('p', {}, h('a', { href: '#/' }, '\u2190 all trials')), await trialPanel(id)); }

@@ -19,6 +19,8 @@ export interface TrialQuery {
   error?: string;
   /** Trials in which a test whose name contains this failed. */
   test?: string;
+  /** 'inconsistent': only trials with a reward-consistency finding. */
+  consistency?: 'inconsistent';
   sort?: string;
   dir?: 'asc' | 'desc';
   offset?: number;
@@ -41,6 +43,17 @@ export interface TrialListRow {
   output_tokens: number | null;
   cost_usd: number | null;
   finished_at: string | null;
+  /** Reward-consistency findings, one `code: message` a line; '' when the reward is consistent. */
+  findings: string;
+}
+
+/** A store's or result's findings ({code, message} list) as the viewer's one-line-each text. */
+function findingsText(raw: unknown): string {
+  if (!Array.isArray(raw)) return '';
+  return raw
+    .filter((f): f is { code: string; message?: unknown } => f !== null && typeof f === 'object' && typeof f.code === 'string')
+    .map((f) => `${f.code}: ${typeof f.message === 'string' ? f.message : ''}`)
+    .join('\n');
 }
 
 const SORTABLE = new Set(['job', 'config', 'task', 'attempt', 'status', 'reward', 'error_class', 'tests_failed', 'duration_ms', 'output_tokens', 'cost_usd', 'finished_at']);
@@ -67,6 +80,7 @@ interface ResultFile {
   tokens?: { output?: number } | null;
   costUsd?: number | null;
   finishedAt?: string;
+  findings?: unknown;
 }
 
 export class Catalog {
@@ -81,11 +95,11 @@ export class Catalog {
     this.index.exec(`
       CREATE TABLE trials (id TEXT PRIMARY KEY, job TEXT, config TEXT, task TEXT, attempt INTEGER, status TEXT, reward REAL,
         error_class TEXT, failing TEXT, tests_passed INTEGER, tests_failed INTEGER, duration_ms REAL, output_tokens INTEGER,
-        cost_usd REAL, finished_at TEXT);
+        cost_usd REAL, finished_at TEXT, findings TEXT NOT NULL DEFAULT '');
       CREATE INDEX by_config ON trials (config); CREATE INDEX by_task ON trials (task); CREATE INDEX by_status ON trials (status);
       CREATE INDEX by_error ON trials (error_class); CREATE INDEX by_job ON trials (job, config, task, attempt);`);
     this.insert = this.index.prepare(
-      `INSERT OR REPLACE INTO trials VALUES (@id, @job, @config, @task, @attempt, @status, @reward, @error_class, @failing, @tests_passed, @tests_failed, @duration_ms, @output_tokens, @cost_usd, @finished_at)`,
+      `INSERT OR REPLACE INTO trials VALUES (@id, @job, @config, @task, @attempt, @status, @reward, @error_class, @failing, @tests_passed, @tests_failed, @duration_ms, @output_tokens, @cost_usd, @finished_at, @findings)`,
     );
   }
 
@@ -113,15 +127,17 @@ export class Catalog {
   private syncJob(j: JobSource, full = false): boolean {
     const head = j.db.prepare('SELECT count(*) AS n, coalesce(max(rowid), 0) AS m FROM trials').get() as { n: number; m: number };
     if (!full && head.n === j.lastCount && head.m === j.lastRowid) return false;
+    // A store recorded before reward findings existed (schema < 5) has no findings_json column.
+    const findingsCol = (j.db.prepare("SELECT COUNT(*) FROM pragma_table_info('trials') WHERE name = 'findings_json'").pluck().get() as number) > 0 ? 't.findings_json' : "'[]'";
     const read = (after: number) =>
       j.db
         .prepare(
           `SELECT t.rowid AS rowid, t.trial_id AS id, t.config, t.task, t.attempt, t.status, t.reward, t.error_class, t.tests_passed, t.tests_failed,
-             t.duration_ms, t.output_tokens, t.cost_usd, t.finished_at, t.trial_dir,
+             t.duration_ms, t.output_tokens, t.cost_usd, t.finished_at, t.trial_dir, ${findingsCol} AS findings_json,
              (SELECT group_concat(name, char(10)) FROM tests s WHERE s.trial_id = t.trial_id AND s.status IN ('failed', 'error')) AS failing
            FROM trials t WHERE t.rowid > ?`,
         )
-        .all(after) as Array<Omit<TrialListRow, 'job'> & { rowid: number; trial_dir: string | null }>;
+        .all(after) as Array<Omit<TrialListRow, 'job' | 'findings'> & { rowid: number; trial_dir: string | null; findings_json: string }>;
     let rows = full ? [] : read(j.lastRowid);
     // Only appended rows explain the new count; otherwise records were replaced or removed (a
     // resumed slot, --retry): the job is read whole again.
@@ -131,8 +147,8 @@ export class Catalog {
     }
     this.index.transaction(() => {
       for (const r of rows) {
-        const { rowid: _r, trial_dir, ...row } = r;
-        this.insert.run({ ...row, job: j.name, failing: row.failing ?? '' });
+        const { rowid: _r, trial_dir, findings_json, ...row } = r;
+        this.insert.run({ ...row, job: j.name, failing: row.failing ?? '', findings: findingsText(JSON.parse(findings_json)) });
         if (trial_dir) this.dirs.set(row.id, trial_dir);
       }
     })();
@@ -169,6 +185,7 @@ export class Catalog {
         output_tokens: r.tokens?.output ?? null,
         cost_usd: r.costUsd ?? null,
         finished_at: r.finishedAt ?? null,
+        findings: findingsText(r.findings),
       });
     }
     this.index.transaction(() => batch.forEach((b) => this.insert.run(b)))();
@@ -208,6 +225,7 @@ export class Catalog {
       where.push('failing LIKE ?');
       args.push(`%${q.test}%`);
     }
+    if (q.consistency === 'inconsistent') where.push("findings != ''");
     if (q.reward === 'pass') where.push('reward >= 1');
     else if (q.reward === 'fail') where.push('reward < 1');
     else if (q.reward === 'none') where.push('reward IS NULL');

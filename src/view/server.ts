@@ -105,6 +105,7 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
       reward: q.reward === 'pass' || q.reward === 'fail' || q.reward === 'none' ? q.reward : undefined,
       error: q.error || undefined,
       test: q.test || undefined,
+      consistency: q.consistency === 'inconsistent' ? 'inconsistent' : undefined,
       sort: q.sort || undefined,
       dir: q.dir === 'desc' ? 'desc' : 'asc',
       offset: Number(q.offset ?? 0) || 0,

@@ -27,7 +27,9 @@ export type ScriptStep =
   | { fault: 'auth' }
   | { fault: 'not_found' }
   | { fault: 'reset' }
-  | { fault: 'refusal' };
+  | { fault: 'refusal' }
+  /** An error response as a given server words it: any status, any JSON body. */
+  | { fault: 'error'; status: number; body: unknown };
 
 /** A script per model name (each with its own cursor), or a function of the request number. */
 export type Script = ScriptStep[] | ((index: number, body: ChatRequest) => ScriptStep);
@@ -132,6 +134,8 @@ export class ScriptedModelServer {
           return send(res, 404, { error: { message: `The model ${body.model} does not exist`, type: 'invalid_request_error' } });
         case 'reset':
           return void req.socket.destroy();
+        case 'error':
+          return send(res, step.status, step.body);
         case 'refusal':
           return send(res, 200, { id: 'r', object: 'chat.completion', created: 0, model: body.model, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: null, refusal: 'I will not do that.' } }], usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } });
       }
