@@ -89,4 +89,9 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX trial_history_slot ON trial_history (config, task, attempt);
   `,
+  // 5: the job's own id, random, made once: trials of two jobs with the same tasks and
+  // configurations have the same trial ids, and are told apart by it wherever jobs are combined.
+  `
+  INSERT OR IGNORE INTO meta (key, value) VALUES ('job_id', lower(hex(randomblob(8))));
+  `,
 ];
