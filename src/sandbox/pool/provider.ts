@@ -6,6 +6,7 @@ import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
 import { withTimeout } from '../../util/time.js';
 import { DockerProvider } from '../docker/provider.js';
+import { untilAborted } from '../start.js';
 import { resolveBuildNetwork, type BuildNetwork } from '../docker/build-network.js';
 import { LABEL_OWNER, ownerId } from '../docker/labels.js';
 import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
@@ -207,7 +208,10 @@ export class EnginePool implements SandboxProvider {
       try {
         if (id) await this.ensureImage(engine, prepared.image, id);
         // By id: the container runs exactly the image that was built, whatever a tag says there.
-        const inner = await engine.provider.start(task, id ? { ...prepared, image: id } : prepared, { ...options, labels: { ...options.labels, [LABEL_POOL]: this.id } });
+        const starting = engine.provider.start(task, id ? { ...prepared, image: id } : prepared, { ...options, labels: { ...options.labels, [LABEL_POOL]: this.id } });
+        // A start given up (its deadline passed, its job stopped) frees the slot now, not when the
+        // engine answers; a container it makes after all is removed as it arrives.
+        const inner = options.signal ? await untilAborted(starting, options.signal, (late) => void late.close()) : await starting;
         const sandbox = new PoolSandbox(this, engine, inner, () => {
           this.open.delete(sandbox);
           this.release(engine);
