@@ -2,8 +2,10 @@
 # One-shot, idempotent machine set-up for termgrade on a Debian machine (this kind and CI):
 #   1. Debian packages: the Docker engine, debootstrap, tmux, strace; openssh-server and chromium (tests only).
 #   2. A Docker engine with no bridge and no iptables (no private-range addresses ever).
-#   3. Base images made locally with debootstrap (no registry is reachable here).
-#   4. npm packages and the TypeScript build.
+#   3. On an engine with no bridge (this kind), image builds on the host's network, asked for
+#      explicitly in /etc/termgrade/engine.json (see below for why).
+#   4. Base images made locally with debootstrap (no registry is reachable here).
+#   5. npm packages and the TypeScript build.
 # Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +37,24 @@ if ! docker info >/dev/null 2>&1; then
     >/var/log/termgrade-dockerd.log 2>&1 &
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/termgrade-dockerd.log"; exit 1; }
+fi
+
+# termgrade builds task images on the engine's default network, never the host's own unless asked:
+# a RUN step of an untrusted task could otherwise reach services on the host's loopback. An engine
+# with no bridge (dockerd --bridge=none, as above: no private-range address ever) has no default
+# network, so on such a machine builds can fetch packages only through the host's network. Ask
+# for that here, once, in the machine's engine settings (termgrade reads them; an operator's own
+# file, TERMGRADE_BUILD_NETWORK or --build-network take precedence as README.md says).
+ENGINE_SETTINGS=${TERMGRADE_ENGINE_SETTINGS:-/etc/termgrade/engine.json}
+if ! docker network inspect bridge >/dev/null 2>&1 && [ ! -e "$ENGINE_SETTINGS" ]; then
+  log "this engine has no bridge network: image builds will use the host's network ($ENGINE_SETTINGS)"
+  mkdir -p "$(dirname "$ENGINE_SETTINGS")"
+  cat >"$ENGINE_SETTINGS" <<'JSON'
+{
+  "build_network": "host",
+  "reason": "written by termgrade's scripts/setup.sh: this Docker engine runs with --bridge=none (no private-range addresses), so it has no default network; image builds reach package mirrors through the host's network, and a build's RUN steps can reach the host's loopback services"
+}
+JSON
 fi
 
 # Base images: the upstream names that task Dockerfiles use, built from Debian's own packages.

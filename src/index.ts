@@ -56,7 +56,7 @@ export { importHarbor } from './job/import-harbor.js';
 export { JobStore, type TrialRow, type Slot } from './store/store.js';
 
 // Measurement and selection (pure, no I/O but loadRecords)
-export { loadRecords } from './report/load.js';
+export { loadRecords, loadRecordSet, type RecordSet } from './report/load.js';
 export type { StatsRecord } from './report/records.js';
 export { configStats, countByTask, taskRates, type ConfigStats, type TaskRate } from './report/aggregate.js';
 export { selectTraining, selectValidation } from './select/select.js';

@@ -8,6 +8,7 @@ import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
 import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
 import { instructionLeak, isOutputPath, keepsFinalState, splitCommands } from './probe-logic.js';
+import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
 
 /**
  * check's probes: each proves a weakness of a task by executing it, never by reading alone.
@@ -49,9 +50,8 @@ export class TaskProber {
   ) {}
 
   private async sandbox(): Promise<Sandbox> {
-    const s = await this.provider.start(this.task, await this.provider.prepare(this.task, { signal: this.signal }), { signal: this.signal });
-    await s.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
-    return s;
+    const prepared = await this.provider.prepare(this.task, { signal: this.signal });
+    return startSandbox(this.provider, this.task, prepared, { deadlineMs: DEFAULT_START_TIMEOUT_SEC * 1000, signal: this.signal });
   }
 
   /** The reference solution (or its first `commands` top-level commands) run in the sandbox. */

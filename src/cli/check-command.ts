@@ -10,6 +10,7 @@ import { formatCheckReport } from './format.js';
 import { poolEventLine } from './job-progress.js';
 import { checkProgress } from './progress.js';
 import { EXIT, handleSignals } from './signals.js';
+import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 
 export interface CheckFlags {
   engine?: string[];
@@ -27,6 +28,7 @@ export interface CheckFlags {
   reviewApiKeyEnv: string;
   job?: string;
   jobsDir: string;
+  buildNetwork?: string;
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
@@ -43,7 +45,7 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
     review = parsed.data;
   }
   const taskDirs = await findTaskDirs(dirs);
-  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => log(poolEventLine(e)) });
+  const provider = providerFor(enginesFromFlags(flags.engine), { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => log(poolEventLine(e)) });
   for (const w of await provider.ping()) log(`warning: ${w}`);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);

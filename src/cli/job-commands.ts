@@ -16,6 +16,7 @@ import { EXIT, handleSignals } from './signals.js';
 import { pct, table, wasteLines } from './table.js';
 import { configStats } from '../report/aggregate.js';
 import { loadRecords } from '../report/load.js';
+import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 
 export interface RunFlags {
   job?: string;
@@ -54,6 +55,7 @@ export interface RunFlags {
   seed?: number;
   retry?: string;
   engine?: string[];
+  buildNetwork?: string;
 }
 
 /** `--retry errors` or `--retry cls1,cls2`: validated against the known error classes. */
@@ -173,7 +175,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   };
   // Engine events go where the job's events go, once the progress display exists.
   let onPoolEvent: (e: PoolEvent) => void = () => {};
-  const provider = providerFor(spec.engines, { onEvent: (e) => onPoolEvent(e) });
+  const provider = providerFor(spec.engines, { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => onPoolEvent(e) });
   for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   // A network named for internet tasks must exist and be isolated: refused now, not per trial.
   if (spec.network) await provider.checkNetwork(spec.network);

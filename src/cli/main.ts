@@ -35,6 +35,7 @@ function rate(value: string): number {
 const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter(Boolean);
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 const ENGINE_HELP = 'a Docker engine to run sandboxes on, repeatable (a pool): unix:///path, tcp://host:port or ssh://user@host, then ,capacity=N ,name=X ,tls=DIR ,ssh-key=FILE ,label.K=V (default: the local engine)';
+const BUILD_NETWORK_HELP = "network task images are built on: default (the engine's), none, host (the host's own, its loopback services included: only if you trust every task), or a network's name (default: TERMGRADE_BUILD_NETWORK, else /etc/termgrade/engine.json, else the engine's)";
 
 export function positiveNumber(value: string): number {
   const n = Number(value);
@@ -67,6 +68,7 @@ program
   .option('-o, --out <dir>', 'where trial folders, build logs and check.json go (default .termgrade/check/<time>)')
   .option('--timeout-multiplier <x>', 'multiply every task agent and verifier timeout', positiveNumber, 1)
   .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
+  .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('--job <name>', 'a resumable check: every verdict recorded as it is reached; run again to go on where a killed check stopped')
   .option('--jobs-dir <dir>', 'where check jobs live', '.termgrade/checks')
   .option('--review', "an LLM reviews each task against the rubric (advisory, in tasks[].review); needs --review-model and --review-base-url")
@@ -98,6 +100,7 @@ program
   .option('--context-window <n>', 'context window in tokens (summarise before it fills)', positiveInt)
   .option('--max-turns <n>', 'turn limit', positiveInt)
   .option('--prices <file>', 'price table JSON {model: {input, cachedInput, output}} in USD per 1M tokens')
+  .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('-o, --out <dir>', 'where the trial folder goes', '.termgrade/trials')
   .option('--timeout-multiplier <x>', 'multiply the task agent and verifier timeouts', positiveNumber, 1)
   .option('--json', 'print the trial result as JSON')
@@ -139,6 +142,7 @@ program
   .option('--infra-retries <n>', 'retries of a trial after an infrastructure failure', (v) => Number(v))
   .option('--retry <classes>', 'with --job: run again recorded trials that ended in these error classes (comma-separated), or "errors" for every trial without a reward; each replaced record is kept in the job\'s history')
   .option('--force-build', "build each task's Dockerfile even when it names an available prebuilt image (docker_image)")
+  .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('--network <name>', 'an isolated Docker network for tasks that ask for the internet (default: every trial offline)')
   .option('--adaptive', 'adaptive sampling: trials in pairs, a task stops once its band decision is settled (k is the cap)')
   .option('--adaptive-band <lo:hi>', 'band of the adaptive decision', band)
@@ -300,6 +304,7 @@ program
   .option('--api-key-env <var>', 'environment variable holding the key sent to --model endpoints (never a client\'s choice)', 'OPENAI_API_KEY')
   .option('--request-timeout <s>', 'seconds per model request of an episode (clients may only lower it)', positiveNumber, 600)
   .option('--model-retries <n>', 'retries of a failed model request of an episode (clients may only lower it)', wholeNumber, 6)
+  .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('--max-sessions <n>', 'sandboxes alive at once', positiveInt, 32)
   .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
   .option('--record <name>', 'keep this server\'s grades under .termgrade/serve/NAME (for `termgrade drift NAME`)')

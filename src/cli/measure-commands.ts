@@ -1,8 +1,10 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { configStats, countByTask, taskRates, type TaskRate, loadRecords, selectTraining, selectValidation, jaccard, sameModelCeiling, pairedCompare, TermgradeError, statsJson } from '../index.js';
+import { configStats, countByTask, taskRates, type TaskRate, loadRecordSet, selectTraining, selectValidation, jaccard, sameModelCeiling, pairedCompare, TermgradeError, statsJson } from '../index.js';
 import { inBand } from '../stats/band.js';
 import { splitByImage } from '../report/records.js';
+import type { RecordSet } from '../report/load.js';
+import { combiningLine } from '../store/identity.js';
 import { readTaskList } from '../task/list.js';
 import { EXIT } from './signals.js';
 import type { CompareOutput, OverlapOutput, SelectManifest, StatsOutput } from '../report/outputs.js';
@@ -21,13 +23,24 @@ function ratesFor(rates: TaskRate[], config: string): TaskRate[] {
   return mine;
 }
 
+/**
+ * Records of the sources; in text mode, a line saying so when they come from several jobs (each
+ * trial counted once, two jobs' trials never merged however alike their ids).
+ */
+async function loadRecords(sources: string[], json: boolean | undefined): Promise<RecordSet> {
+  const set = await loadRecordSet(sources);
+  const combining = combiningLine(set.jobs);
+  if (combining && !json) out(combining);
+  return set;
+}
+
 export async function statsCommand(sources: string[], flags: { tasks?: boolean; json?: boolean; band: [number, number]; byImage?: boolean }): Promise<number> {
-  const loaded = await loadRecords(sources);
+  const { records: loaded, jobs } = await loadRecords(sources, flags.json);
   const records = flags.byImage ? splitByImage(loaded) : loaded;
   const configs = configStats(records);
   const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
   if (flags.json) {
-    out(statsJson({ configs, tasks: perTask } satisfies StatsOutput));
+    out(statsJson({ jobs, configs, tasks: perTask } satisfies StatsOutput));
     return EXIT.ok;
   }
   out(
@@ -72,7 +85,7 @@ export async function statsCommand(sources: string[], flags: { tasks?: boolean; 
 }
 
 export async function compareCommand(a: string, b: string, sources: string[], flags: { json?: boolean; families?: string; permutations: number }): Promise<number> {
-  const rates = taskRates(countByTask(await loadRecords(sources)));
+  const rates = taskRates(countByTask((await loadRecords(sources, flags.json)).records));
   const ra = new Map(ratesFor(rates, a).map((r) => [r.task, r.rate]));
   const rb = new Map(ratesFor(rates, b).map((r) => [r.task, r.rate]));
   let families: Map<string, string> | undefined;
@@ -119,7 +132,7 @@ export interface SelectFlags {
 }
 
 export async function selectCommand(sources: string[], flags: SelectFlags): Promise<number> {
-  const counts = countByTask(await loadRecords(sources));
+  const counts = countByTask((await loadRecords(sources, flags.json)).records);
   const rates = ratesFor(taskRates(counts, flags.band), flags.model);
   const unmeasured = counts.filter((t) => t.config === flags.model && t.n === 0).map((t) => t.task);
   const exclude = new Set<string>();
@@ -158,7 +171,7 @@ export async function selectCommand(sources: string[], flags: SelectFlags): Prom
 }
 
 export async function overlapCommand(sources: string[], flags: { models?: string[]; band: [number, number]; minTrials: number; json?: boolean }): Promise<number> {
-  const rates = taskRates(countByTask(await loadRecords(sources)), flags.band);
+  const rates = taskRates(countByTask((await loadRecords(sources, flags.json)).records), flags.band);
   const models = flags.models ?? [...new Set(rates.map((r) => r.config))].sort();
   const sets = models.map((m) => new Set(ratesFor(rates, m).filter((t) => t.n >= flags.minTrials && inBand(t.rate, flags.band[0], flags.band[1])).map((t) => t.task)));
   const matrix = models.map((_, i) => models.map((__, j) => jaccard(sets[i]!, sets[j]!)));

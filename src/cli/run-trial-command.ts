@@ -1,8 +1,10 @@
 import path from 'node:path';
 import { createAgent, loadAgentModule, loadPrices, DockerProvider, loadTask, runTrial, TermgradeError } from '../index.js';
 import { EXIT, handleSignals } from './signals.js';
+import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 
 export interface RunTrialFlags {
+  buildNetwork?: string;
   agent?: string;
   agentImportPath?: string;
   out: string;
@@ -49,7 +51,7 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       : undefined;
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
-  const provider = new DockerProvider();
+  const provider = new DockerProvider({ buildNetwork: resolveBuildNetwork(flags.buildNetwork) });
   await provider.ping();
   const signals = handleSignals(provider, (m) => process.stderr.write(`${m}\n`));
   try {

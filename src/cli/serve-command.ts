@@ -7,8 +7,10 @@ import { checkServedModels, loadServedModels, parseModelFlag, shownUrl, type Ser
 import { startServer } from '../serve/server.js';
 import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
+import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 
 export interface ServeFlags {
+  buildNetwork?: string;
   engine?: string[];
   tasks: string[];
   selection?: string;
@@ -47,7 +49,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const token = tokenFromEnv(flags.tokenEnv);
   const models = await servedModels(flags);
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
-  const provider = providerFor(enginesFromFlags(flags.engine), { onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`) });
+  const provider = providerFor(enginesFromFlags(flags.engine), { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`) });
   for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
   const dataDir = serveDataDir(flags);

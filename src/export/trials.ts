@@ -1,6 +1,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
+import { combiningLine, TrialFolderJobs, type JobRef } from '../store/identity.js';
 import { accountingOf } from '../trial/accounting.js';
 import { TermgradeError } from '../util/errors.js';
 import { filesNamed, readTextIfThere } from '../util/files.js';
@@ -8,6 +9,11 @@ import { MESSAGE, writeParquet, type Column } from './parquet.js';
 
 /** One trial as a dataset row: the record, its per-test results, and the full episode. */
 export interface TrialRowOut {
+  /** The trial's identity across jobs: `job_id/trial_id` (trial ids alone repeat across jobs). */
+  id: string;
+  job_id: string;
+  /** The job's folder name (or a trial folder's parent), for people. */
+  job: string;
   trial_id: string;
   task: string;
   config: string;
@@ -37,11 +43,14 @@ function normaliseMessages(raw: unknown): Array<Record<string, unknown>> {
   return raw.map((m: Record<string, unknown>) => ({ ...m, content: m.content === null || m.content === undefined || typeof m.content === 'string' ? m.content : JSON.stringify(m.content) }));
 }
 
-async function fromResult(result: Record<string, any>, trialDir: string | null, config?: string): Promise<TrialRowOut> {
+async function fromResult(result: Record<string, any>, job: JobRef, trialDir: string | null, config?: string): Promise<TrialRowOut> {
   const agentDir = trialDir ? path.join(trialDir, 'agent') : null;
   const messages = agentDir ? await readTextIfThere(path.join(agentDir, 'messages.json')) : null;
   const errorClass = result.error?.class ?? null;
   return {
+    id: `${job.id}/${result.trialId}`,
+    job_id: job.id,
+    job: job.name,
     trial_id: result.trialId,
     task: result.task?.name,
     config: config ?? (result.agent?.model ? `${result.agent.name}/${result.agent.model}` : result.agent?.name),
@@ -66,32 +75,41 @@ async function fromResult(result: Record<string, any>, trialDir: string | null, 
   };
 }
 
-/** Trials from job folders (their store, and each trial's folder) or folders of trial folders. */
+/**
+ * Trials from job folders (their store, and each trial's folder) or folders of trial folders; each
+ * row names its job, and a trial read twice (a job given twice) is one row.
+ */
 export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]> {
   const rows: TrialRowOut[] = [];
+  const folders = new TrialFolderJobs();
   for (const source of sources) {
     const st = await stat(source).catch(() => null);
     if (!st?.isDirectory()) throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
     if (await stat(path.join(source, 'job.db')).catch(() => null)) {
       const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
       try {
+        const job: JobRef = { id: store.jobId(), name: path.basename(path.resolve(source)), source };
         for (const r of store.listTrials()) {
           if (r.status === 'not_run') continue;
           const text = r.trial_dir ? await readTextIfThere(path.join(r.trial_dir, 'result.json')) : null;
-          if (text) rows.push({ ...(await fromResult(JSON.parse(text), r.trial_dir, r.config)), attempt: r.attempt });
-          else rows.push({ ...(await fromResult({ trialId: r.trial_id, task: { name: r.task }, agent: { name: r.agent, model: r.model }, reward: r.reward, error: r.error_class ? { class: r.error_class } : null, exitReason: r.exit_reason, durationMs: r.duration_ms, costUsd: r.cost_usd }, null, r.config)), attempt: r.attempt });
+          if (text) rows.push({ ...(await fromResult(JSON.parse(text), job, r.trial_dir, r.config)), attempt: r.attempt });
+          else rows.push({ ...(await fromResult({ trialId: r.trial_id, task: { name: r.task }, agent: { name: r.agent, model: r.model }, reward: r.reward, error: r.error_class ? { class: r.error_class } : null, exitReason: r.exit_reason, durationMs: r.duration_ms, costUsd: r.cost_usd }, job, null, r.config)), attempt: r.attempt });
         }
       } finally {
         store.close();
       }
     } else {
-      for await (const file of filesNamed(source, 'result.json')) rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), path.dirname(file)));
+      for await (const file of filesNamed(source, 'result.json')) rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), folders.of(file), path.dirname(file)));
     }
   }
-  return rows;
+  const seen = new Set<string>();
+  return rows.filter((r) => (seen.has(r.id) ? false : (seen.add(r.id), true)));
 }
 
 const TRIAL_COLUMNS: Array<Column<TrialRowOut>> = [
+  { name: 'id', shape: 'string', value: (r) => r.id },
+  { name: 'job_id', shape: 'string', value: (r) => r.job_id },
+  { name: 'job', shape: 'string', value: (r) => r.job },
   { name: 'trial_id', shape: 'string', value: (r) => r.trial_id },
   { name: 'task', shape: 'string', value: (r) => r.task },
   { name: 'config', shape: 'string', value: (r) => r.config },
@@ -115,6 +133,18 @@ const TRIAL_COLUMNS: Array<Column<TrialRowOut>> = [
   { name: 'image_id', shape: 'string', value: (r) => r.image_id },
 ];
 
+/** Which jobs the rows come from, as the card says it. */
+function jobsLine(rows: TrialRowOut[]): string {
+  const jobs = new Map<string, { name: string; trials: number }>();
+  for (const r of rows) {
+    const j = jobs.get(r.job_id) ?? { name: r.job, trials: 0 };
+    j.trials += 1;
+    jobs.set(r.job_id, j);
+  }
+  const line = combiningLine([...jobs.values()]);
+  return line ? `\n${line[0]!.toUpperCase()}${line.slice(1)}.\n` : '';
+}
+
 function datasetCard(rows: TrialRowOut[]): string {
   const configs = [...new Set(rows.map((r) => r.config))].sort();
   const tasks = new Set(rows.map((r) => r.task)).size;
@@ -129,9 +159,11 @@ configs:
 ${rows.length} trials of ${configs.length} configuration(s) on ${tasks} task(s); ${graded} graded, ${rows.length - graded} without a reward (infrastructure or verifier failures: \`reward\` is null, never 0).
 
 Configurations: ${configs.map((c) => `\`${c}\``).join(', ')}.
+${jobsLine(rows)}
 
 ## Columns
-- \`trial_id\`, \`task\`, \`config\`, \`agent\`, \`model\`, \`attempt\`: which trial.
+- \`id\`: the trial's identity, \`job_id/trial_id\`, unique across jobs (a \`trial_id\` is unique only within its job: two jobs of the same tasks and configurations repeat them).
+- \`job_id\`, \`job\` (the job's folder name), \`trial_id\`, \`task\`, \`config\`, \`agent\`, \`model\`, \`attempt\`: which trial.
 - \`reward\` (null without a grade), \`status\` (\`graded\`, \`infra\`, \`ungraded\`), \`error_class\`, \`exit_reason\`.
 - \`tests\`: per-test results (\`name\`, \`status\`, \`message\`).
 - \`messages\`: the episode in OpenAI chat format (\`role\`, \`content\`, \`tool_calls\` with \`arguments\` as JSON text, \`tool_call_id\`), ready for a chat template; \`tools\`: the tool schemas as JSON text.

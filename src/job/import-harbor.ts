@@ -20,11 +20,13 @@ function errorClassOf(exceptionType: string): TrialErrorClass {
 }
 
 interface HarborTrial {
+  /** Harbor's own id of the trial run (a UUID), unique across its jobs. */
+  id?: string;
   task_name?: string;
   trial_name?: string;
   task_checksum?: string;
   task_id?: { path?: string };
-  config?: { agent?: { name?: string; model_name?: string | null }; task?: { path?: string } };
+  config?: { job_id?: string | null; agent?: { name?: string; model_name?: string | null }; task?: { path?: string } };
   agent_info?: { name?: string; model_info?: { name?: string } | null };
   agent_result?: { n_input_tokens?: number | null; n_cache_tokens?: number | null; n_output_tokens?: number | null; cost_usd?: number | null } | null;
   verifier_result?: { rewards?: Record<string, number | null> | null } | null;
@@ -43,6 +45,17 @@ function harborReward(reward: number | null, errClass: TrialErrorClass | null): 
   if (reward !== null) return reward;
   if (errClass === 'build_failed' || errClass === 'environment_error') return null;
   return 0;
+}
+
+/**
+ * An imported trial's id: Harbor's own trial id when the result has one, else its job's id and the
+ * trial's name (a trial name alone can repeat across Harbor jobs: two runs of one task set), else
+ * the name or the folder. The same Harbor trial imported twice is found by it and skipped.
+ */
+function harborTrialId(h: HarborTrial, trialDir: string): string {
+  if (h.id) return `harbor:${h.id}`;
+  if (h.config?.job_id && h.trial_name) return `harbor:${h.config.job_id}/${h.trial_name}`;
+  return `harbor:${h.trial_name ?? path.resolve(trialDir)}`;
 }
 
 /**
@@ -78,7 +91,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
     const attempt = attempts.get(key) ?? 0;
     attempts.set(key, attempt + 1);
     const trialDir = path.dirname(file);
-    const trialId = `harbor:${h.trial_name ?? path.resolve(trialDir)}`;
+    const trialId = harborTrialId(h, trialDir);
     if (known.has(trialId)) {
       skipped.push(`${file}: already imported as ${trialId}`);
       attempts.set(key, attempt);

@@ -14,7 +14,7 @@ import { errorMessage, TermgradeError } from '../util/errors.js';
 import { configLabelOf, type AgentConfig, type JobSpec } from './spec.js';
 import { AdaptiveGate, type Priors } from './adaptive-gate.js';
 import type { JobEvent, JobSummary } from './events.js';
-import { WarmPool, type UpcomingStart } from './warm-pool.js';
+import { WarmPool, type UpcomingStart, type WarmStart } from './warm-pool.js';
 
 export type { JobEvent, JobSummary } from './events.js';
 
@@ -171,7 +171,7 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   };
 
   /** `claimed`: the warm container taken for this slot as it was dispatched (its first run only). */
-  const runSlot = async (c: ConfigRuntime, slot: Slot, claimed: Promise<Sandbox> | null): Promise<void> => {
+  const runSlot = async (c: ConfigRuntime, slot: Slot, claimed: WarmStart | null): Promise<void> => {
     const task = byName.get(slot.task)!;
     const baseId = `${safe(slot.task)}__${safe(c.label)}__${slot.attempt}`;
     const reasons: RetriedAttempt[] = [];
@@ -201,10 +201,12 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
           agentEnv: c.env,
           prepare: () => ensureImage(task, c.agent),
           start: warm
-            ? (prepared) => {
-                const mine = claimed;
+            ? (prepared, signal) => {
+                const mine = claimed ?? warm.start(task, prepared);
                 claimed = null;
-                return mine ?? warm.start(task, prepared);
+                // The trial gives up a start it waits on at its deadline: the warm start is then given up too.
+                signal.addEventListener('abort', mine.cancel, { once: true });
+                return mine.sandbox;
               }
             : undefined,
           onPhase: (phase) => emit({ type: 'phase', trialId, slot, phase }),

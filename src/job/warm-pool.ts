@@ -1,4 +1,5 @@
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import { startSandbox } from '../sandbox/start.js';
 import type { Task } from '../task/task.js';
 
 /** A trial about to be dispatched, whose image is ready: the warm pool starts a container for it. */
@@ -6,6 +7,12 @@ export interface UpcomingStart {
   key: string;
   task: Task;
   prepared: PreparedEnvironment;
+}
+
+/** A warm start: the sandbox (ready or still starting), and how to give it up (it is then closed, now or as it arrives). */
+export interface WarmStart {
+  sandbox: Promise<Sandbox>;
+  cancel: () => void;
 }
 
 /**
@@ -17,7 +24,7 @@ export interface UpcomingStart {
  * serves exactly one trial; those left over are closed with `closeAll`.
  */
 export class WarmPool {
-  private readonly ready = new Map<string, Array<Promise<Sandbox>>>();
+  private readonly ready = new Map<string, WarmStart[]>();
   /** Removals of containers no trial will use, awaited by `closeAll`. */
   private readonly closing = new Set<Promise<void>>();
 
@@ -28,16 +35,19 @@ export class WarmPool {
     private readonly network: string | null = null,
   ) {}
 
-  /** A sandbox started now, for a trial that waits on it (`background`: for one in line). */
-  start(task: Task, prepared: PreparedEnvironment, background = false): Promise<Sandbox> {
-    return this.provider.start(task, prepared, { signal: this.signal, network: task.limits.network ? this.network : null, background }).then(async (sandbox) => {
-      await sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']); // opens the helper shell too
-      return sandbox;
-    });
+  /**
+   * A sandbox started now, for a trial that waits on it (`background`: for one in line). It has no
+   * deadline of its own: the trial that takes it gives it one (and cancels it when it passes).
+   */
+  start(task: Task, prepared: PreparedEnvironment, background = false): WarmStart {
+    const own = new AbortController();
+    const sandbox = startSandbox(this.provider, task, prepared, { signal: AbortSignal.any([this.signal, own.signal]), network: task.limits.network ? this.network : null, background });
+    sandbox.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
+    return { sandbox, cancel: () => own.abort() };
   }
 
   /** The warm sandbox (ready or still starting) for `key`'s image, taken out of the pool; null if none. */
-  claim(key: string): Promise<Sandbox> | null {
+  claim(key: string): WarmStart | null {
     return this.ready.get(key)?.shift() ?? null;
   }
 
@@ -62,16 +72,15 @@ export class WarmPool {
       let pool = this.ready.get(key);
       if (!pool) this.ready.set(key, (pool = []));
       for (const u of list.slice(pool.length)) {
-        const next = this.start(u.task, u.prepared, true);
-        next.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
-        pool.push(next);
+        pool.push(this.start(u.task, u.prepared, true));
       }
     }
   }
 
-  /** Removes a container (started or still starting) that no trial will use. */
-  discard(sandbox: Promise<Sandbox>): void {
-    const removal = sandbox.then((sb) => sb.close(), () => undefined);
+  /** Removes a container (started or still starting: its start is given up) that no trial will use. */
+  discard(warm: WarmStart): void {
+    warm.cancel();
+    const removal = warm.sandbox.then((sb) => sb.close(), () => undefined);
     this.closing.add(removal);
     void removal.finally(() => this.closing.delete(removal));
   }

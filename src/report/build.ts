@@ -5,7 +5,7 @@ import { TermgradeError } from '../util/errors.js';
 import { statsJson } from '../util/json.js';
 import { charts } from './charts.js';
 import { loadDetails } from './details.js';
-import { loadRecords } from './load.js';
+import { loadRecordSet } from './load.js';
 import { SelectManifestSchema, type SelectManifest } from './outputs.js';
 import { reportData, type ReportData } from './page-data.js';
 import { renderReport } from './page.js';
@@ -38,7 +38,7 @@ async function readContract<T>(file: string, schema: { safeParse(v: unknown): { 
  * sorting, nothing fetched) and report.json (the figures) in `outDir`.
  */
 export async function buildReport(o: BuildReportOptions): Promise<{ index: string; data: ReportData }> {
-  const records = await loadRecords(o.sources);
+  const { records, jobs } = await loadRecordSet(o.sources);
   const details = await loadDetails(o.sources);
   let check: CheckReport | null = null;
   if (o.check) check = await readContract(o.check, CheckReportSchema, 'a check output (check.json)');
@@ -47,7 +47,7 @@ export async function buildReport(o: BuildReportOptions): Promise<{ index: strin
     const file = (await stat(o.select).catch(() => null))?.isDirectory() ? path.join(o.select, 'manifest.json') : o.select;
     selection = await readContract(file, SelectManifestSchema, 'a selection manifest (select --out DIR/manifest.json)');
   }
-  const data = reportData({ sources: o.sources, records, details, band: o.band ?? [0.25, 0.75], minTrials: o.minTrials ?? 4, check, selection });
+  const data = reportData({ sources: o.sources, jobs, records, details, band: o.band ?? [0.25, 0.75], minTrials: o.minTrials ?? 4, check, selection });
   const svgs = await charts(data);
   await mkdir(o.outDir, { recursive: true });
   const index = path.join(o.outDir, 'index.html');

@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
+import { trialKey, TrialFolderJobs } from '../store/identity.js';
 import { filesNamed, readJsonIfThere } from '../util/files.js';
 import { configLabel } from './records.js';
 import type { TrialDetail } from './page-data.js';
@@ -50,9 +51,12 @@ async function fromFolder(dir: string | null, fallback: Omit<TrialDetail, 'traje
 export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
   const out: TrialDetail[] = [];
   const seen = new Set<string>();
+  const folders = new TrialFolderJobs();
+  // A trial is its job and its id: the same trial read twice is kept once, two jobs' alike ids both.
   const push = (d: TrialDetail): void => {
-    if (seen.has(d.trialId)) return;
-    seen.add(d.trialId);
+    const key = trialKey(d.job ?? '', d.trialId);
+    if (seen.has(key)) return;
+    seen.add(key);
     out.push(d);
   };
   for (const source of sources) {
@@ -62,6 +66,7 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
       const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
       const rows = [...store.listTrials()].filter((r) => r.status !== 'not_run');
       const failed = store.failedTests();
+      const job = store.jobId();
       store.close();
       // Which trial folders exist, one listing per parent folder (a moved or pruned job has none).
       const present = new Set<string>();
@@ -70,6 +75,7 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
       }
       const details = await inBatches(rows, async (r) => ({
         trialId: r.trial_id,
+        job,
         config: r.config,
         task: r.task,
         passed: r.reward !== null && r.reward >= 1,
@@ -93,6 +99,7 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
       push(
         await fromFolder(path.dirname(file), {
           trialId: r.trialId,
+          job: folders.of(file).id,
           config: configLabel(r.agent.name, r.agent.model),
           task: r.task.name,
           passed: r.passed ?? false,

@@ -6,6 +6,7 @@ import { filesNamed } from '../util/files.js';
 import { baseRuleOf, taskRuleOf, type Priors } from '../job/adaptive-gate.js';
 import type { JobSpec } from '../job/spec.js';
 import { JobStore, slotKey } from '../store/store.js';
+import { trialKey, TrialFolderJobs, type JobRef } from '../store/identity.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
 
 function badRecord(where: string, err: unknown): TermgradeError {
@@ -24,7 +25,7 @@ async function* lines(file: string): AsyncGenerator<string> {
   if (rest) yield rest;
 }
 
-async function readJsonl(file: string, out: StatsRecord[]): Promise<void> {
+async function readJsonl(file: string, out: StatsRecord[], jobs: Jobs): Promise<void> {
   let n = 0;
   for await (const text of lines(file)) {
     n += 1;
@@ -37,18 +38,22 @@ async function readJsonl(file: string, out: StatsRecord[]): Promise<void> {
       throw new TermgradeError('bad_input', `${file}:${n}: not JSON: ${(err as Error).message}`);
     }
     if (isNotRun(raw)) continue;
+    let rec: StatsRecord;
     try {
-      out.push(toStatsRecord(raw));
+      rec = toStatsRecord(raw);
     } catch (err) {
       throw badRecord(`${file}:${n}`, err);
     }
+    jobs.note({ id: rec.job ?? '', name: rec.job ? path.basename(file) : `${path.basename(file)} (no job ids)`, source: file });
+    out.push(rec);
   }
 }
 
 /** A job folder: its store's graded and errored trials. */
-function readJob(dir: string, out: StatsRecord[]): void {
+function readJob(dir: string, out: StatsRecord[], jobs: Jobs): void {
   const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
   try {
+    jobs.note({ id: store.jobId(), name: path.basename(path.resolve(dir)), source: dir });
     const spec = JSON.parse(store.getMeta('spec') ?? '{}') as Partial<JobSpec>;
     const priors = JSON.parse(store.getMeta('priors') ?? 'null') as Priors | null;
     // Jobs made before the stopping rule could be chosen used predictive curtailment in pairs.
@@ -73,13 +78,36 @@ function readJob(dir: string, out: StatsRecord[]): void {
   }
 }
 
+/** The jobs records were read from, by id (the first source that named each). */
+class Jobs {
+  readonly refs = new Map<string, JobRef>();
+  note(ref: JobRef): void {
+    if (!this.refs.has(ref.id)) this.refs.set(ref.id, ref);
+  }
+}
+
+/** Records read from several sources, and the jobs they came from with each one's trial count. */
+export interface RecordSet {
+  records: StatsRecord[];
+  jobs: Array<JobRef & { trials: number }>;
+}
+
+/** Trial records of the sources (see loadRecordSet). */
+export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
+  return (await loadRecordSet(sources)).records;
+}
+
 /**
  * Trial records from job folders (their job.db), JSONL files (one trial result or job-listing line
  * per line) and folders holding trial folders (every result.json below them, e.g. a check's --out). A bad line is an
- * error naming the file and line; a trial id seen twice is counted once.
+ * error naming the file and line. A trial is its job and its trial id (store/identity.ts): the
+ * same trial read twice (a job given twice, or with its own trials folder) is counted once, and
+ * trials of two jobs are never merged, however alike their ids.
  */
-export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
+export async function loadRecordSet(sources: string[]): Promise<RecordSet> {
   const out: StatsRecord[] = [];
+  const jobs = new Jobs();
+  const folders = new TrialFolderJobs();
   for (const source of sources) {
     let st;
     try {
@@ -88,7 +116,7 @@ export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
       throw new TermgradeError('bad_input', `${source}: no such file or folder`);
     }
     if (st.isDirectory() && (await stat(path.join(source, 'job.db')).catch(() => null))) {
-      readJob(source, out);
+      readJob(source, out, jobs);
     } else if (st.isDirectory()) {
       for await (const file of filesNamed(source, 'result.json')) {
         let raw: unknown;
@@ -97,16 +125,26 @@ export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
         } catch (err) {
           throw new TermgradeError('bad_input', `${file}: not JSON: ${(err as Error).message}`);
         }
+        let rec: StatsRecord;
         try {
-          out.push(toStatsRecord(raw));
+          rec = toStatsRecord(raw);
         } catch (err) {
           throw badRecord(file, err);
         }
+        const job = folders.of(file);
+        jobs.note(job);
+        out.push({ ...rec, job: job.id });
       }
     } else {
-      await readJsonl(source, out);
+      await readJsonl(source, out, jobs);
     }
   }
   const seen = new Set<string>();
-  return out.filter((r) => (seen.has(r.trialId) ? false : (seen.add(r.trialId), true)));
+  const records = out.filter((r) => {
+    const key = trialKey(r.job ?? '', r.trialId);
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  const counts = new Map<string, number>();
+  for (const r of records) counts.set(r.job ?? '', (counts.get(r.job ?? '') ?? 0) + 1);
+  return { records, jobs: [...jobs.refs.values()].map((j) => ({ ...j, trials: counts.get(j.id) ?? 0 })) };
 }

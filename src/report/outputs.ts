@@ -13,6 +13,8 @@ const band = z.tuple([z.number(), z.number()]);
 
 /** `stats --json`; `tasks` only with --tasks. */
 export const StatsOutputSchema = z.strictObject({
+  /** Every job the records came from (id, short name, where read) with its trial count. */
+  jobs: z.array(z.strictObject({ id: z.string(), name: z.string(), source: z.string(), trials: z.number().int() })),
   configs: z.array(ConfigStatsSchema),
   tasks: z.array(TaskRateSchema).optional(),
 });

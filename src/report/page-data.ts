@@ -12,6 +12,8 @@ import type { TrajectorySummary } from './trajectory.js';
 /** What the report needs of one trial beyond its stats record: tests, tokens, trajectory. */
 export interface TrialDetail {
   trialId: string;
+  /** The id of the trial's job (trial ids are unique only within a job); '' when not known. */
+  job?: string;
   config: string;
   task: string;
   passed: boolean;
@@ -30,6 +32,8 @@ export interface TrialDetail {
 
 export interface ReportInput {
   sources: string[];
+  /** The jobs the records came from, with each one's trial count (see loadRecordSet). */
+  jobs?: Array<{ id: string; name: string; trials: number }>;
   records: StatsRecord[];
   details: TrialDetail[];
   band: [number, number];
@@ -120,9 +124,10 @@ export function reportData(input: ReportInput) {
     };
   });
 
+  const jobName = new Map((input.jobs ?? []).map((j) => [j.id, j.name]));
   const nearMisses = details
     .filter((d) => d.graded && isNearMiss({ passed: d.passed, durationMs: 0, outputTokens: null, costUsd: null, testsPassed: d.testsPassed, testsFailed: d.testsFailed }))
-    .map((d) => ({ trialId: d.trialId, config: d.config, task: d.task, failing: d.failedTests, testsPassed: d.testsPassed }));
+    .map((d) => ({ trialId: d.trialId, job: jobName.get(d.job ?? '') ?? d.job ?? '', config: d.config, task: d.task, failing: d.failedTests, testsPassed: d.testsPassed }));
 
   const failing = new Map<string, { failures: number; tasks: Set<string>; configs: Set<string> }>();
   for (const d of details.filter((x) => x.graded && !x.passed)) {
@@ -150,7 +155,8 @@ export function reportData(input: ReportInput) {
     ? { total: input.check.summary.total, admissible: input.check.summary.admissible, rejected: input.check.summary.rejected, yield: input.check.summary.yield, reasons: input.check.summary.reasons }
     : null;
 
-  return { sources: input.sources, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, inconsistent, check, selection: input.selection ?? null };
+  const jobs = (input.jobs ?? []).map((j) => ({ name: j.name, trials: j.trials }));
+  return { sources: input.sources, jobs, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, inconsistent, check, selection: input.selection ?? null };
 }
 
 export type ReportData = ReturnType<typeof reportData>;

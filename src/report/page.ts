@@ -1,3 +1,4 @@
+import { combiningLine } from '../store/identity.js';
 import type { ReportData } from './page-data.js';
 
 /** HTML-escaped text. */
@@ -51,6 +52,8 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
   const kCols = Array.from({ length: Math.min(maxK, 8) - 1 }, (_, i) => i + 2);
   const parts: string[] = [];
   parts.push(`<h1>termgrade report</h1><p class="note">${esc(d.trials)} graded or attempted trials from ${d.sources.map((s) => `<code>${esc(s)}</code>`).join(', ')}; generated ${esc(generatedAt)}. Band ${d.band[0]}-${d.band[1]}. Figures are those of <code>termgrade stats --json</code> on the same sources (also in report.json).</p>`);
+  const combining = combiningLine(d.jobs);
+  if (combining) parts.push(`<p class="note combining">${esc(combining)}: each trial counted once, trials of different jobs never merged.</p>`);
 
   parts.push('<h2 id="pass1">pass@1 and pass@k</h2>');
   parts.push(`<div class="chart">${charts.pass1 ?? ''}</div>`);
@@ -139,7 +142,7 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
   );
   if (charts.errors) parts.push(`<div class="chart">${charts.errors}</div>`);
   parts.push('<h3>Near misses (failed exactly one test of eight or more)</h3>');
-  parts.push(d.nearMisses.length ? table('near-misses', ['trial', 'config', 'task', 'tests passed', 'failing test'], d.nearMisses.map((n) => [n.trialId, n.config, n.task, n.testsPassed, n.failing.join(', ') || '-'])) : '<p class="empty">None.</p>');
+  parts.push(d.nearMisses.length ? table('near-misses', ['job', 'trial', 'config', 'task', 'tests passed', 'failing test'], d.nearMisses.map((n) => [n.job, n.trialId, n.config, n.task, n.testsPassed, n.failing.join(', ') || '-'])) : '<p class="empty">None.</p>');
   parts.push('<h3>Tests that fail most</h3>');
   parts.push(d.failingTests.length ? table('failing-tests', ['task :: test', 'failures', 'configs'], d.failingTests.map((t) => [t.test, t.failures, t.configs.join(', ')])) : '<p class="empty">No failing test names recorded.</p>');
 

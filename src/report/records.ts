@@ -7,7 +7,10 @@ import { parseRetries } from '../trial/retries.js';
  * (result.json, or one per line in JSONL) or from the job listing's snake_case lines.
  */
 export interface StatsRecord {
+  /** Unique within its job only: with `job`, the trial's identity (see store/identity.ts). */
   trialId: string;
+  /** The id of the job the trial belongs to; '' when its source does not say (JSONL of trial results). */
+  job?: string;
   task: string;
   /** The configuration compared and selected on: agent, plus model when there is one. */
   config: string;
@@ -61,6 +64,7 @@ const TrialResultLine = z.object({
 });
 
 const JobListingLine = z.object({
+  job_id: z.string().optional(),
   trial_id: z.string(),
   config: z.string().optional(),
   status: z.string().optional(),
@@ -98,6 +102,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
     const r = JobListingLine.parse(raw);
     return {
       trialId: r.trial_id,
+      job: r.job_id ?? '',
       task: r.task,
       config: r.config ?? configLabel(r.agent, r.model),
       reward: r.reward,
@@ -116,6 +121,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
   const r = TrialResultLine.parse(raw);
   return {
     trialId: r.trialId,
+    job: '',
     task: r.task.name,
     config: configLabel(r.agent.name, r.agent.model),
     reward: r.reward,

@@ -12,7 +12,7 @@ export interface EngineProvider extends SandboxProvider {
 
 /** The provider for a list of engines: the local engine when none is given, else a pool of them. */
 export function providerFor(engines: EngineSpec[] | undefined, options: EnginePoolOptions = {}): EngineProvider {
-  return engines?.length ? new EnginePool(engines, options) : new DockerProvider();
+  return engines?.length ? new EnginePool(engines, options) : new DockerProvider({ buildNetwork: options.buildNetwork });
 }
 
 /** Engines from repeated `--engine` flags (undefined when none was given). */

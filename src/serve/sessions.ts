@@ -9,6 +9,7 @@ import { gradeSandbox } from '../verifier/verify.js';
 import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
 import { gradeOf } from './grade.js';
 import { childDir, ID_RULE, isSafeId } from './ids.js';
+import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
 
 /** A task the server offers, with what the selection measured of it (when served from one). */
 export interface ServedTask {
@@ -106,11 +107,9 @@ export class SessionManager {
     this.sessions.set(s.id, s);
     try {
       const prepared = await this.options.provider.prepare(served.task);
-      s.sandbox = await this.options.provider.start(served.task, prepared, { labels: { 'io.termgrade.session': s.id } });
-      const made = await s.sandbox.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
-      if (made.exitCode !== 0) throw new Error(`cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
+      s.sandbox = await startSandbox(this.options.provider, served.task, prepared, { deadlineMs: DEFAULT_START_TIMEOUT_SEC * 1000, labels: { 'io.termgrade.session': s.id } });
     } catch (err) {
-      await s.sandbox?.close();
+      // startSandbox closed whatever it started.
       this.sessions.delete(s.id);
       this.countError('environment_error');
       throw new ServeError('unavailable', `the sandbox for ${taskName} could not be started: ${errorMessage(err)}`, 10);

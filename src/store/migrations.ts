@@ -97,4 +97,9 @@ export const MIGRATIONS: string[] = [
   `
   ALTER TABLE trials ADD COLUMN protection TEXT NOT NULL DEFAULT 'rules';
   `,
+  // 7: the job's own id, random, made once: trials of two jobs with the same tasks and
+  // configurations have the same trial ids, and are told apart by it wherever jobs are combined.
+  `
+  INSERT OR IGNORE INTO meta (key, value) VALUES ('job_id', lower(hex(randomblob(8))));
+  `,
 ];

@@ -21,6 +21,8 @@ export type TrialStatus = z.infer<typeof TrialStatusSchema>;
 
 /** One stored trial: a row of the store, and a line of `termgrade trials --json`. */
 export const TrialRowSchema = z.strictObject({
+  /** The job's id (see JobStore.jobId): with trial_id, the trial's identity across jobs. */
+  job_id: z.string(),
   trial_id: z.string(),
   config: z.string(),
   task: z.string(),
@@ -159,6 +161,18 @@ export class JobStore {
       throw storeError(this.file, err);
     }
   }
+
+  /**
+   * The job's id: random, made when the store is created (or first opened by a termgrade that
+   * knows it), and kept by a copy of the folder. Trial ids are unique only within a job; the job id
+   * tells apart two jobs of the same tasks and configurations. A store too old to hold one, opened
+   * read-only, is named by its file's real path instead.
+   */
+  jobId(): string {
+    return (this.cachedJobId ??= this.getMeta('job_id') ?? `path:${path.resolve(this.file)}`);
+  }
+
+  private cachedJobId: string | null = null;
 
   schemaVersion(): number {
     return this.db.pragma('user_version', { simple: true }) as number;
@@ -361,11 +375,11 @@ export class JobStore {
   }
 
   *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
-    const sql = `SELECT trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
+    const sql = `SELECT ? AS job_id, trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
       turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
       infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, ${this.column('findings_json', "'[]'")}, ${this.column('protection', "'rules'")} FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
     const stmt = this.db.prepare(sql);
-    yield* (filter.status ? stmt.iterate(filter.status) : stmt.iterate()) as IterableIterator<TrialRow>;
+    yield* (filter.status ? stmt.iterate(this.jobId(), filter.status) : stmt.iterate(this.jobId())) as IterableIterator<TrialRow>;
   }
 
   count(status?: TrialStatus): number {

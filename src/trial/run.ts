@@ -4,11 +4,12 @@ import path from 'node:path';
 import type { Agent, AgentOutcome, AgentUsage } from '../agent/agent.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
 import { pendingSandbox } from '../sandbox/pending.js';
+import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, EngineLostError, GradingStepError, TermgradeError, errorMessage } from '../util/errors.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
-import { deadlineSignal, nowIso, withTimeout } from '../util/time.js';
+import { deadlineSignal, nowIso } from '../util/time.js';
 import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
 import { gradeSandbox } from '../verifier/verify.js';
 import { ModelError } from '../model/errors.js';
@@ -16,7 +17,7 @@ import { ENDPOINT_FAILURE_KINDS, INFRA_ERROR_CLASSES } from './accounting.js';
 import type { Phase, PhaseTiming, TrialError, TrialErrorClass, TrialResult } from './schema.js';
 
 export interface TrialTimeouts {
-  /** Container start (the image build has the task's own build_timeout_sec). Default 120 s. */
+  /** Container start (the image build has the task's own build_timeout_sec). Default 120 s (DEFAULT_START_TIMEOUT_SEC). */
   environmentSec?: number;
   /** Agent setup (installing its tools in the sandbox). Default 600 s. */
   agentSetupSec?: number;
@@ -42,8 +43,11 @@ export interface TrialOptions {
   agentEnv?: Record<string, string>;
   /** Gets the image; default: the provider builds or finds it (with the agent's layer). */
   prepare?: () => Promise<PreparedEnvironment>;
-  /** Gets a started sandbox for the image (a warm one, say); default: the provider starts one. */
-  start?: (prepared: PreparedEnvironment) => Promise<Sandbox>;
+  /**
+   * Gets a started sandbox for the image (a warm one, say); default: the provider starts one.
+   * `signal` aborts when the start is given up (its deadline, the trial's cancel).
+   */
+  start?: (prepared: PreparedEnvironment, signal: AbortSignal) => Promise<Sandbox>;
   /**
    * The network for a task that asks for one (allow_internet / network_mode): an isolated network
    * the user made. Null or absent: every trial runs offline, whatever the task asks.
@@ -186,20 +190,19 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
       setupStarted.ms = performance.now();
       try {
         prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
-        const ms = (t.environmentSec ?? 120) * 1000;
         const ready = prepared;
-        const starting = (async () => {
-          const started = options.start ? options.start(ready) : provider.start(task, ready, { signal, labels: { 'io.termgrade.trial': trialId }, network: task.limits.network ? (options.network ?? null) : null });
-          const box = await withTimeout(started, ms, 'environment_error', `container did not start within ${ms / 1000} s`);
-          const made = await box.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier']);
-          if (made.exitCode !== 0) {
-            await box.close();
-            throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
-          }
+        // startSandbox owns the start: at its deadline it is given up and its sandbox closed.
+        const starting = startSandbox(provider, task, ready, {
+          deadlineMs: (t.environmentSec ?? DEFAULT_START_TIMEOUT_SEC) * 1000,
+          signal,
+          labels: { 'io.termgrade.trial': trialId },
+          network: task.limits.network ? (options.network ?? null) : null,
+          start: options.start ? (startSignal) => options.start!(ready, startSignal) : undefined,
+        }).then((box) => {
           setupStarted.readyIso = nowIso();
           setupStarted.readyMs = performance.now();
           return box;
-        })();
+        });
         if (agent.modelFirst) {
           // The agent begins with a model call: it starts now, the sandbox catches up.
           startingSandbox = starting;

@@ -110,17 +110,33 @@ export class Catalog {
       const st = await stat(source).catch(() => null);
       if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
       if (!st.isDirectory()) throw new TermgradeError('bad_input', `${source}: give a job folder, a check output folder or a folder of trial folders`);
-      const name = path.basename(path.resolve(source));
+      const dir = path.resolve(source);
+      if (c.jobs.some((j) => j.dir === dir) || c.folders.some((f) => f.dir === dir)) continue; // given twice: one job
+      const name = c.uniqueName(dir);
       if (await stat(path.join(source, 'job.db')).catch(() => null)) {
         const db = new Database(path.join(source, 'job.db'), { readonly: true, fileMustExist: true });
         const slots = (db.prepare("SELECT value FROM meta WHERE key = 'slots'").get() as { value?: string } | undefined)?.value;
         const total = slots ? Number(slots) : null;
-        c.jobs.push({ name, dir: path.resolve(source), db, lastRowid: 0, lastCount: 0, total });
-      } else c.folders.push({ name, dir: path.resolve(source) });
+        c.jobs.push({ name, dir, db, lastRowid: 0, lastCount: 0, total });
+      } else c.folders.push({ name, dir });
     }
     for (const j of c.jobs) c.syncJob(j, true);
     for (const f of c.folders) await c.loadFolder(f);
     return c;
+  }
+
+  /**
+   * A source's name in the list and the job filter: its folder's name, or more of its path when
+   * another source has that name (two jobs named alike are two jobs, never one).
+   */
+  private uniqueName(dir: string): string {
+    const taken = new Set([...this.jobs.map((j) => j.name), ...this.folders.map((f) => f.name)]);
+    const parts = dir.split(path.sep).filter(Boolean);
+    for (let n = 1; n <= parts.length; n++) {
+      const name = parts.slice(-n).join('/');
+      if (!taken.has(name)) return name;
+    }
+    return dir;
   }
 
   /** New and replaced records of a job store since the last look; all of them when `full`. */
@@ -148,8 +164,10 @@ export class Catalog {
     this.index.transaction(() => {
       for (const r of rows) {
         const { rowid: _r, trial_dir, findings_json, ...row } = r;
-        this.insert.run({ ...row, job: j.name, failing: row.failing ?? '', findings: findingsText(JSON.parse(findings_json)) });
-        if (trial_dir) this.dirs.set(row.id, trial_dir);
+        // Trial ids repeat across jobs of the same tasks and configurations: the job is part of the id.
+        const id = `${j.name}/${row.id}`;
+        this.insert.run({ ...row, id, job: j.name, failing: row.failing ?? '', findings: findingsText(JSON.parse(findings_json)) });
+        if (trial_dir) this.dirs.set(id, trial_dir);
       }
     })();
     j.lastCount = head.n;

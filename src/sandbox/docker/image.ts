@@ -11,6 +11,7 @@ import type { PreparedEnvironment, PrepareOptions } from '../sandbox.js';
 import { LABEL_MANAGED, LABEL_TASK } from './labels.js';
 import { BuildkitLog } from './buildkit-log.js';
 import { packContext, packDir, packEntries } from './tar.js';
+import { buildRequestOf, networkHint, type BuildNetwork } from './build-network.js';
 
 export const IMAGE_REPO = 'termgrade-env';
 export const AGENT_IMAGE_REPO = 'termgrade-agent';
@@ -162,19 +163,24 @@ function builderOf(docker: Docker): Promise<'buildkit' | 'legacy'> {
 }
 
 /**
- * Runs one image build: with BuildKit where the engine offers it (as Harbor does), else with the
- * legacy builder, saying which in the log's first line. A BuildKit build the engine refuses as
- * such is tried once more with the legacy builder. The build log is kept either way.
+ * Runs one image build on the build network in force (see build-network.ts; the log's first line
+ * says which and why): with BuildKit where the engine offers it (as Harbor does), else with the
+ * legacy builder, saying which. A BuildKit build the engine refuses as such is tried once more
+ * with the legacy builder, as is one on a named network (BuildKit in the engine knows only
+ * default, host and none). The build log is kept either way.
  */
-async function runBuild(docker: Docker, context: () => NodeJS.ReadableStream, tag: string, task: Task, options: PrepareOptions, what: string): Promise<string> {
+async function runBuild(docker: Docker, network: BuildNetwork, context: () => NodeJS.ReadableStream, tag: string, task: Task, options: PrepareOptions, what: string): Promise<string> {
   const { note, log } = logCollector(options);
-  const builder = await builderOf(docker);
+  const request = buildRequestOf(network);
+  const builder = request.legacyOnly ? 'legacy' : await builderOf(docker);
+  note(`build network: ${network.name} (from ${network.from})\n`);
   const attempt = async (version: '1' | '2'): Promise<void> => {
     let stream: NodeJS.ReadableStream;
     try {
       stream = await docker.buildImage(context(), {
         t: tag,
-        networkmode: 'host', // builds reach Debian's packages through the host; trials never do
+        // Never the host's namespace unless the operator named it: a RUN step could reach its loopback.
+        ...(request.networkmode ? { networkmode: request.networkmode } : {}),
         rm: true,
         forcerm: true,
         labels: { [LABEL_MANAGED]: 'true', [LABEL_TASK]: task.name },
@@ -184,9 +190,14 @@ async function runBuild(docker: Docker, context: () => NodeJS.ReadableStream, ta
       // Refused before any progress (a Dockerfile the engine cannot parse, say): still a build
       // failure with a log that says so.
       note(`ERROR: ${errorMessage(err)}\n`);
-      throw new BuildError(`${what} failed: ${errorMessage(err)}`, log());
+      throw new BuildError(`${what} failed: ${errorMessage(err)}${networkHint(errorMessage(err), network)}`, log());
     }
-    await follow(docker, stream, what, task.config.environment.build_timeout_sec * 1000, options, note, log);
+    try {
+      await follow(docker, stream, what, task.config.environment.build_timeout_sec * 1000, options, note, log);
+    } catch (err) {
+      const hint = err instanceof BuildError ? networkHint(err.message, network) : '';
+      throw hint ? new BuildError(`${err instanceof Error ? err.message : String(err)}${hint}`, log()) : err;
+    }
   };
   if (builder === 'buildkit') {
     note('builder: BuildKit\n');
@@ -197,6 +208,8 @@ async function runBuild(docker: Docker, context: () => NodeJS.ReadableStream, ta
       if (!(err instanceof BuildError) || !/buildkit|session|not supported|unknown parameter/i.test(err.message) || /dockerfile parse error|returned a non-zero|exit code/i.test(err.message)) throw err;
       note(`BuildKit refused the build (${err.message}); building with the legacy builder\n`);
     }
+  } else if (request.legacyOnly) {
+    note(`builder: legacy (BuildKit in the engine builds only on the default, host or no network, not on "${network.name}")\n`);
   } else {
     note('builder: legacy (this engine offers no BuildKit: BuildKit-only Dockerfile syntax other than heredocs will not build)\n');
   }
@@ -204,13 +217,13 @@ async function runBuild(docker: Docker, context: () => NodeJS.ReadableStream, ta
   return log();
 }
 
-async function build(docker: Docker, task: Task, tag: string, options: PrepareOptions): Promise<string> {
+async function build(docker: Docker, network: BuildNetwork, task: Task, tag: string, options: PrepareOptions): Promise<string> {
   if (task.environment.kind !== 'dockerfile') throw new Error('build needs a Dockerfile');
   const contextDir = task.environment.contextDir;
   // Heredocs are rewritten for every builder: this engine's BuildKit frontend may predate them.
   const translated = translateHeredocs(await readFile(path.join(contextDir, 'Dockerfile'), 'utf8'));
   const overrides = translated ? [{ path: 'Dockerfile', content: translated.dockerfile }, ...translated.files] : [];
-  const log = await runBuild(docker, () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream, tag, task, options, 'build');
+  const log = await runBuild(docker, network, () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream, tag, task, options, 'build');
   return translated ? `Dockerfile heredocs rewritten for this engine (${translated.files.length} file(s) from COPY/ADD heredocs)\n${log}` : log;
 }
 
@@ -221,7 +234,11 @@ async function build(docker: Docker, task: Task, tag: string, options: PrepareOp
 export class ImageBuilder {
   private readonly inFlight = new Map<string, Promise<PreparedEnvironment>>();
 
-  constructor(private readonly docker: Docker) {}
+  constructor(
+    private readonly docker: Docker,
+    /** The network builds run on (see build-network.ts). */
+    readonly network: BuildNetwork,
+  ) {}
 
   prepare(task: Task, options: PrepareOptions = {}): Promise<PreparedEnvironment> {
     const env = task.environment;
@@ -268,7 +285,7 @@ export class ImageBuilder {
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
       const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
-      const log = await runBuild(this.docker, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, task, options, 'agent image build');
+      const log = await runBuild(this.docker, this.network, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, task, options, 'agent image build');
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log);
       return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log };
     }, options.signal);
@@ -282,7 +299,7 @@ export class ImageBuilder {
     // Another termgrade process may be building the same image: wait for it, then reuse its work.
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
-      const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, task, tag, options);
+      const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, this.network, task, tag, options);
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the ${task.environment.kind === 'image' ? 'pull' : 'build'}`, log);
       return { image: tag, source, cached: false, durationMs: performance.now() - started, log };
     }, options.signal);

@@ -4,6 +4,7 @@ import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.
 import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
 import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder } from './image.js';
+import { resolveBuildNetwork, type BuildNetwork } from './build-network.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, LABEL_VERIFIER, ownerId } from './labels.js';
 import { DockerSandbox } from './sandbox.js';
 import { EngineTurns } from './turns.js';
@@ -76,6 +77,8 @@ export const VERIFIER_ONLY_CAPABILITY = 'SYS_NICE';
 export interface DockerProviderOptions {
   /** Engine socket; default DOCKER_HOST or /var/run/docker.sock, as dockerode resolves it. */
   docker?: Docker;
+  /** The network image builds run on; default the setting in force (see resolveBuildNetwork). */
+  buildNetwork?: BuildNetwork;
 }
 
 export class DockerProvider implements SandboxProvider {
@@ -90,7 +93,7 @@ export class DockerProvider implements SandboxProvider {
 
   constructor(options: DockerProviderOptions = {}) {
     this.docker = options.docker ?? new Docker();
-    this.images = new ImageBuilder(this.docker);
+    this.images = new ImageBuilder(this.docker, options.buildNetwork ?? resolveBuildNetwork());
   }
 
   /** Serves as many requests at once as the engine has cores (asked once; 2 until it answers). */

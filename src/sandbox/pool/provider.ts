@@ -6,6 +6,8 @@ import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
 import { withTimeout } from '../../util/time.js';
 import { DockerProvider } from '../docker/provider.js';
+import { untilAborted } from '../start.js';
+import { resolveBuildNetwork, type BuildNetwork } from '../docker/build-network.js';
 import { LABEL_OWNER, ownerId } from '../docker/labels.js';
 import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
 import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
@@ -30,6 +32,8 @@ export interface EnginePoolOptions {
   pingTimeoutMs?: number;
   /** Longest image copy between engines (ms). Default 15 minutes. */
   shipTimeoutMs?: number;
+  /** The network image builds run on, on every engine; default the setting in force (see build-network.ts). */
+  buildNetwork?: BuildNetwork;
 }
 
 /** The signal every call in flight on an engine listens to (one listener each: many at once are expected). */
@@ -60,12 +64,12 @@ export class Engine {
   readonly shipping = new Map<string, Promise<void>>();
   shipped = 0;
 
-  constructor(readonly spec: EngineSpec) {
+  constructor(readonly spec: EngineSpec, buildNetwork?: BuildNetwork) {
     this.name = engineNameOf(spec);
     const connection = connectEngine(spec);
     this.docker = connection.docker;
     this.disconnect = connection.close;
-    this.provider = new DockerProvider({ docker: this.docker });
+    this.provider = new DockerProvider({ docker: this.docker, buildNetwork });
   }
 
   get capacity(): number {
@@ -116,7 +120,8 @@ export class EnginePool implements SandboxProvider {
     private readonly options: EnginePoolOptions = {},
   ) {
     if (!specs.length) throw new TermgradeError('usage', 'an engine pool needs at least one engine');
-    this.engines = specs.map((s) => new Engine(s));
+    const buildNetwork = options.buildNetwork ?? resolveBuildNetwork();
+    this.engines = specs.map((s) => new Engine(s, buildNetwork));
     const names = this.engines.map((e) => e.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new TermgradeError('usage', `two engines are named "${twice}": give each a name (name=X)`);
@@ -203,7 +208,10 @@ export class EnginePool implements SandboxProvider {
       try {
         if (id) await this.ensureImage(engine, prepared.image, id);
         // By id: the container runs exactly the image that was built, whatever a tag says there.
-        const inner = await engine.provider.start(task, id ? { ...prepared, image: id } : prepared, { ...options, labels: { ...options.labels, [LABEL_POOL]: this.id } });
+        const starting = engine.provider.start(task, id ? { ...prepared, image: id } : prepared, { ...options, labels: { ...options.labels, [LABEL_POOL]: this.id } });
+        // A start given up (its deadline passed, its job stopped) frees the slot now, not when the
+        // engine answers; a container it makes after all is removed as it arrives.
+        const inner = options.signal ? await untilAborted(starting, options.signal, (late) => void late.close()) : await starting;
         const sandbox = new PoolSandbox(this, engine, inner, () => {
           this.open.delete(sandbox);
           this.release(engine);
