@@ -58,6 +58,7 @@ function timedSandbox(inner: Sandbox, execs: number[]): Sandbox {
     readFile: (p, n) => inner.readFile(p, n),
     endProcesses: () => inner.endProcesses(),
     changes: () => inner.changes(),
+    snapshot: () => inner.snapshot(),
     diskUsage: () => inner.diskUsage(),
     close: () => inner.close(),
   };

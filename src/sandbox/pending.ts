@@ -32,6 +32,7 @@ export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
     endProcesses: later('endProcesses') as Sandbox['endProcesses'],
     changes: later('changes') as Sandbox['changes'],
     diskUsage: later('diskUsage') as Sandbox['diskUsage'],
+    snapshot: later('snapshot') as Sandbox['snapshot'],
     // Closing a sandbox whose start failed has nothing to remove.
     close: () => starting.then((s) => s.close(), () => undefined),
   };

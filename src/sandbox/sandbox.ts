@@ -92,7 +92,19 @@ export interface Sandbox {
   changes(): Promise<FsChange[]>;
   /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
   diskUsage(): Promise<number | null>;
+  /**
+   * The sandbox's filesystem as it is now, frozen as an image: `provider.start(task,
+   * snapshot.prepared)` starts a fresh sandbox from it (no process of this one comes along). Used
+   * to grade copies of one final state side by side; `remove` deletes the image (idempotent).
+   */
+  snapshot(): Promise<Snapshot>;
   close(): Promise<void>;
+}
+
+/** A frozen filesystem to start fresh sandboxes from (see Sandbox.snapshot). */
+export interface Snapshot {
+  prepared: PreparedEnvironment;
+  remove(): Promise<void>;
 }
 
 export interface CopyOptions {

@@ -7,7 +7,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Task } from '../../src/task/task.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderHealth, Sandbox, SandboxProvider, Shell, StartOptions } from '../../src/sandbox/sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderHealth, Sandbox, SandboxProvider, Shell, Snapshot, StartOptions } from '../../src/sandbox/sandbox.js';
 import { CancelledError, TermgradeError } from '../../src/util/errors.js';
 
 /** What the grader of a fake trial returns: a reward, no reward file, or a verifier that hangs. */
@@ -113,6 +113,14 @@ class FakeSandbox implements Sandbox {
     return [...this.files.values()].reduce((a, b) => a + b.length, 0);
   }
 
+  /** The files as they are now, kept by the provider under a new image name; sandboxes started from it begin with them. */
+  async snapshot(): Promise<Snapshot> {
+    this.alive();
+    const image = `fake-snapshot:${this.id}-${++this.provider.snapshots}`;
+    this.provider.images.set(image, new Map(this.files));
+    return { prepared: { image, source: 'dockerfile', cached: true, durationMs: 0, log: '' }, remove: async () => void this.provider.images.delete(image) };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -130,6 +138,9 @@ export class FakeProvider implements SandboxProvider {
   open = 0;
   maxOpen = 0;
   processEnds = 0;
+  /** Snapshots taken, and the file maps of those not removed, by image name. */
+  snapshots = 0;
+  readonly images = new Map<string, Map<string, Buffer>>();
   private readonly startsByTask = new Map<string, number>();
   private readonly gradesByTask = new Map<string, number>();
   private readonly sandboxes = new Set<FakeSandbox>();
@@ -147,7 +158,7 @@ export class FakeProvider implements SandboxProvider {
     return { image: `fake:${task.name}`, source: 'dockerfile', cached: true, durationMs: 0, log: '' };
   }
 
-  async start(task: Task, _prepared: PreparedEnvironment, options: StartOptions = {}): Promise<Sandbox> {
+  async start(task: Task, prepared: PreparedEnvironment, options: StartOptions = {}): Promise<Sandbox> {
     if (options.signal?.aborted) throw new CancelledError('sandbox start');
     const n = this.startsByTask.get(task.name) ?? 0;
     this.startsByTask.set(task.name, n + 1);
@@ -162,6 +173,7 @@ export class FakeProvider implements SandboxProvider {
       if (s.commands <= 1) this.unused += 1;
       this.sandboxes.delete(s);
     });
+    for (const [k, v] of this.images.get(prepared.image) ?? []) s.files.set(k, v);
     this.sandboxes.add(s);
     return s;
   }

@@ -148,6 +148,30 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       });
     });
 
+    it('snapshots its filesystem: fresh sandboxes from it have the files and none of its processes, and each change stays its own', async () => {
+      const p = provider();
+      await withSandbox(async (s) => {
+        await s.exec('echo state > /app/state.txt; chmod 0700 /app/state.txt; rm -f /etc/issue; (sleep 300 &) ; echo started');
+        const snap = await s.snapshot();
+        const copies = [await p.start(task, snap.prepared), await p.start(task, snap.prepared)];
+        try {
+          for (const c of copies) {
+            const r = await c.exec('cat /app/state.txt; stat -c %a /app/state.txt; test -e /etc/issue || echo no-issue; pgrep -x sleep || echo no-sleep');
+            assert.equal(r.stdout.text, 'state\n700\nno-issue\nno-sleep\n', `${c.id}: the files as they were, no process`);
+          }
+          await copies[0]!.exec('mkdir /app/build && echo 1 > /app/build/out');
+          const other = await copies[1]!.exec('test -e /app/build && echo leaked || echo clean');
+          assert.equal(other.stdout.text, 'clean\n', 'one copy\'s change is not seen by the other');
+          assert.equal((await s.exec('test -e /app/build && echo leaked || echo clean')).stdout.text, 'clean\n', 'nor by the original');
+        } finally {
+          await Promise.all(copies.map((c) => c.close()));
+        }
+        await snap.remove();
+        await snap.remove();
+        await assert.rejects(p.start(task, snap.prepared), 'the removed snapshot starts nothing');
+      });
+    });
+
     it('reports the disk it has written', async () => {
       await withSandbox(async (s) => {
         const before = (await s.diskUsage()) ?? 0;

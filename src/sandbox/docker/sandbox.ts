@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { shellQuote } from '../../util/shell-quote.js';
 import type Docker from 'dockerode';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell, Snapshot } from '../sandbox.js';
 import { DockerShell } from './shell.js';
 import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,9 @@ import type { EngineTurns, Turn } from './turns.js';
 
 /** TERMGRADE_EXEC_VIA=engine takes every path through the engine: no helper shell, no reads from the layer (the tests run both). */
 const onlyEngine = (): boolean => process.env.TERMGRADE_EXEC_VIA === 'engine';
+
+/** Images made by Sandbox.snapshot: frozen final states, removed by whoever took them. */
+export const SNAPSHOT_REPO = 'termgrade-snapshot';
 
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 const SHELL_COPY_LIMIT = 2 * 1024 * 1024;
@@ -252,6 +255,31 @@ export class DockerSandbox implements Sandbox {
   async diskUsage(): Promise<number | null> {
     const info = (await this.container.inspect({ size: true } as Docker.ContainerInspectOptions)) as { SizeRw?: number };
     return typeof info.SizeRw === 'number' ? info.SizeRw : null;
+  }
+
+  /**
+   * Commits the container's filesystem (paused meanwhile, so no half-written file is taken) to an
+   * image of its own name; fresh sandboxes start from it by id. Volumes and tmpfs are not part of it.
+   */
+  async snapshot(): Promise<Snapshot> {
+    const started = performance.now();
+    const tag = `snap-${randomBytes(8).toString('hex')}`;
+    const { Id: id } = (await this.turn(() => this.container.commit({ repo: SNAPSHOT_REPO, tag, pause: true }))) as { Id: string };
+    const image = `${SNAPSHOT_REPO}:${tag}`;
+    let removed: Promise<void> | null = null;
+    return {
+      prepared: { image, imageId: id, source: 'dockerfile', cached: true, durationMs: performance.now() - started, log: '' },
+      remove: () =>
+        (removed ??= this.docker
+          .getImage(id)
+          .remove({ force: true })
+          .then(
+            () => undefined,
+            (err: { statusCode?: number }) => {
+              if (err?.statusCode !== 404) process.emitWarning(`could not remove snapshot image ${image}: ${String(err)}`);
+            },
+          )),
+    };
   }
 
   close(): Promise<void> {

@@ -289,6 +289,22 @@ export class EnginePool implements SandboxProvider {
   }
 
   /**
+   * Removes an image the pool no longer needs (a snapshot) from its home engine through `removeHome`,
+   * and every copy shipped to other engines; a removal that fails is warned about, never thrown.
+   */
+  async removeImage(id: string, removeHome: () => Promise<void>): Promise<void> {
+    await removeHome();
+    await Promise.all(
+      this.engines.map(async (e) => {
+        if (!e.present.delete(id)) return;
+        await e.docker.getImage(id).remove({ force: true }).catch((err: { statusCode?: number }) => {
+          if (err?.statusCode !== 404) process.emitWarning(`could not remove image ${id.slice(0, 19)} on engine ${e.name}: ${String(err)}`);
+        });
+      }),
+    );
+  }
+
+  /**
    * After an error from an engine: is the engine lost? It is when it no longer answers a ping;
    * then it is drained. An error from an engine that still answers is the operation's own.
    */

@@ -1,5 +1,5 @@
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell } from '../sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, Shell, Snapshot } from '../sandbox.js';
 import type { Engine, EnginePool } from './provider.js';
 
 /** Settles once `signal` is aborted (at once if it already is); `stop` takes the listener off when the wait is over. */
@@ -105,6 +105,16 @@ export class PoolSandbox implements Sandbox {
 
   diskUsage(): Promise<number | null> {
     return this.call(() => this.inner.diskUsage());
+  }
+
+  /** The engine's own snapshot, known to the pool as present there: a start elsewhere copies it over; removal clears every copy. */
+  snapshot(): Promise<Snapshot> {
+    return this.call(async () => {
+      const snap = await this.inner.snapshot();
+      const id = snap.prepared.imageId!;
+      this.home.present.add(id);
+      return { prepared: snap.prepared, remove: () => this.pool.removeImage(id, snap.remove) };
+    });
   }
 
   /**
