@@ -8,7 +8,7 @@ import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
 import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
 import { instructionLeak, isOutputPath, keepsFinalState, leakPlacements, namedInput, splitCommands } from './probe-logic.js';
-import { TermgradeError } from '../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
 const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
 
@@ -145,8 +145,15 @@ export class TaskProber {
       // The instruction is the specification: quoting what to type or write is never a leak by itself.
       const quoted = instructionLeak(this.task.instruction, solveScript, outputs);
       if (quoted) findings.push({ probe: 'solution_leaked', rejects: false, did: "compared the instruction with solve.sh and the oracle's outputs", saw: `${quoted} (a warning: the instruction may rightly spell out what to type)` });
-      const first = await this.nondeterminism(s, findings);
-      if (level === 'all' && first.passed) findings.push(...(await this.damagedOutputs(s, full)));
+      let first: Graded | null = null;
+      try {
+        first = await this.nondeterminism(s, findings);
+      } catch (err) {
+        if (err instanceof CancelledError || this.signal?.aborted) throw err;
+        // Undecided is not confirmed: said as a warning, and the other probes still run.
+        findings.push({ probe: 'verifier_nondeterministic', rejects: false, did: "tried to verify two fresh copies of the oracle's final state", saw: `could not: ${errorMessage(err)}` });
+      }
+      if (level === 'all' && first?.passed) findings.push(...(await this.damagedOutputs(s, full)));
     } finally {
       await s.close();
     }
