@@ -40,8 +40,8 @@ describe('check probes on real sandboxes', () => {
     assert.equal(report.summary.probes, 'all');
   });
 
-  it('under default probes, rejects only what execution confirms: sound move, archive, permission, quoted-text and building-verifier tasks admit with warnings; a readable answer and a time-dependent verifier are rejected', async () => {
-    const names = ['move_task', 'archive_task', 'permission_only', 'quoted_text', 'verifier_builds', 'solution_leaked', 'verifier_nondeterministic'];
+  it('under default probes, rejects only what execution confirms: sound move, archive, permission, quoted-text and building-verifier tasks admit with warnings; readable answers and a time-dependent verifier are rejected', async () => {
+    const names = ['move_task', 'archive_task', 'permission_only', 'quoted_text', 'verifier_builds', 'solution_leaked', 'answers_readable', 'verifier_nondeterministic'];
     const before = await snapshotImages();
     const report = await checkTasks(names.map((n) => path.join(PROBES, n)), { provider: docker(), outDir: await tempDir(), concurrency: 3 });
     assert.equal(report.summary.probes, 'fast', 'fast is the default');
@@ -65,9 +65,12 @@ describe('check probes on real sandboxes', () => {
     const leak = by.solution_leaked!.findings.find((f) => f.rejects)!;
     assert.match(leak.did, /copied \/var\/backups\/\.last-answer to \/app\/answer\.txt, ran nothing else/);
     assert.match(leak.saw, /every test passes/);
+    // Ground truth kept readable as text without the final newline the solution writes: still the answer.
+    assert.deepEqual(by.answers_readable!.reasons, ['solution_leaked'], why('answers_readable'));
+    assert.match(by.answers_readable!.findings.find((f) => f.rejects)!.did, /copied \/protected\/truth\/(upper|reversed)\.txt to \/app\/output\/\1\.txt, .*\/protected\/truth/);
     assert.deepEqual(by.verifier_nondeterministic!.reasons, ['verifier_nondeterministic'], why('verifier_nondeterministic'));
     assert.match(by.verifier_nondeterministic!.findings.find((f) => f.rejects)!.saw, /reward 1 then 0/);
-    assert.deepEqual(report.summary.reasons, { solution_leaked: 1, verifier_nondeterministic: 1 }, 'warnings are not counted as rejections');
+    assert.deepEqual(report.summary.reasons, { solution_leaked: 2, verifier_nondeterministic: 1 }, 'warnings are not counted as rejections');
     // The human output shows warnings under the task, admitted or not.
     const { formatCheckReport } = await import('../src/cli/format.js');
     assert.match(formatCheckReport(report), /ok {3}permission_only[^\n]*\n {7}warning: solution_leaked: the tests fail/);

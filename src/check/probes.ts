@@ -10,6 +10,11 @@ import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
 import { instructionLeak, isOutputPath, keepsFinalState, leakPlacements, namedInput, splitCommands } from './probe-logic.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
+const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
+
+/** What the leak scan leaves out: the kernel's and the harness's folders, and system data. */
+const SCAN_PRUNE = '-path /proc -o -path /sys -o -path /dev -o -path /solution -o -path /tests -o -path /logs -o -path /usr/share -o -path /usr/lib -o -path /var/lib';
+
 const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
 
 /**
@@ -132,15 +137,20 @@ export class TaskProber {
     const s = await this.sandbox();
     let full: Map<string, string>;
     let consumed: Set<string>;
+    let texts: Map<string, string>;
     try {
       await this.solve(s);
       const changes = await s.changes();
       consumed = new Set(changes.filter((c) => c.kind !== 'added').map((c) => c.path));
       full = await this.finalState(s);
       const outputs: Array<{ path: string; text: string }> = [];
+      texts = new Map();
       for (const p of [...full.keys()].slice(0, 50)) {
-        const body = await s.readFile(p, 64 * 1024);
-        if (body) outputs.push({ path: p, text: body.toString('utf8') });
+        const body = await s.readFile(p, 64 * 1024 + 1);
+        if (!body) continue;
+        outputs.push({ path: p, text: body.subarray(0, 64 * 1024).toString('utf8') });
+        // Whole outputs only: a text cut short could match nothing it should.
+        if (body.length <= 64 * 1024) texts.set(p, body.toString('latin1'));
       }
       // The instruction is the specification: quoting what to type or write is never a leak by itself.
       const quoted = instructionLeak(this.task.instruction, solveScript, outputs);
@@ -157,7 +167,7 @@ export class TaskProber {
     } finally {
       await s.close();
     }
-    findings.push(...(await this.leakedInImage(full, consumed, solveScript)));
+    findings.push(...(await this.leakedInImage(full, texts, consumed, solveScript)));
     if (level === 'all') {
       const prefix = await this.prefixes(solveScript, full);
       if (prefix) findings.push(prefix);
@@ -201,7 +211,7 @@ export class TaskProber {
    * files the oracle consumed, outputs the copy does not complete (an archive, a permission change),
    * and solution/ files sitting in the image are warnings.
    */
-  private async leakedInImage(full: Map<string, string>, consumed: Set<string>, solveScript: string): Promise<Finding[]> {
+  private async leakedInImage(full: Map<string, string>, outputTexts: Map<string, string>, consumed: Set<string>, solveScript: string): Promise<Finding[]> {
     const solutionFiles = new Map<string, string>(); // hash -> solution/rel
     for (const f of (await walk(this.task.solutionDir!)).filter((e) => e.kind === 'file')) {
       const body = await readFile(f.abs);
@@ -211,7 +221,7 @@ export class TaskProber {
     try {
       // Every file of 16 bytes to 1 MiB in the image, outside system folders, hashed in one pass.
       const r = await s.exec(
-        ['sh', '-c', 'pwd; find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /solution -o -path /tests -o -path /logs -o -path /usr/share -o -path /usr/lib -o -path /var/lib \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null'],
+        ['sh', '-c', `pwd; find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null`],
         { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal },
       );
       if (r.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
@@ -225,7 +235,15 @@ export class TaskProber {
       const texts = [this.task.instruction, solveScript];
       const inputs: string[] = [];
       const place = new Map<string, string>(); // output -> the image file copied there
-      for (const [output, sources] of leakPlacements(full, image)) {
+      // The same text but for trailing newlines (a file written with a final newline, an answer
+      // printed without one) is a candidate too: execution decides either way. Only image files
+      // within a few bytes of an output's size are read again for it.
+      const stripped = new Map([...outputTexts].map(([p, t]) => [p, sha256(t.replace(/\n+$/, ''))]));
+      const sizes = new Set([...outputTexts.values()].map((t) => t.replace(/\n+$/, '').length));
+      const near = r.stdout.text.length ? await this.nearFiles(s, sizes) : [];
+      const candidates = new Map(leakPlacements(full, image));
+      for (const [output, sources] of leakPlacements(stripped, near)) candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
+      for (const [output, sources] of candidates) {
         const hidden = sources.find((f) => !consumed.has(f) && !namedInput(f, texts, workdir?.startsWith('/') ? workdir : null));
         if (hidden) place.set(output, hidden);
         else inputs.push(`${sources[0]} (the content of ${output})`);
@@ -249,6 +267,23 @@ export class TaskProber {
     } finally {
       await s.close();
     }
+  }
+
+  /** Image files of 1 to 4 bytes more than one of `sizes` (or the size itself), with the hash of their text less trailing newlines. */
+  private async nearFiles(s: Sandbox, sizes: Set<number>): Promise<Array<[string, string]>> {
+    const wanted = new Set([...sizes].flatMap((n) => [n, n + 1, n + 2, n + 3, n + 4]));
+    const listed = await s.exec(['sh', '-c', `find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -printf '%s %p\\n' 2>/dev/null`], { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal });
+    if (listed.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
+    const files = listed.stdout.text.split('\n').map((l) => /^(\d+) (\/.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null && wanted.has(Number(m[1]))).map((m) => m[2]!).slice(0, 2000);
+    if (!files.length) return [];
+    // $(cat f) drops the trailing newlines; printf %s adds none back.
+    const r = await s.exec(['sh', '-c', 'for f; do printf "%s  %s\\n" "$(printf %s "$(cat "$f")" | sha256sum | cut -c1-64)" "$f"; done', 'termgrade-near', ...files], { maxOutputBytes: 4 * 1024 * 1024, timeoutSec: 300, signal: this.signal });
+    const out: Array<[string, string]> = [];
+    for (const line of r.stdout.text.split('\n')) {
+      const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
+      if (m) out.push([m[2]!, m[1]!]);
+    }
+    return out;
   }
 
   /** Each output file the tests read (removing it fails them) emptied, then cut in half: still passing is weak. */
