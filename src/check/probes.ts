@@ -10,6 +10,8 @@ import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
 import { instructionLeak, isOutputPath, keepsFinalState, leakPlacements, namedInput, splitCommands } from './probe-logic.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
+/** Text less trailing whitespace: how most checkers compare (strip()). */
+const trimEnd = (text: string): string => text.replace(/[ \t\r\n]+$/, '');
 const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
 
 /** What the leak scan leaves out: the kernel's and the harness's folders, and system data. */
@@ -235,11 +237,11 @@ export class TaskProber {
       const texts = [this.task.instruction, solveScript];
       const inputs: string[] = [];
       const place = new Map<string, string>(); // output -> the image file copied there
-      // The same text but for trailing newlines (a file written with a final newline, an answer
-      // printed without one) is a candidate too: execution decides either way. Only image files
+      // The same text but for trailing whitespace (a file written with a final newline, an answer
+      // printed without one, a ground truth with a trailing space) is a candidate too: execution decides either way. Only image files
       // within a few bytes of an output's size are read again for it.
-      const stripped = new Map([...outputTexts].map(([p, t]) => [p, sha256(t.replace(/\n+$/, ''))]));
-      const sizes = new Set([...outputTexts.values()].map((t) => t.replace(/\n+$/, '').length));
+      const stripped = new Map([...outputTexts].map(([p, t]) => [p, sha256(trimEnd(t))]));
+      const sizes = new Set([...outputTexts.values()].map((t) => trimEnd(t).length));
       const near = r.stdout.text.length ? await this.nearFiles(s, sizes) : [];
       const candidates = new Map(leakPlacements(full, image));
       for (const [output, sources] of leakPlacements(stripped, near)) candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
@@ -269,19 +271,23 @@ export class TaskProber {
     }
   }
 
-  /** Image files of 1 to 4 bytes more than one of `sizes` (or the size itself), with the hash of their text less trailing newlines. */
+  /**
+   * Image files of an output's trimmed size up to 4 bytes more, with the hash of their text less
+   * trailing whitespace; read by the backend (no program inside runs), at most 200 of them.
+   */
   private async nearFiles(s: Sandbox, sizes: Set<number>): Promise<Array<[string, string]>> {
     const wanted = new Set([...sizes].flatMap((n) => [n, n + 1, n + 2, n + 3, n + 4]));
     const listed = await s.exec(['sh', '-c', `find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -printf '%s %p\\n' 2>/dev/null`], { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal });
     if (listed.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
-    const files = listed.stdout.text.split('\n').map((l) => /^(\d+) (\/.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null && wanted.has(Number(m[1]))).map((m) => m[2]!).slice(0, 2000);
-    if (!files.length) return [];
-    // $(cat f) drops the trailing newlines; printf %s adds none back.
-    const r = await s.exec(['sh', '-c', 'for f; do printf "%s  %s\\n" "$(printf %s "$(cat "$f")" | sha256sum | cut -c1-64)" "$f"; done', 'termgrade-near', ...files], { maxOutputBytes: 4 * 1024 * 1024, timeoutSec: 300, signal: this.signal });
+    const files = listed.stdout.text
+      .split('\n')
+      .map((l) => /^(\d+) (\/.*)$/.exec(l))
+      .filter((m): m is RegExpExecArray => m !== null && wanted.has(Number(m[1])))
+      .slice(0, 200);
     const out: Array<[string, string]> = [];
-    for (const line of r.stdout.text.split('\n')) {
-      const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
-      if (m) out.push([m[2]!, m[1]!]);
+    for (const m of files) {
+      const body = await s.readFile(m[2]!, Number(m[1]) + 1);
+      if (body) out.push([m[2]!, sha256(trimEnd(body.toString('latin1')))]);
     }
     return out;
   }
