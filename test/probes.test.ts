@@ -2,37 +2,79 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
-import { findDuplicates, instructionLeak, keepsFinalState, splitCommands, textSimilarity } from '../src/check/probe-logic.js';
-import { findTaskDirs } from '../src/task/load.js';
+import { findDuplicates, instructionLeak, keepsFinalState, leakPlacements, namedInput, splitCommands, textSimilarity } from '../src/check/probe-logic.js';
+import { LABEL_OWNER, LABEL_SNAPSHOT, ownerId } from '../src/sandbox/docker/labels.js';
 import { docker, ROOT, tempDir } from './helpers.js';
 
 const PROBES = path.join(ROOT, 'test', 'fixtures', 'probes');
 
+/** Snapshot images on the engine that this process took (every grading takes one). */
+async function snapshotImages(): Promise<number> {
+  const Docker = (await import('dockerode')).default;
+  return (await new Docker().listImages({ filters: { label: [`${LABEL_SNAPSHOT}=true`, `${LABEL_OWNER}=${ownerId()}`] } })).length;
+}
+
 describe('check probes on real sandboxes', () => {
   it('rejects each probe fixture with exactly its code and its evidence, and admits the sound one', async () => {
-    const report = await checkTasks(await findTaskDirs([PROBES]), { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 });
+    const names = ['reward_forgeable', 'weak_tests', 'weak_tests_prefix', 'sound_a', 'sound_b'];
+    const report = await checkTasks(names.map((n) => path.join(PROBES, n)), { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 });
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
     const expected: Record<string, string[]> = {
       reward_forgeable: ['reward_forgeable'],
-      solution_leaked: ['solution_leaked'],
       weak_tests: ['weak_tests'],
       weak_tests_prefix: ['weak_tests'],
-      verifier_nondeterministic: ['verifier_nondeterministic'],
       sound_a: [],
       sound_b: ['duplicate'],
     };
     for (const [name, reasons] of Object.entries(expected)) {
       const t = by[name]!;
       assert.deepEqual(t.reasons, reasons, `${name}: ${t.details.join(' | ')}`);
-      assert.equal(t.findings.length, reasons.length, `${name}: one finding per probe code`);
-      for (const f of t.findings) assert.ok(f.did.length > 10 && f.saw.length > 10);
+      const rejecting = t.findings.filter((f) => f.rejects);
+      assert.equal(rejecting.length, reasons.length, `${name}: one rejecting finding per probe code`);
+      for (const f of rejecting) assert.ok(f.did.length > 10 && f.saw.length > 10);
     }
-    assert.match(by.solution_leaked!.findings[0]!.saw, /\/var\/backups\/\.last-answer .* \/app\/answer\.txt/);
     assert.match(by.weak_tests!.findings[0]!.did, /emptied \/app\/report\.txt/);
-    assert.match(by.weak_tests_prefix!.findings[0]!.saw, /\/app\/b\.txt/);
-    assert.match(by.sound_b!.findings[0]!.saw, /sound_a/);
+    assert.match(by.weak_tests_prefix!.findings.find((f) => f.rejects)!.saw, /\/app\/b\.txt/);
+    assert.match(by.sound_b!.findings.find((f) => f.rejects)!.saw, /sound_a/);
     assert.ok(report.summary.probeMs > 0);
     assert.equal(report.summary.probes, 'all');
+  });
+
+  it('under default probes, rejects only what execution confirms: sound move, archive, permission, quoted-text and building-verifier tasks admit with warnings; readable answers and a time-dependent verifier are rejected', async () => {
+    const names = ['move_task', 'archive_task', 'permission_only', 'quoted_text', 'verifier_builds', 'solution_leaked', 'answers_readable', 'verifier_nondeterministic'];
+    const before = await snapshotImages();
+    const report = await checkTasks(names.map((n) => path.join(PROBES, n)), { provider: docker(), outDir: await tempDir(), concurrency: 3 });
+    assert.equal(report.summary.probes, 'fast', 'fast is the default');
+    const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
+    const why = (n: string): string => `${n}: ${by[n]!.details.join(' | ')}`;
+    for (const n of ['move_task', 'archive_task', 'permission_only', 'quoted_text', 'verifier_builds']) {
+      assert.equal(by[n]!.verdict, 'admissible', why(n));
+      assert.deepEqual(by[n]!.reasons, [], why(n));
+      assert.ok(by[n]!.findings.every((f) => !f.rejects), why(n));
+    }
+    // Each sound shape still says what looked suspicious, as a warning, with the reason it is not a leak.
+    const warning = (n: string): string => by[n]!.findings.filter((f) => f.probe === 'solution_leaked' && !f.rejects).map((f) => f.saw).join(' | ');
+    assert.match(warning('move_task'), /\/app\/inbox\/report-2024-q3\.csv .*consumes/, why('move_task'));
+    assert.match(warning('archive_task'), /\/app\/src\/VERSION .*names/, why('archive_task'));
+    assert.match(warning('permission_only'), /tests fail/, why('permission_only'));
+    assert.match(by.permission_only!.findings.find((f) => !f.rejects)!.did, /copied \/opt\/templates\/deploy\.sh to \/app\/bin\/deploy\.sh/);
+    assert.match(warning('quoted_text'), /instruction contains the expected content of \/app\/motd/, why('quoted_text'));
+    assert.deepEqual(by.verifier_builds!.findings, [], why('verifier_builds'));
+
+    assert.deepEqual(by.solution_leaked!.reasons, ['solution_leaked'], why('solution_leaked'));
+    const leak = by.solution_leaked!.findings.find((f) => f.rejects)!;
+    assert.match(leak.did, /copied \/var\/backups\/\.last-answer to \/app\/answer\.txt, ran nothing else/);
+    assert.match(leak.saw, /every test passes/);
+    // Ground truth kept readable as text without the final newline the solution writes: still the answer.
+    assert.deepEqual(by.answers_readable!.reasons, ['solution_leaked'], why('answers_readable'));
+    assert.match(by.answers_readable!.findings.find((f) => f.rejects)!.did, /copied \/protected\/truth\/(upper|reversed)\.txt to \/app\/output\/\1\.txt, .*\/protected\/truth/);
+    assert.deepEqual(by.verifier_nondeterministic!.reasons, ['verifier_nondeterministic'], why('verifier_nondeterministic'));
+    assert.match(by.verifier_nondeterministic!.findings.find((f) => f.rejects)!.saw, /reward 1 then 0/);
+    assert.deepEqual(report.summary.reasons, { solution_leaked: 2, verifier_nondeterministic: 1 }, 'warnings are not counted as rejections');
+    // The human output shows warnings under the task, admitted or not.
+    const { formatCheckReport } = await import('../src/cli/format.js');
+    assert.match(formatCheckReport(report), /ok {3}permission_only[^\n]*\n {7}warning: solution_leaked: the tests fail/);
+    assert.equal(await snapshotImages(), before, 'every snapshot image taken was removed');
   });
 });
 
@@ -74,6 +116,22 @@ describe('probe logic', () => {
     assert.equal(instructionLeak('Write hello into /app/out.txt.', 'echo hello > /app/out.txt', [{ path: '/app/out.txt', text: 'hello\n' }]), null);
     const long = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi';
     assert.match(instructionLeak(`The file must read: ${long}`, 'true', [{ path: '/app/o', text: long }])!, /expected content of \/app\/o/);
+  });
+
+  it('tells an input the task names or the solution uses from a file nobody mentions', () => {
+    const texts = ['Move the report in /app/inbox/ to /app/archive.', 'cd /app && cp data/input.csv out/'];
+    assert.equal(namedInput('/app/inbox/r.csv', texts, '/app'), true, 'its folder is named');
+    assert.equal(namedInput('/app/data/input.csv', texts, '/app'), true, 'named relative to the working folder');
+    assert.equal(namedInput('/var/backups/.last-answer', texts, '/app'), false);
+    assert.equal(namedInput('/app/answer_copy.txt', texts, '/app'), false, 'the working folder alone names nothing');
+    assert.equal(namedInput('/app/in', ['see /app/inbox'], '/'), false, 'a longer path is not this one');
+    assert.equal(namedInput('/opt/x/a.txt', ['Put it in /opt/x, then'], null), true, 'a folder named before punctuation');
+  });
+
+  it('places each output from the image files that hold its bytes, never from itself', () => {
+    const outputs = new Map([['/app/answer.txt', 'h1'], ['/app/bin/run.sh', 'h2'], ['/app/out.tar', 'h3']]);
+    const image: Array<[string, string]> = [['/var/backups/.a', 'h1'], ['/app/bin/run.sh', 'h2'], ['/etc/x', 'h9'], ['/srv/b', 'h1']];
+    assert.deepEqual([...leakPlacements(outputs, image)], [['/app/answer.txt', ['/var/backups/.a', '/srv/b']]]);
   });
 
   it('pairs duplicate tasks by content or by near-identical instruction', () => {

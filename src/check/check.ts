@@ -181,9 +181,10 @@ async function checkOne(taskPath: string, options: CheckOptions): Promise<Checke
       }
     }
     result.probeMs = performance.now() - p0;
+    // Only what execution confirmed rejects; the rest is a warning, shown but not a reason.
     for (const f of result.findings) {
-      reasons.push(f.probe);
-      result.details.push(`${f.probe}: ${f.did}: ${f.saw}`);
+      if (f.rejects) reasons.push(f.probe);
+      result.details.push(`${f.rejects ? '' : 'warning: '}${f.probe}: ${f.did}: ${f.saw}`);
     }
   }
   return finish([...new Set(reasons)]);
@@ -234,7 +235,7 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
     const keys = (await Promise.all(tasks.filter((t) => t.verdict === 'admissible').map((t) => duplicateKey(t.path)))).filter((k): k is DuplicateCandidate => k !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const pair of findDuplicates(keys)) {
       const dup = tasks.find((t) => t.path === pair.b)!;
-      const finding = { probe: 'duplicate' as const, did: `compared ${path.basename(pair.b)} with every other task`, saw: `the same task as ${path.basename(pair.a)}: ${pair.why}` };
+      const finding = { probe: 'duplicate' as const, rejects: true, did: `compared ${path.basename(pair.b)} with every other task`, saw: `the same task as ${path.basename(pair.a)}: ${pair.why}` };
       dup.findings.push(finding);
       dup.details.push(`duplicate: ${finding.saw}`);
       if (!dup.reasons.includes('duplicate')) dup.reasons.push('duplicate');

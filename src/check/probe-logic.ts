@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 /**
  * The pure parts of check's probes: splitting a solution into top-level commands, deciding which
  * changed files are a solution's outputs, comparing final states, spotting a leak in an
@@ -80,6 +82,55 @@ export function instructionLeak(instruction: string, solveScript: string, output
     if (t.length >= 64 && text.includes(t)) return `the instruction contains the expected content of ${o.path}`;
   }
   return null;
+}
+
+const PATH_CHAR = /[A-Za-z0-9._\-/~]/;
+
+/** Whether `text` holds `p` as a whole path (not as the start of a longer one, other than by a trailing slash). */
+function holdsPath(text: string, p: string): boolean {
+  for (let i = text.indexOf(p); i >= 0; i = text.indexOf(p, i + 1)) {
+    const before = i > 0 ? text[i - 1]! : ' ';
+    let after = text[i + p.length] ?? ' ';
+    if (after === '/') after = text[i + p.length + 1] ?? ' ';
+    if (!PATH_CHAR.test(before) && !PATH_CHAR.test(after)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether an image file is an input the task itself names: the instruction or the reference
+ * solution gives its path (absolute, or relative to the working folder when it lies there) or its
+ * own folder's (not the working folder or /). A move, copy or archive task's source is such an
+ * input: that its bytes equal an output's is the task, not a leak.
+ */
+export function namedInput(file: string, texts: string[], workdir: string | null): boolean {
+  const wd = workdir ? workdir.replace(/\/+$/, '') : null;
+  const forms = [file];
+  if (wd && file.startsWith(`${wd}/`)) forms.push(file.slice(wd.length + 1), `./${file.slice(wd.length + 1)}`);
+  const parent = path.posix.dirname(file);
+  if (parent !== '/' && parent !== wd) {
+    forms.push(parent);
+    if (wd && parent.startsWith(`${wd}/`)) forms.push(parent.slice(wd.length + 1));
+  }
+  return texts.some((t) => forms.some((f) => holdsPath(t, f)));
+}
+
+/**
+ * Where each output could be taken from: for every output path, the image files (other than the
+ * output itself as the image had it) holding exactly the bytes the oracle left there, in the order
+ * found. `outputs` maps output path to content hash; `image` is (path, hash) pairs of the image.
+ */
+export function leakPlacements(outputs: Map<string, string>, image: Array<[string, string]>): Map<string, string[]> {
+  const byHash = new Map<string, string[]>();
+  for (const [p, h] of outputs) byHash.set(h, [...(byHash.get(h) ?? []), p]);
+  const out = new Map<string, string[]>();
+  for (const [file, h] of image) {
+    for (const p of byHash.get(h) ?? []) {
+      if (p === file) continue;
+      out.set(p, [...(out.get(p) ?? []), file]);
+    }
+  }
+  return out;
 }
 
 function shingles(text: string, k = 3): Set<string> {

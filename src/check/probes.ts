@@ -1,20 +1,31 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { readTextIfThere } from '../util/files.js';
 import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
 import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
-import { instructionLeak, isOutputPath, keepsFinalState, splitCommands } from './probe-logic.js';
+import { instructionLeak, isOutputPath, keepsFinalState, leakPlacements, namedInput, splitCommands } from './probe-logic.js';
 import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+
+/** Text less trailing whitespace: how most checkers compare (strip()). */
+const trimEnd = (text: string): string => text.replace(/[ \t\r\n]+$/, '');
+const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
+
+/** What the leak scan leaves out: the kernel's and the harness's folders, and system data. */
+const SCAN_PRUNE = '-path /proc -o -path /sys -o -path /dev -o -path /solution -o -path /tests -o -path /logs -o -path /usr/share -o -path /usr/lib -o -path /var/lib';
+
+const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
 
 /**
  * check's probes: each proves a weakness of a task by executing it, never by reading alone.
  * - reward_forgeable: an agent that only writes success into the verifier's places passes.
- * - solution_leaked: the image (or the instruction) already holds the solution or its outputs.
- * - verifier_nondeterministic: the same final state verified twice grades differently.
+ * - solution_leaked: the outputs copied from where the image already holds them pass the tests.
+ * - verifier_nondeterministic: two fresh copies of the oracle's final state grade differently.
+ * A probe rejects only what execution confirmed; what it saw short of that is a warning.
  * - weak_tests (all): a damaged output or a strict prefix of the solution passes every test.
  * (`duplicate` compares tasks with each other: see checkTasks.)
  */
@@ -27,6 +38,8 @@ export interface Finding {
   did: string;
   /** What it saw: the evidence. */
   saw: string;
+  /** True when execution confirmed the exploit (the task is rejected); false for a warning. */
+  rejects: boolean;
 }
 
 interface Graded {
@@ -110,7 +123,7 @@ export class TaskProber {
       const txt = await readTextIfThere(path.join(logs, 'reward.txt'));
       const parsed = rewardFile === 'reward.json' ? parseRewardFiles(json, null) : parseRewardFiles(null, txt);
       if (parsed.ok && parsed.reward >= 1) {
-        return { probe: 'reward_forgeable', did: "an agent that only planted reward.txt = 1 and reward.json = 1 in /logs/verifier and a file in /tests, then the task's test.sh as written, with nothing emptied first", saw: `reward ${parsed.reward} from the verifier's ${parsed.source}: test.sh trusts state the agent controls` };
+        return { probe: 'reward_forgeable', rejects: true, did: "an agent that only planted reward.txt = 1 and reward.json = 1 in /logs/verifier and a file in /tests, then the task's test.sh as written, with nothing emptied first", saw: `reward ${parsed.reward} from the verifier's ${parsed.source}: test.sh trusts state the agent controls` };
       }
       return null;
     } finally {
@@ -124,27 +137,38 @@ export class TaskProber {
     const solveScript = await readFile(path.join(this.task.solutionDir!, 'solve.sh'), 'utf8');
     const s = await this.sandbox();
     let full: Map<string, string>;
+    let consumed: Set<string>;
+    let texts: Map<string, string>;
     try {
       await this.solve(s);
+      const changes = await s.changes();
+      consumed = new Set(changes.filter((c) => c.kind !== 'added').map((c) => c.path));
       full = await this.finalState(s);
       const outputs: Array<{ path: string; text: string }> = [];
+      texts = new Map();
       for (const p of [...full.keys()].slice(0, 50)) {
-        const body = await s.readFile(p, 64 * 1024);
-        if (body) outputs.push({ path: p, text: body.toString('utf8') });
+        const body = await s.readFile(p, 64 * 1024 + 1);
+        if (!body) continue;
+        outputs.push({ path: p, text: body.subarray(0, 64 * 1024).toString('utf8') });
+        // Whole outputs only: a text cut short could match nothing it should.
+        if (body.length <= 64 * 1024) texts.set(p, body.toString('latin1'));
       }
-      const leakInInstruction = instructionLeak(this.task.instruction, solveScript, outputs);
-      if (leakInInstruction) findings.push({ probe: 'solution_leaked', did: "compared the instruction with solve.sh and the oracle's outputs", saw: leakInInstruction });
-      const first = await this.grade(s);
-      const second = await this.grade(s);
-      if (first.reward !== second.reward || first.tests !== second.tests) {
-        findings.push({ probe: 'verifier_nondeterministic', did: "verified the oracle's final state twice", saw: `reward ${first.reward} then ${second.reward}; tests ${first.tests || '-'} then ${second.tests || '-'}` });
+      // The instruction is the specification: quoting what to type or write is never a leak by itself.
+      const quoted = instructionLeak(this.task.instruction, solveScript, outputs);
+      if (quoted) findings.push({ probe: 'solution_leaked', rejects: false, did: "compared the instruction with solve.sh and the oracle's outputs", saw: `${quoted} (a warning: the instruction may rightly spell out what to type)` });
+      let first: Graded | null = null;
+      try {
+        first = await this.nondeterminism(s, findings);
+      } catch (err) {
+        if (err instanceof CancelledError || this.signal?.aborted) throw err;
+        // Undecided is not confirmed: said as a warning, and the other probes still run.
+        findings.push({ probe: 'verifier_nondeterministic', rejects: false, did: "tried to verify two fresh copies of the oracle's final state", saw: `could not: ${errorMessage(err)}` });
       }
-      if (level === 'all' && first.passed) findings.push(...(await this.damagedOutputs(s, full)));
+      if (level === 'all' && first?.passed) findings.push(...(await this.damagedOutputs(s, full)));
     } finally {
       await s.close();
     }
-    const leak = await this.leakedInImage(full);
-    if (leak) findings.push(leak);
+    findings.push(...(await this.leakedInImage(full, texts, consumed, solveScript)));
     if (level === 'all') {
       const prefix = await this.prefixes(solveScript, full);
       if (prefix) findings.push(prefix);
@@ -152,32 +176,108 @@ export class TaskProber {
     return findings;
   }
 
-  /** The image already holds a solution file or an expected output, byte for byte. */
-  private async leakedInImage(full: Map<string, string>): Promise<Finding | null> {
-    const wanted = new Map<string, string>(); // hash -> what it is
+  /**
+   * The oracle's final state frozen, then two fresh sandboxes made from it, each verified once, one
+   * after the other: different grades mean the verifier's grade does not follow from the state it
+   * grades. A verifier that builds or changes state is graded on a clean copy each time, so a second
+   * look never meets the first one's leftovers. Returns the first copy's grade.
+   */
+  private async nondeterminism(s: Sandbox, findings: Finding[]): Promise<Graded> {
+    // Every grading snapshots the state it is given and verifies it in a fresh sandbox of its own:
+    // two gradings of the oracle's sandbox are two fresh copies, one after the other.
+    const a = await this.grade(s);
+    const b = await this.grade(s);
+    if (a.reward !== b.reward || a.tests !== b.tests) {
+      findings.push({ probe: 'verifier_nondeterministic', rejects: true, did: "froze the oracle's final state and verified two fresh copies of it, once each", saw: `reward ${a.reward} then ${b.reward}; tests ${a.tests || '-'} then ${b.tests || '-'}` });
+    }
+    return a;
+  }
+
+  /**
+   * A leak is confirmed only by execution: on a fresh sandbox from the image, each output whose
+   * bytes some other image file already holds gets that file copied to its path, nothing else of the
+   * solution is run, and the task's tests grade it. Passing proves the answer was there for the
+   * taking (rejected). Files the task names as its input (the source of a move, copy or archive),
+   * files the oracle consumed, outputs the copy does not complete (an archive, a permission change),
+   * and solution/ files sitting in the image are warnings.
+   */
+  private async leakedInImage(full: Map<string, string>, outputTexts: Map<string, string>, consumed: Set<string>, solveScript: string): Promise<Finding[]> {
+    const solutionFiles = new Map<string, string>(); // hash -> solution/rel
     for (const f of (await walk(this.task.solutionDir!)).filter((e) => e.kind === 'file')) {
       const body = await readFile(f.abs);
-      if (body.length >= 32) wanted.set(createHash('sha256').update(body).digest('hex'), `solution/${f.rel}`);
+      if (body.length >= 32) solutionFiles.set(createHash('sha256').update(body).digest('hex'), `solution/${f.rel}`);
     }
-    for (const [p, h] of full) if (!wanted.has(h)) wanted.set(h, `the oracle's output ${p}`);
     const s = await this.sandbox();
     try {
       // Every file of 16 bytes to 1 MiB in the image, outside system folders, hashed in one pass.
       const r = await s.exec(
-        ['sh', '-c', 'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /solution -o -path /tests -o -path /logs -o -path /usr/share -o -path /usr/lib -o -path /var/lib \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null'],
+        ['sh', '-c', `pwd; find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null`],
         { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal },
       );
-      for (const line of r.stdout.text.split('\n')) {
+      if (r.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
+      const [workdir, ...lines] = r.stdout.text.split('\n');
+      const image: Array<[string, string]> = [];
+      for (const line of lines) {
         const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
-        if (!m || !wanted.has(m[1]!)) continue;
-        const what = wanted.get(m[1]!)!;
-        if (what === `the oracle's output ${m[2]}`) continue; // the same file, as the image had it
-        return { probe: 'solution_leaked', did: "hashed the files of the image the agent starts from against solution/ and the oracle's outputs", saw: `${m[2]} in the image is byte-identical to ${what}` };
+        if (m) image.push([m[2]!, m[1]!]);
       }
-      return null;
+      const findings: Finding[] = [];
+      const texts = [this.task.instruction, solveScript];
+      const inputs: string[] = [];
+      const place = new Map<string, string>(); // output -> the image file copied there
+      // The same text but for trailing whitespace (a file written with a final newline, an answer
+      // printed without one, a ground truth with a trailing space) is a candidate too: execution decides either way. Only image files
+      // within a few bytes of an output's size are read again for it.
+      const stripped = new Map([...outputTexts].map(([p, t]) => [p, sha256(trimEnd(t))]));
+      const sizes = new Set([...outputTexts.values()].map((t) => trimEnd(t).length));
+      const near = r.stdout.text.length ? await this.nearFiles(s, sizes) : [];
+      const candidates = new Map(leakPlacements(full, image));
+      for (const [output, sources] of leakPlacements(stripped, near)) candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
+      for (const [output, sources] of candidates) {
+        const hidden = sources.find((f) => !consumed.has(f) && !namedInput(f, texts, workdir?.startsWith('/') ? workdir : null));
+        if (hidden) place.set(output, hidden);
+        else inputs.push(`${sources[0]} (the content of ${output})`);
+      }
+      if (inputs.length) findings.push({ probe: 'solution_leaked', rejects: false, did: "hashed the image's files against the oracle's outputs", saw: `${inputs.slice(0, 3).join(', ')}: an input the task names or the solution consumes, not a leak` });
+      const inImage = image.filter(([, h]) => solutionFiles.has(h)).map(([f, h]) => `${f} = ${solutionFiles.get(h)}`);
+      if (place.size) {
+        const moves = [...place].map(([output, from]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(from)} ${quote(output)}`);
+        const placed = await s.exec(['sh', '-c', moves.join(' && ')], { signal: this.signal, timeoutSec: 120 });
+        const did = `on a fresh sandbox from the image, copied ${[...place].slice(0, 3).map(([o, f]) => `${f} to ${o}`).join(', ')}${place.size > 3 ? ` (${place.size} outputs)` : ''}, ran nothing else of the solution, and graded it`;
+        if (placed.exitCode !== 0) {
+          findings.push({ probe: 'solution_leaked', rejects: false, did, saw: `the copy failed (${placed.stderr.text.trim().slice(0, 200)}): nothing confirmed` });
+        } else {
+          const g = await this.grade(s);
+          if (g.passed) findings.push({ probe: 'solution_leaked', rejects: true, did, saw: `every test passes (${g.tests}): the answer sits readable in the image` });
+          else findings.push({ probe: 'solution_leaked', rejects: false, did, saw: `the tests fail (${g.tests || `reward ${g.reward}`}): the image's copies are not the answer` });
+        }
+      }
+      if (inImage.length && !findings.some((f) => f.rejects)) findings.push({ probe: 'solution_leaked', rejects: false, did: 'hashed the files of the image the agent starts from against solution/', saw: `${inImage.slice(0, 3).join(', ')} byte for byte (the agent can read it; no output is a copy of it)` });
+      return findings;
     } finally {
       await s.close();
     }
+  }
+
+  /**
+   * Image files of an output's trimmed size up to 4 bytes more, with the hash of their text less
+   * trailing whitespace; read by the backend (no program inside runs), at most 200 of them.
+   */
+  private async nearFiles(s: Sandbox, sizes: Set<number>): Promise<Array<[string, string]>> {
+    const wanted = new Set([...sizes].flatMap((n) => [n, n + 1, n + 2, n + 3, n + 4]));
+    const listed = await s.exec(['sh', '-c', `find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -printf '%s %p\\n' 2>/dev/null`], { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal });
+    if (listed.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
+    const files = listed.stdout.text
+      .split('\n')
+      .map((l) => /^(\d+) (\/.*)$/.exec(l))
+      .filter((m): m is RegExpExecArray => m !== null && wanted.has(Number(m[1])))
+      .slice(0, 200);
+    const out: Array<[string, string]> = [];
+    for (const m of files) {
+      const body = await s.readFile(m[2]!, Number(m[1]) + 1);
+      if (body) out.push([m[2]!, sha256(trimEnd(body.toString('latin1')))]);
+    }
+    return out;
   }
 
   /** Each output file the tests read (removing it fails them) emptied, then cut in half: still passing is weak. */
@@ -199,7 +299,7 @@ export class TaskProber {
         const g = await this.grade(s);
         await restore();
         if (g.passed) {
-          findings.push({ probe: 'weak_tests', did: `ran the solution, then ${how} ${file} (removing it fails the tests)`, saw: `every test still passes (${g.tests})` });
+          findings.push({ probe: 'weak_tests', rejects: true, did: `ran the solution, then ${how} ${file} (removing it fails the tests)`, saw: `every test still passes (${g.tests})` });
           return findings;
         }
       }
@@ -221,7 +321,7 @@ export class TaskProber {
         const kept = keepsFinalState(full, state);
         // The commands left out changed no output the full solution ends with: they only cleaned up.
         if (kept.same) continue;
-        return { probe: 'weak_tests', did: `ran the first ${k} of solve.sh's ${n} commands`, saw: `every test passes though ${kept.differing.slice(0, 5).join(', ')} ${kept.differing.length === 1 ? 'is' : 'are'} missing or different from the full solution's` };
+        return { probe: 'weak_tests', rejects: true, did: `ran the first ${k} of solve.sh's ${n} commands`, saw: `every test passes though ${kept.differing.slice(0, 5).join(', ')} ${kept.differing.length === 1 ? 'is' : 'are'} missing or different from the full solution's` };
       } catch {
         // A prefix that cannot even run proves nothing either way; the next one is tried.
       } finally {

@@ -17,8 +17,11 @@ export const CheckedTaskSchema = z.object({
   oracle: z.object({ runs: z.number(), passed: z.number(), rewards: z.array(z.number().nullable()) }),
   nop: z.object({ reward: z.number().nullable() }).nullable(),
   trials: z.array(z.string()),
-  /** What each probe that rejected the task did and saw (the evidence behind a probe's reason code). */
-  findings: z.array(z.object({ probe: ReasonCode, did: z.string(), saw: z.string() })).default([]),
+  /**
+   * What each probe did and saw. `rejects`: execution confirmed the exploit, and the probe's code is
+   * among `reasons`; false is a warning (a suspicion execution did not confirm), never a reason.
+   */
+  findings: z.array(z.object({ probe: ReasonCode, did: z.string(), saw: z.string(), rejects: z.boolean().default(true) })).default([]),
   /** An LLM's advisory review against the rubric (check --review); never decides the verdict. */
   review: ReviewSchema.nullable().default(null),
   /** Time spent probing, ms (null when no probe ran). */

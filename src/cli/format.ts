@@ -13,7 +13,9 @@ export function formatCheckReport(report: CheckReport): string {
   const lines: string[] = [];
   for (const t of report.tasks) {
     lines.push(taskLine(t));
-    if (t.verdict === 'rejected') for (const d of t.details.slice(0, 5)) lines.push(`       ${d}`);
+    if (t.verdict === 'rejected') for (const d of t.details.filter((x) => !x.startsWith('warning: ')).slice(0, 5)) lines.push(`       ${d}`);
+    // Warnings: what a probe suspected but execution did not confirm (never a rejection).
+    for (const f of t.findings.filter((x) => !x.rejects).slice(0, 3)) lines.push(`       warning: ${f.probe}: ${f.saw}`);
   }
   const s = report.summary;
   lines.push('');
