@@ -179,12 +179,14 @@ describe('evaluation jobs', () => {
       'task.toml': '[task]\nname = "slowish"\n',
       'instruction.md': 'x\n',
       'environment/Dockerfile': 'FROM debian:bookworm-slim\n',
-      'solution/solve.sh': '#!/bin/bash\nsleep 2\n',
+      'solution/solve.sh': '#!/bin/bash\nsleep 3\n',
       'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(await tempDir(), 'jobs');
     const args = ['run', '--job', 'budget', '--tasks', task, '--agent', 'oracle', '-k', '4', '-c', '1', '--jobs-dir', jobsDir, '-q'];
-    const r = await runCli([...args, '--budget', '5']);
+    // Four trials of at least 3 s one after another cannot all end within 12 s; one trial (a
+    // grading snapshots and starts the verifier's sandbox: ~1.5 s more) does, with room for a busy engine.
+    const r = await runCli([...args, '--budget', '12']);
     assert.equal(r.status, 1, 'exit 1: slots left');
     const first = rows(jobsDir, 'budget');
     assertExactSlots(first, 4);
