@@ -155,11 +155,12 @@ describe('reward consistency end to end (Docker)', () => {
   it('view marks them in the trial list, filters them, and lists the findings on the trial page', async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
     try {
-      const api = (await (await fetch(`${viewer.url}/api/trials?consistency=inconsistent`)).json()) as { total: number; rows: Array<{ task: string; findings: string }> };
+      const api = (await (await fetch(`${viewer.url}/api/trials?consistency=inconsistent`, { headers: { authorization: `Bearer ${viewer.token}` } })).json()) as { total: number; rows: Array<{ task: string; findings: string }> };
       assert.deepEqual(api.rows.map((r) => r.task).sort(), ['lenient', 'two-files']);
       browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
       const page = await browser.newPage();
-      await page.goto(`${viewer.url}/#/`);
+      // As a user opens it: the address the viewer printed, with its token.
+      await page.goto(viewer.openUrl);
       await page.waitForSelector('#trials tbody tr');
       const marked = await page.locator('#trials tbody tr', { has: page.locator('span.finding') }).locator('td:nth-child(2)').allTextContents();
       assert.deepEqual(marked.sort(), ['lenient', 'two-files']);

@@ -247,8 +247,9 @@ describe('termgrade view', () => {
       await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 'no-reward' }), jobDir: job.jobDir });
       const catalog = await Catalog.open([job.jobDir]);
       try {
-        assert.deepEqual(catalog.query({}).rows.map((r) => r.status), ['error', 'error', 'error']);
-        await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 1 }), jobDir: job.jobDir, retry: { errors: true } });
+        // No reward after the agent's turn is graded 0 (verifier_no_reward); --retry by that class replaces them.
+        assert.deepEqual(catalog.query({}).rows.map((r) => [r.status, r.reward]), [['completed', 0], ['completed', 0], ['completed', 0]]);
+        await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 1 }), jobDir: job.jobDir, retry: { classes: ['verifier_no_reward'] } });
         assert.equal(catalog.refresh(), true);
         const rows = catalog.query({}).rows;
         assert.deepEqual(rows.map((r) => [r.task, r.status, r.reward]), [['again0', 'completed', 1], ['again1', 'completed', 1], ['again2', 'completed', 1]]);
