@@ -8,7 +8,7 @@ import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, EngineLostError, GradingStepError, TermgradeError, errorMessage } from '../util/errors.js';
-import type { ProtectionRecord } from '../verifier/protection.js';
+import { protectionModeOf, type ProtectionRecord } from '../verifier/protection.js';
 import { deadlineSignal, nowIso } from '../util/time.js';
 import { summarizeTests, type VerifierOutcome } from '../verifier/schema.js';
 import { gradeSandbox } from '../verifier/verify.js';
@@ -317,7 +317,7 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
     tokens: usage.tokens,
     costUsd: usage.costUsd,
     tampering: v?.tampering ?? [],
-    protection: v?.protection ?? (options.protection ? 'admission' : 'rules'),
+    protection: v?.protection ?? protectionModeOf(options.protection),
     findings: v?.findings ?? [],
     image: (prepared as PreparedEnvironment | null)?.image ?? null,
     imageSource: (prepared as PreparedEnvironment | null)?.source ?? null,

@@ -31,6 +31,9 @@ export type ProtectionRecord = z.infer<typeof ProtectionRecordSchema>;
 export const ProtectionMode = z.enum(['admission', 'rules']);
 export type ProtectionMode = z.infer<typeof ProtectionMode>;
 
+/** The mode a grading has with this record (or none). */
+export const protectionModeOf = (record: ProtectionRecord | null | undefined): ProtectionMode => (record ? 'admission' : 'rules');
+
 /** Paths whose content is the run's own scratch, never machinery: the kernel's, temporary files, the harness's folders. */
 const VOLATILE = /^\/(proc|sys|dev|tmp|var\/tmp|run|logs|tests)(\/|$)/;
 

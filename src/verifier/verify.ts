@@ -5,7 +5,7 @@ import type { Task } from '../task/task.js';
 import { CancelledError, EngineLostError, GradingStepError, errorMessage } from '../util/errors.js';
 import { readTextIfThere } from '../util/files.js';
 import { nowIso } from '../util/time.js';
-import { librariesUsed, parseLdCache, tracedPaths, type ProtectionMode, type ProtectionRecord } from './protection.js';
+import { librariesUsed, parseLdCache, protectionModeOf, tracedPaths, type ProtectionMode, type ProtectionRecord } from './protection.js';
 import { rewardFindingsOf } from './consistency.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
@@ -28,8 +28,7 @@ export interface VerifyOptions {
 
 /**
  * /tests and /logs/verifier made afresh in the verifier's sandbox, whatever the agent left there
- * (/logs as a file, a link, a read-only mode), and the tests copied in by the backend. Returns the
- * PATH test.sh will run with (the engine's, with the verifier's env: nothing the agent can change).
+ * (/logs as a file, a link, a read-only mode), and the tests copied in by the backend.
  */
 async function freshFolders(box: Sandbox, task: Task): Promise<void> {
   const fresh = await box.exec(['/bin/sh', '-c', `PATH=${SYSTEM_PATH}; rm -rf ${TESTS_DIR} ${VERIFIER_LOGS}; [ -d /logs ] && [ ! -L /logs ] || rm -rf /logs; mkdir -p ${VERIFIER_LOGS} && chmod 755 /logs ${VERIFIER_LOGS} && test -z "$(ls -A ${VERIFIER_LOGS})"`], { env: task.config.verifier.env, timeoutSec: HARNESS_STEP_SEC });
@@ -93,7 +92,7 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
  */
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
   const { signal } = options;
-  const mode: ProtectionMode = options.protection ? 'admission' : 'rules';
+  const mode = protectionModeOf(options.protection);
   const snap = await sandbox.snapshot({ signal });
   let box: Sandbox | null = null;
   const starting = step('the verifier sandbox did not start', () => snap.startVerifier({ signal }));
@@ -108,8 +107,10 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     }
     const content = await readContents(snap, changes);
     if (!content) return tampered([{ path: '/', kind: 'changed', why: `more than ${MAX_CONTENT_FILES} files whose content decides the scan; it cannot read them all, so it fails closed` }], mode);
-    // Judged before anything runs from the snapshot: the PATH test.sh will have is the engine's
-    // configuration with the verifier's env, nothing a process in the sandbox can change.
+    // Judged before any command of grading runs in the verifier's sandbox (its start runs only the
+    // idle program, which the scan judges too; a tampered grade discards the sandbox unread). The
+    // PATH test.sh will have is the engine's configuration with the verifier's env: nothing a
+    // process in the sandbox can change.
     const testPath = task.config.verifier.env.PATH ?? (await snap.env()).PATH ?? '';
     const tampering = findTampering(changes, { content, pathDirs: testPath.split(':'), protection: options.protection ?? null });
     if (tampering.length > 0) return tampered(tampering, mode);
@@ -182,6 +183,6 @@ export async function gradeSandbox(sandbox: Sandbox, task: Task, options: Verify
     for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) throw err;
     if (!(await provider.health()).ok) throw err;
     const message = `${errorMessage(err)} (graded 0: the sandbox's state broke a step of grading)`;
-    return zeroOutcome({ class: 'grading_blocked', message }, options.protection ? 'admission' : 'rules');
+    return zeroOutcome({ class: 'grading_blocked', message }, protectionModeOf(options.protection));
   }
 }

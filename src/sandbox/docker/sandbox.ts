@@ -202,9 +202,7 @@ export class DockerSandbox implements Sandbox {
    * container the agent had already brought down comes back the same way.
    */
   async endProcesses(): Promise<void> {
-    const helper = this.helper;
-    this.helper = null;
-    void helper?.then((h) => h.close(), () => undefined);
+    this.dropHelper();
     // Grading begins: this trial now waits on the engine, from here in the line.
     this.place = this.turns.place();
     // Set before the first await, so a changes() asked right after this call waits for it.
@@ -283,11 +281,16 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  /** Every process ended (the container killed and stopped); its files stay readable. */
-  async stop(): Promise<void> {
+  /** Closes the helper shell (its process is about to die with the container's): the next use opens a new one. */
+  private dropHelper(): void {
     const helper = this.helper;
     this.helper = null;
     void helper?.then((h) => h.close(), () => undefined);
+  }
+
+  /** Every process ended (the container killed and stopped); its files stay readable. */
+  async stop(): Promise<void> {
+    this.dropHelper();
     await this.turn(() => this.stopAll());
   }
 

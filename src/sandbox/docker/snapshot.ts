@@ -82,9 +82,9 @@ export async function snapshotContainer(host: SnapshotHost): Promise<SandboxSnap
   return {
     async changes() {
       if (layers) return overlayChanges(layers, MAX_SCANNED_CHANGES);
+      // engineChanges throws ScanLimitError past the limit itself.
       listed ??= await host.engineChanges();
       if (listed instanceof ScanLimitError) throw listed;
-      if (listed.length > MAX_SCANNED_CHANGES) throw new ScanLimitError(listed.length);
       return listed;
     },
     async env() {
