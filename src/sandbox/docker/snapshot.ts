@@ -76,7 +76,10 @@ export async function snapshotContainer(host: SnapshotHost): Promise<SandboxSnap
     listed = null;
     image = await commit(false);
   }
-  const layers = local ? await imageLayers(docker, image).catch(() => null) : null;
+  // On this machine the change list comes from the committed layer only: listing the live container
+  // instead would show what the agent's processes left after the commit, not what is graded.
+  const layers = local ? await imageLayers(docker, image) : null;
+  if (local && !layers) throw new Error(`the snapshot image ${image.slice(7, 19)} has no overlay layer readable here`);
   let verifier: Sandbox | null = null;
   let discarded: Promise<void> | null = null;
   return {
