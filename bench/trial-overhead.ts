@@ -21,6 +21,7 @@ import { Writable, type Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { oracleAgent } from '../src/agent/oracle.js';
 import { containerSpec, DockerProvider, verifierSpec } from '../src/sandbox/docker/provider.js';
+import { cgroupFreezer } from '../src/sandbox/docker/freezer.js';
 import { packDir } from '../src/sandbox/docker/tar.js';
 
 const run = promisify(execFile);
@@ -76,25 +77,24 @@ async function bareTrial(docker: Docker, task: Task, image: string, protect = tr
   await sh.run('bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1');
   if (protect) {
     // The same guarantees as the harness, by the cheapest sequence known on a local engine: a
-    // verifier container created from the image in the agent's network and pids, the agent's layer
-    // copied into its layer while the agent is paused (changes listed from that copy), /tests and
-    // /logs/verifier made in the layer, the verifier started, the tests run, the verifier killed
-    // before its logs are read from its layer.
+    // verifier container created from the image in the agent's network and pids, running the
+    // tests as its own process; the agent's layer copied into its layer while the agent's cgroup
+    // is frozen (changes listed from that copy), /tests and /logs/verifier made in the layer; the
+    // verifier started and waited for (it stops with its command) before its logs are read from
+    // its layer.
     sh.close();
-    const v = await docker.createContainer(verifierSpec(task, image, c.id));
+    const command = { command: 'bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1', env: {} };
+    const v = await docker.createContainer(verifierSpec(task, image, c.id, {}, command));
     const upper = async (x: Docker.Container): Promise<string> => ((await x.inspect()) as unknown as { GraphDriver: { Data: { UpperDir: string } } }).GraphDriver.Data.UpperDir;
     const [from, to] = [await upper(c), await upper(v)];
-    await c.pause();
+    const freezer = await cgroupFreezer((await c.inspect()).State.Pid, c.id);
+    await (freezer ? freezer.freeze() : c.pause());
     await run('cp', ['-a', '--preserve=xattr', '-T', from, to]);
-    await c.unpause();
+    await (freezer ? freezer.thaw() : c.unpause());
     await readdir(to, { recursive: true });
     await cp(task.testsDir, path.join(to, 'tests'), { recursive: true });
     await mkdir(path.join(to, 'logs/verifier'), { recursive: true });
     await v.start();
-    const vsh = await bareShell(docker, v);
-    await vsh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
-    vsh.close();
-    await v.kill({ signal: 'SIGKILL' });
     await v.wait({ condition: 'not-running' });
     for (const f of await readdir(path.join(to, 'logs/verifier'))) await readFile(path.join(to, 'logs/verifier', f));
     await v.remove({ force: true, v: true });

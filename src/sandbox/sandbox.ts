@@ -108,7 +108,7 @@ export interface Sandbox {
    * running on: a service the agent started keeps answering). Grading reads and runs in this,
    * never in the live sandbox. Throws for infrastructure failures only.
    */
-  snapshot(options?: { signal?: AbortSignal }): Promise<SandboxSnapshot>;
+  snapshot(options?: SnapshotOptions): Promise<SandboxSnapshot>;
   /**
    * Ends every process and leaves the sandbox stopped: nothing in it runs any more, and its files
    * can still be copied out (trusted) and read. Used on a verifier's sandbox once its tests ended,
@@ -155,8 +155,40 @@ export interface SandboxSnapshot {
    * the agent left it, before these folders were made.
    */
   startVerifier(options: VerifierStartOptions): Promise<Sandbox>;
+  /**
+   * Present when the snapshot was taken with `verifier` and the backend can run that command as
+   * the verifier sandbox's own process (no command sent into it, nothing left to end: the sandbox
+   * stops when the command ends, every process it started with it). Same sandbox, folders and
+   * isolation as startVerifier; answers with the sandbox stopped, its files readable (copyOut,
+   * trusted). A timeout ends every process and answers `timedOut`; an abort throws
+   * CancelledError. Use one of startVerifier and runVerifier per snapshot.
+   */
+  runVerifier?(options: VerifierStartOptions & { timeoutSec: number }): Promise<VerifierRun>;
   /** Removes what the snapshot holds (an image, say). Idempotent, never throws. */
   discard(): Promise<void>;
+}
+
+export interface SnapshotOptions {
+  signal?: AbortSignal;
+  /** The verifier's whole work as one shell command, when the caller needs nothing else of it (see runVerifier). */
+  verifier?: VerifierCommand;
+}
+
+export interface VerifierCommand {
+  /** Run by /bin/sh -c in the verifier's sandbox. */
+  command: string;
+  /** Added to the sandbox's configured environment for it. */
+  env: Record<string, string>;
+}
+
+/** A verifier run to its end by runVerifier. */
+export interface VerifierRun {
+  /** The verifier's sandbox, stopped. */
+  box: Sandbox;
+  /** null when it was ended for its timeout. */
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
 }
 
 export interface VerifierStartOptions {

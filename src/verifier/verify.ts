@@ -31,6 +31,9 @@ export interface VerifyOptions {
   hostArtifactsDir?: string;
 }
 
+/** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs. */
+const TEST_COMMAND = `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`;
+
 /** The files whose content decides the scan, read whole by the backend; null when there are more than it reads. */
 async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise<Map<string, Buffer> | null> {
   const wanted = changes.filter(needsContent);
@@ -75,8 +78,8 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
  * 3. only then is the verifier's own sandbox started from the snapshot in the agent sandbox's
  *    network (localhost services answer, but no agent process can write, signal or trace it),
  *    with /tests and /logs/verifier made afresh by the backend and tests/ copied in;
- * 5. test.sh runs (exit code ignored); then every process there is ended, and the logs are
- *    copied out by the backend.
+ * 4. test.sh runs (exit code ignored), as that sandbox's own process where the backend can (see
+ *    runTests); then every process there is ended, and the logs are copied out by the backend.
  * No reward file (or a timeout) is graded 0, as Harbor counts it: after the agent's turn it is the
  * sandbox's state that kept the verifier from a reward. Failures of grading steps throw
  * GradingStepError (the caller asks the engine whether it is at fault); engine failures before
@@ -85,7 +88,17 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
 export async function verify(sandbox: Sandbox, task: Task, options: VerifyOptions): Promise<VerifierOutcome> {
   const { signal } = options;
   const mode = protectionModeOf(options.protection);
-  const snap = await sandbox.snapshot({ signal });
+  const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
+  // A wide terminal for tools that cut lines to its width (pytest's summary of failed tests keeps
+  // each message whole); the task's own setting wins.
+  const env = { COLUMNS: '400', ...task.config.verifier.env };
+  // Collect hooks and artifacts are diagnostics: recorded, never part of the grade. Only for a
+  // task that declares some (ordinary gradings pay no extra command).
+  const collects = Boolean(options.hostArtifactsDir) && (task.config.verifier.collect.length > 0 || task.config.artifacts.length > 0);
+  // When test.sh is all the verifier does (no trace, nothing collected after it), the backend may
+  // run it as the verifier sandbox's own process: no command sent in, nothing left to end after.
+  const alone = !options.onRecord && !collects;
+  const snap = await sandbox.snapshot({ signal, ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}) });
   let box: Sandbox | null = null;
   try {
     let changes: FsChange[];
@@ -105,25 +118,9 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     if (tampering.length > 0) return tampered(tampering, mode);
     // Only now does anything of the snapshot run: the verifier's sandbox, with /tests and an empty
     // /logs/verifier made afresh whatever the agent left there.
-    const verifierBox = await step('the verifier sandbox did not start with fresh folders', () => snap.startVerifier({ tests: options.testsDirs ?? [task.testsDir], env: task.config.verifier.env, signal }));
+    const { box: verifierBox, run, collected } = await runTests(snap, task, options, { env, timeoutSec, collects });
     box = verifierBox;
-
-    const timeoutSec = options.timeoutSec ?? task.config.verifier.timeout_sec;
-    const run = await verifierBox.exec(
-      // bash from the system folders (where the scan watches it), not whatever comes first on the PATH.
-      `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`,
-      // A wide terminal for tools that cut lines to its width (pytest's summary of failed tests
-      // keeps each message whole); the task's own setting wins.
-      { env: { COLUMNS: '400', ...task.config.verifier.env }, timeoutSec, signal, trace: Boolean(options.onRecord) },
-    );
-    // Collect hooks and artifacts are diagnostics: recorded, never part of the grade.
-    // Only for a task that declares some (ordinary gradings pay no extra command).
-    const declares = task.config.verifier.collect.length > 0 || task.config.artifacts.length > 0;
-    const collecting = options.hostArtifactsDir && declares && !run.timedOut ? await step('the collect commands could not be run', () => runCollect(verifierBox, task, signal)) : null;
-    // Nothing the tests left running may rewrite the reward while it is read.
-    await step('the verifier sandbox could not be stopped', () => verifierBox.stop());
     await step('the verifier\'s logs could not be copied out', () => verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }));
-    const collected = collecting && options.hostArtifactsDir ? { hooks: collecting.hooks, artifacts: await copyArtifacts(verifierBox, task, collecting.kinds, options.hostArtifactsDir) } : undefined;
     if (options.onRecord && run.trace !== undefined && !run.timedOut) options.onRecord(await record(task, verifierBox, changes, content, run.trace));
 
     const local = (name: string): string => path.join(options.hostLogsDir, name);
@@ -149,6 +146,40 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   } finally {
     await box?.close();
     await snap.discard();
+  }
+}
+
+interface TestsRun {
+  /** The verifier's sandbox, stopped. */
+  box: Sandbox;
+  run: { exitCode: number | null; timedOut: boolean; durationMs: number; trace?: string };
+  collected?: VerifierOutcome['collected'];
+}
+
+/**
+ * test.sh in the verifier's sandbox, which is stopped after it (nothing the tests left running may
+ * rewrite the reward while it is read): run as that sandbox's own process when the backend can and
+ * nothing else is asked of it, else sent in as a command, traced and followed by the collect hooks
+ * as asked.
+ */
+async function runTests(snap: SandboxSnapshot, task: Task, options: VerifyOptions, how: { env: Record<string, string>; timeoutSec: number; collects: boolean }): Promise<TestsRun> {
+  const { signal } = options;
+  const start = { tests: options.testsDirs ?? [task.testsDir], env: task.config.verifier.env, signal };
+  if (snap.runVerifier) {
+    const runVerifier = snap.runVerifier.bind(snap);
+    const done = await step('the verifier sandbox did not run test.sh', () => runVerifier({ ...start, timeoutSec: how.timeoutSec }));
+    return { box: done.box, run: done };
+  }
+  const box = await step('the verifier sandbox did not start with fresh folders', () => snap.startVerifier(start));
+  try {
+    const run = await box.exec(TEST_COMMAND, { env: how.env, timeoutSec: how.timeoutSec, signal, trace: Boolean(options.onRecord) });
+    const collecting = how.collects && !run.timedOut ? await step('the collect commands could not be run', () => runCollect(box, task, signal)) : null;
+    await step('the verifier sandbox could not be stopped', () => box.stop());
+    if (!collecting || !options.hostArtifactsDir) return { box, run };
+    return { box, run, collected: { hooks: collecting.hooks, artifacts: await copyArtifacts(box, task, collecting.kinds, options.hostArtifactsDir) } };
+  } catch (err) {
+    await box.close();
+    throw err;
   }
 }
 

@@ -272,6 +272,46 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       await assert.rejects(s.exec('true'));
     });
 
+    it('a verifier run as its own process (where the backend offers it): fresh folders, the agent\'s network, every process ended when it ends, a timeout ends it', async (t) => {
+      await withSandbox(async (s) => {
+        await s.exec('mkdir -p /logs/verifier /tests && echo planted > /tests/planted && echo 1 > /logs/verifier/reward.txt');
+        const tests = await tempDir();
+        await writeFile(path.join(tests, 'test.sh'), 'echo graded\n');
+        // test.sh's stand-in: writes its reward, leaves a writer behind that would change it a second later.
+        const command = 'ls -A /tests /logs/verifier > /tmp/seen; mv /tmp/seen /logs/verifier/seen; readlink /proc/self/ns/net > /logs/verifier/net; echo "$TG_MARK" > /logs/verifier/reward.txt; (sleep 1; echo 0 > /logs/verifier/reward.txt) >/dev/null 2>&1 & exit 3';
+        const snap = await s.snapshot({ verifier: { command, env: { TG_MARK: '1' } } });
+        try {
+          if (!snap.runVerifier) {
+            t.skip('this backend sends the verifier its command (startVerifier only)');
+            return;
+          }
+          const run = await snap.runVerifier({ tests: [tests], timeoutSec: 60 });
+          try {
+            assert.equal(run.exitCode, 3);
+            assert.equal(run.timedOut, false);
+            await new Promise((r) => setTimeout(r, 1500));
+            const out = await tempDir();
+            await run.box.copyOut('/logs/verifier', out, { trusted: true });
+            assert.equal(await readFile(path.join(out, 'reward.txt'), 'utf8'), '1\n', 'the writer it left was ended with it');
+            assert.equal(await readFile(path.join(out, 'seen'), 'utf8'), '/logs/verifier:\n\n/tests:\ntest.sh\n', 'fresh folders, whatever the agent left');
+            assert.equal(await readFile(path.join(out, 'net'), 'utf8'), (await s.exec('readlink /proc/self/ns/net')).stdout.text, 'the agent\'s network');
+          } finally {
+            await run.box.close();
+          }
+        } finally {
+          await snap.discard();
+        }
+        const slow = await s.snapshot({ verifier: { command: 'sleep 600', env: {} } });
+        try {
+          const run = await slow.runVerifier!({ tests: [tests], timeoutSec: 2 });
+          assert.deepEqual([run.timedOut, run.exitCode], [true, null]);
+          await run.box.close();
+        } finally {
+          await slow.discard();
+        }
+      });
+    });
+
     it('answers a health check', async () => {
       const h = await provider().health();
       assert.equal(h.ok, true, h.detail);

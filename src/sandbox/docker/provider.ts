@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
-import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
+import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions, VerifierCommand } from '../sandbox.js';
 import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder } from './image.js';
 import { resolveBuildNetwork, type BuildNetwork } from './build-network.js';
@@ -53,8 +53,8 @@ export function containerSpec(task: Task, image: string, labels: Record<string, 
  * tests, its processes are listed) and in none otherwise. Its own filesystem (the snapshot): no
  * agent process can write the tests' files.
  */
-export function verifierSpec(task: Task, image: string, networkOf: string | null, labels: Record<string, string> = {}): Docker.ContainerCreateOptions {
-  const spec = containerSpec(task, image, { ...labels, [LABEL_VERIFIER]: 'true' }, null);
+export function verifierSpec(task: Task, image: string, networkOf: string | null, labels: Record<string, string> = {}, command?: VerifierCommand): Docker.ContainerCreateOptions {
+  const spec = withCommand(containerSpec(task, image, { ...labels, [LABEL_VERIFIER]: 'true' }, null), command);
   if (!networkOf) return spec;
   return {
     ...spec,
@@ -70,6 +70,17 @@ export function verifierSpec(task: Task, image: string, networkOf: string | null
       CapAdd: [VERIFIER_ONLY_CAPABILITY],
     },
   };
+}
+
+/**
+ * A container whose own process is the verifier's command (under tini, as the idle one): it stops
+ * when the command ends, and the engine ends whatever the command left running with it.
+ */
+function withCommand(spec: Docker.ContainerCreateOptions, command: VerifierCommand | undefined): Docker.ContainerCreateOptions {
+  if (!command) return spec;
+  const env = new Map((spec.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e] as const));
+  for (const [k, v] of Object.entries(command.env)) env.set(k, `${k}=${v}`);
+  return { ...spec, Entrypoint: ['/bin/sh', '-c'], Cmd: [command.command], Env: [...env.values()] };
 }
 
 /** Held by the verifier's processes only (harmless on its own: it sets scheduling priorities). */
@@ -166,7 +177,7 @@ export class DockerProvider implements SandboxProvider {
         return made.sandbox;
       },
       // The agent's own image: the verifier's layer receives a copy of the agent's (see layer-copy.ts).
-      beside: (networkOf) => this.create(task, verifierSpec(task, prepared.image, networkOf, options.labels), this.turns.place(), 'verifier container'),
+      beside: (networkOf, command) => this.create(task, verifierSpec(task, prepared.image, networkOf, options.labels, command), this.turns.place(), 'verifier container'),
     };
     const made = await this.create(task, containerSpec(task, prepared.image, options.labels, options.network ?? null), place, 'container', verifiers);
     await made.start(options.signal);

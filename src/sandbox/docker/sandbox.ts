@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { shellQuote } from '../../util/shell-quote.js';
 import type Docker from 'dockerode';
-import { CopyLimitError, MAX_SCANNED_CHANGES, ScanLimitError, type CopyOptions, type ExecOptions, type ExecResult, type FileEntry, type FsChange, type Sandbox, type SandboxSnapshot, type Shell } from '../sandbox.js';
+import { CopyLimitError, MAX_SCANNED_CHANGES, ScanLimitError, type CopyOptions, type ExecOptions, type ExecResult, type FileEntry, type FsChange, type Sandbox, type SandboxSnapshot, type Shell, type SnapshotOptions, type VerifierCommand } from '../sandbox.js';
 import { snapshotByCommit, snapshotByCopy } from './snapshot.js';
 import { canTrace, tracedCommand } from './trace.js';
 import { DockerShell } from './shell.js';
@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 import type { EngineTurns, Turn } from './turns.js';
-import { TermgradeError } from '../../util/errors.js';
+import { CancelledError, TermgradeError } from '../../util/errors.js';
 
 /** TERMGRADE_EXEC_VIA=engine takes every path through the engine: no helper shell, no reads from the layer (the tests run both). */
 const onlyEngine = (): boolean => process.env.TERMGRADE_EXEC_VIA === 'engine';
@@ -44,7 +44,8 @@ export interface CreatedContainer {
 /** How a trial's sandbox makes its verifiers: from a committed image, or beside it from the same image (not started). */
 export interface VerifierFactory {
   fromImage(image: string, networkOf: string | null, signal?: AbortSignal): Promise<Sandbox>;
-  beside(networkOf: string | null): Promise<CreatedContainer>;
+  /** With `command`: the container's own process is that command (see SandboxSnapshot.runVerifier). */
+  beside(networkOf: string | null, command?: VerifierCommand): Promise<CreatedContainer>;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -298,7 +299,7 @@ export class DockerSandbox implements Sandbox {
     return this.layers;
   }
 
-  async snapshot(): Promise<SandboxSnapshot> {
+  async snapshot(options: SnapshotOptions = {}): Promise<SandboxSnapshot> {
     const verifiers = this.verifiers;
     if (!verifiers) throw new Error('this sandbox cannot start a verifier (it is one)');
     // Grading begins: this trial now waits on the engine, from here in the line.
@@ -311,7 +312,7 @@ export class DockerSandbox implements Sandbox {
       stopAll: () => this.turn(() => this.stopAll()),
     };
     const layers = await this.upperLayers();
-    if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside });
+    if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier);
     return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage });
   }
 
@@ -320,6 +321,34 @@ export class DockerSandbox implements Sandbox {
     const helper = this.helper;
     this.helper = null;
     void helper?.then((h) => h.close(), () => undefined);
+  }
+
+  /**
+   * Once started with its own command (see VerifierFactory.beside): waits for the command to end,
+   * or for `timeoutSec` (every process then ended, exit code null); an abort ends them and throws.
+   * Waiting holds no turn: the engine only answers when the container stops.
+   */
+  async waitForExit(timeoutSec: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean }> {
+    const exited = (this.container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>).then((r) => ({ code: r.StatusCode ?? null }));
+    exited.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const ended = new Promise<'timeout' | 'abort'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutSec * 1000);
+      onAbort = () => resolve('abort');
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const first = await Promise.race([exited, ended]);
+      if (typeof first === 'object') return { exitCode: first.code, timedOut: false };
+      await this.stop();
+      if (first === 'abort') throw new CancelledError('verifier');
+      return { exitCode: null, timedOut: true };
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Every process ended (the container killed and stopped); its files stay readable. */

@@ -2,10 +2,11 @@ import { readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { errorMessage, GradingStepError } from '../../util/errors.js';
-import { MAX_SCANNED_CHANGES, ScanLimitError, type FsChange, type Sandbox, type SandboxSnapshot, type VerifierStartOptions } from '../sandbox.js';
+import { MAX_SCANNED_CHANGES, ScanLimitError, type FsChange, type Sandbox, type SandboxSnapshot, type VerifierCommand, type VerifierStartOptions } from '../sandbox.js';
 import { prepareFoldersInside } from '../verifier-folders.js';
 import { LABEL_SNAPSHOT } from './labels.js';
 import { copyLayer, prepareFoldersInLayer } from './layer-copy.js';
+import { cgroupFreezer } from './freezer.js';
 import { overlayChanges, readFromUpper, type OverlayLayers } from './overlay.js';
 import type { CreatedContainer } from './sandbox.js';
 import type { Turn } from './turns.js';
@@ -29,8 +30,8 @@ export interface CommitHost extends SnapshotHost {
 export interface CopyHost extends SnapshotHost {
   /** The container's overlay layers, readable here. */
   layers: OverlayLayers;
-  /** Creates (does not start) a verifier container from the container's own image, joined to `networkOf` when given. */
-  createVerifier(networkOf: string | null): Promise<CreatedContainer>;
+  /** Creates (does not start) a verifier container from the container's own image, joined to `networkOf` when given, running `command` when given. */
+  createVerifier(networkOf: string | null, command?: VerifierCommand): Promise<CreatedContainer>;
 }
 
 /** The engine could not pause the container: its processes would not freeze, or it is no longer running. */
@@ -148,11 +149,11 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
  * grading costs the engine one container's create, start and removal, and two short pauses: no
  * commit, no image, no command to prepare folders.
  */
-export async function snapshotByCopy(host: CopyHost): Promise<SandboxSnapshot> {
+export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand): Promise<SandboxSnapshot> {
   const { container, turn } = host;
   const info = await container.inspect();
   const running = Boolean(info.State.Running);
-  let verifier = await host.createVerifier(running ? container.id : null);
+  let verifier = await host.createVerifier(running ? container.id : null, command);
   let target: OverlayLayers;
   try {
     // What lies below is the agent's image for both; the agent's lower list is the one its changes were judged against.
@@ -165,9 +166,11 @@ export async function snapshotByCopy(host: CopyHost): Promise<SandboxSnapshot> {
     if (!running || info.State.Paused) {
       await copy();
     } else {
+      // Frozen through its cgroup here when it can be, else by the engine (see freezer.ts).
+      const freezer = await cgroupFreezer(info.State.Pid, container.id);
       let paused = false;
       try {
-        await turn(() => container.pause());
+        await (freezer ? freezer.freeze() : turn(() => container.pause()));
         paused = true;
       } catch (err) {
         if (!cannotFreeze(err)) throw err;
@@ -178,7 +181,7 @@ export async function snapshotByCopy(host: CopyHost): Promise<SandboxSnapshot> {
       try {
         await copy();
       } finally {
-        if (paused) await turn(() => container.unpause()).catch(() => undefined);
+        if (paused) await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
       }
     }
   } catch (err) {
@@ -188,8 +191,38 @@ export async function snapshotByCopy(host: CopyHost): Promise<SandboxSnapshot> {
   // Listed now, before anything is added for the verifier: the scan judges the agent's files only.
   const listing = overlayChanges(target, MAX_SCANNED_CHANGES);
   listing.catch(() => undefined);
+
+  /** The copy moved (renames) into a new verifier container, the old one removed. */
+  const replace = async (networkOf: string | null, own: VerifierCommand | undefined): Promise<void> => {
+    const next = await host.createVerifier(networkOf, own);
+    try {
+      const upper = await upperOf(next);
+      await moveEntries(target.upper, upper);
+      target = { upper, lowers: target.lowers };
+    } catch (err) {
+      await next.sandbox.close();
+      throw err;
+    } finally {
+      await verifier.sandbox.close();
+    }
+    verifier = next;
+  };
   let started = false;
-  return {
+  /**
+   * The verifier made ready to start, once: in the agent's network while the agent's sandbox runs
+   * (a container cannot join the network of one that stopped since, so the copy then moves to
+   * one with no network), running `own` or idle, with its folders made in the layer where they
+   * can be (whether they were is returned).
+   */
+  const ready = async (tests: string[], own: VerifierCommand | undefined): Promise<{ inLayer: boolean; networkOf: string | null }> => {
+    if (started) throw new Error('a snapshot starts one verifier');
+    started = true;
+    await listing.catch(() => undefined);
+    const networkOf = running && (await isRunning(container)) ? container.id : null;
+    if ((running && !networkOf) || own !== command) await replace(networkOf, own);
+    return { inLayer: await prepareFoldersInLayer(target, tests), networkOf };
+  };
+  const snap: SandboxSnapshot = {
     changes: () => listing,
     async env() {
       return envOf((info.Config as { Env?: string[] } | undefined)?.Env);
@@ -199,29 +232,28 @@ export async function snapshotByCopy(host: CopyHost): Promise<SandboxSnapshot> {
       return (await readFromUpper(target, file, maxBytes)) ?? verifier.sandbox.readFile(file, maxBytes);
     },
     async startVerifier(options) {
-      if (started) throw new Error('a snapshot starts one verifier');
-      started = true;
-      await listing.catch(() => undefined);
-      // The agent's sandbox stopped since (its processes all ended): a container cannot join the
-      // network of one that does not run, so the copy moves to a verifier with no network.
-      if (running && !(await isRunning(container))) {
-        const alone = await host.createVerifier(null);
-        try {
-          const upper = await upperOf(alone);
-          await moveEntries(target.upper, upper);
-          target = { upper, lowers: target.lowers };
-        } catch (err) {
-          await alone.sandbox.close();
-          throw err;
-        } finally {
-          await verifier.sandbox.close();
-        }
-        verifier = alone;
-      }
-      const inLayer = await prepareFoldersInLayer(target, options.tests);
+      const { inLayer } = await ready(options.tests, undefined);
       await verifier.start(options.signal);
       return inLayer ? verifier.sandbox : withFoldersInside(verifier.sandbox, options);
     },
     discard: () => verifier.sandbox.close(),
   };
+  if (!command) return snap;
+  snap.runVerifier = async (options) => {
+    const { inLayer, networkOf } = await ready(options.tests, command);
+    if (!inLayer) {
+      // The folders need commands run in the verifier first: an idle one, the command sent in after.
+      await replace(networkOf, undefined);
+      await verifier.start(options.signal);
+      const box = await withFoldersInside(verifier.sandbox, options);
+      const run = await box.exec(command.command, { env: command.env, timeoutSec: options.timeoutSec, signal: options.signal });
+      await box.stop();
+      return { box, exitCode: run.exitCode, timedOut: run.timedOut, durationMs: run.durationMs };
+    }
+    const begun = performance.now();
+    await verifier.start(options.signal);
+    const ended = await verifier.sandbox.waitForExit(options.timeoutSec, options.signal);
+    return { box: verifier.sandbox, ...ended, durationMs: performance.now() - begun };
+  };
+  return snap;
 }

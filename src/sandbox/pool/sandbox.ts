@@ -1,5 +1,5 @@
 import { CancelledError, EngineLostError, errorMessage } from '../../util/errors.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, SandboxSnapshot, Shell } from '../sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, SandboxSnapshot, Shell, SnapshotOptions } from '../sandbox.js';
 import type { Engine, EnginePool } from './provider.js';
 
 /** Settles once `signal` is aborted (at once if it already is); `stop` takes the listener off when the wait is over. */
@@ -108,14 +108,24 @@ export class PoolSandbox implements Sandbox {
   }
 
   /** The snapshot lives on this sandbox's engine; its verifier is a pool sandbox there too (same loss rule). */
-  snapshot(options?: { signal?: AbortSignal }): Promise<SandboxSnapshot> {
+  snapshot(options?: SnapshotOptions): Promise<SandboxSnapshot> {
     return this.call(async () => {
       const snap = await this.inner.snapshot(options);
+      const runVerifier = snap.runVerifier?.bind(snap);
       return {
         changes: () => this.call(() => snap.changes()),
         env: () => this.call(() => snap.env()),
         readFile: (file, max) => this.call(() => snap.readFile(file, max)),
         startVerifier: (o) => this.call(async () => new PoolSandbox(this.pool, this.home, await snap.startVerifier(o), () => undefined)),
+        ...(runVerifier
+          ? {
+              runVerifier: (o) =>
+                this.call(async () => {
+                  const run = await runVerifier(o);
+                  return { ...run, box: new PoolSandbox(this.pool, this.home, run.box, () => undefined) };
+                }),
+            }
+          : {}),
         discard: () => snap.discard(),
       };
     });
