@@ -28,7 +28,7 @@ interface CgroupFiles {
 }
 
 /** The container's freezer files from its init's /proc entry: cgroup v1's freezer, or v2's cgroup.freeze. */
-function filesOf(procCgroup: string, containerId: string): CgroupFiles | null {
+export function filesOf(procCgroup: string, containerId: string): CgroupFiles | null {
   const lines = procCgroup.split('\n');
   const v1 = lines.map((l) => /^\d+:freezer:(\/.*)$/.exec(l)?.[1]).find(Boolean);
   if (v1) {
