@@ -18,6 +18,8 @@ import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { median } from '../src/stats/summary.js';
 import { ScriptedModelServer } from '../test/support/scripted-model-server.js';
 import { bash } from '../test/support/scripts.js';
+import { loadTask } from '../src/task/load.js';
+import { bareTrial } from './bare-trial.js';
 
 const latencyMs = Number(process.argv[2] ?? 2000);
 const turns = Number(process.argv[3] ?? 6);
@@ -111,6 +113,27 @@ try {
   console.log(`  ideal ${ideal.toFixed(3)} trials/s (concurrency / trial duration alone)`);
   console.log(`  sustained throughput (first completion to last start) ${loaded.steady.toFixed(3)} trials/s: ratio ${(loaded.steady / ideal).toFixed(3)}  (target >= 0.85)`);
   console.log(`  whole job, fill-up and drain included ${actual.toFixed(3)} trials/s: ratio ${(actual / ideal).toFixed(3)}  (target >= 0.95)`);
+  // The same job as bare engine calls (bench/bare-trial.ts: the same containers, turns and grading
+  // protections, no harness): what this engine on these cores allows at all, against the same ideal.
+  const task = await loadTask(path.join(work, 'tasks', 'throughput'));
+  const { image } = await provider.prepare(task);
+  const bareAlone: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    await bareTrial(provider.docker, task, image, { turns, latencyMs });
+    bareAlone.push((performance.now() - t) / 1000);
+  }
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < n) await bareTrial(provider.docker, task, image, { turns, latencyMs });
+    }),
+  );
+  const bareWall = (performance.now() - t0) / 1000;
+  const bareIdeal = concurrency / median(bareAlone);
+  console.log(`  bare engine calls, same job: one alone ${median(bareAlone).toFixed(2)} s; ${n} at concurrency ${concurrency} ${bareWall.toFixed(1)} s wall: ratio ${(n / bareWall / bareIdeal).toFixed(3)} of its ideal`);
+  console.log(`  harness throughput / bare throughput ${(actual / (n / bareWall)).toFixed(3)}`);
 } finally {
   await server.close();
   await rm(work, { recursive: true, force: true });
