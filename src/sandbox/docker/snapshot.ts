@@ -146,8 +146,9 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
  * agent sandbox's network and pids, and the agent's layer is copied into the verifier's while the
  * agent's processes are paused (they run on afterwards). The scan reads that copy (exactly what
  * the verifier will start from), and the verifier's folders are made in it before it starts, so
- * grading costs the engine one container's create, start and removal, and two short pauses: no
- * commit, no image, no command to prepare folders.
+ * grading costs the engine one container's create, start and removal: no commit, no image, no
+ * command to prepare folders. With `command`, that container's own process is the verifier's
+ * command (runVerifier): nothing is sent into it and nothing has to end it.
  */
 export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand): Promise<SandboxSnapshot> {
   const { container, turn } = host;
