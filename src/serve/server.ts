@@ -13,6 +13,7 @@ import type { ServeContext } from './context.js';
 import { registerOpenEnvRoutes } from './routes/openenv.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerV1Routes } from './routes/v1.js';
+import { readRecordedGrades } from './replay.js';
 import { Curriculum, CurriculumConfigSchema, DEFAULT_CURRICULUM, type CurriculumConfig, type Split } from './curriculum.js';
 import { GroupBook } from './groups.js';
 import { seededUniform } from '../stats/random.js';
@@ -113,6 +114,10 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
     seededUniform(options.seed ?? Math.floor(Math.random() * 2 ** 31)),
   );
   const policyOf = (label: string | null): string => label ?? 'unlabelled';
+  // A restart keeps the curriculum: the recorded grades are taken in again, in order (tasks no
+  // longer served are skipped; group counts and serving order start again).
+  const servedNames = new Set(options.tasks.map((t) => t.task.name));
+  for (const g of await readRecordedGrades(gradesFile)) if (servedNames.has(g.task)) curriculum.observe(policyOf(g.policy), g.task, g.success);
   const groups = new GroupBook((g) => curriculum.observeGroup(policyOf(g.policy), g.task, g.outcomes));
   // Every graded rollout updates the curriculum, whoever chose its task; the record keeps the
   // reward as earned (never filtered), with who chose the task.
