@@ -12,7 +12,9 @@ import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
-import { tempDir, trivialTask } from './helpers.js';
+import { curriculumFlags } from '../src/cli/serve-command.js';
+import { appendFile } from 'node:fs/promises';
+import { runCli, tempDir, trivialTask } from './helpers.js';
 
 async function call(server: RunningServer, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
   const res = await fetch(`${server.url}${url}`, {
@@ -27,6 +29,7 @@ async function call(server: RunningServer, method: string, url: string, body?: u
 describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => {
   let server: RunningServer;
   let dataDir: string;
+  let served: Parameters<typeof startServer>[0]['tasks'];
   const docker = new Docker();
   before(async () => {
     const mid = await trivialTask({ 'task.toml': '[task]\nname = "mid"\n[verifier]\ntimeout_sec = 30\n' });
@@ -46,7 +49,8 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     dataDir = await tempDir();
     await mkdir(dataDir, { recursive: true });
     // No exploration: every `auto` pick is the curriculum's choice, so the test can say which.
-    server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([mid, hard, held], selection), dataDir, maxSessions: 3, idleTtlSec: 120, curriculum: { explore: 0 }, seed: 7 });
+    served = await loadServedTasks([mid, hard, held], selection);
+    server = await startServer({ provider: new DockerProvider(), tasks: served, dataDir, maxSessions: 3, idleTtlSec: 120, curriculum: { explore: 0 }, seed: 7 });
   });
   after(() => server.close());
 
@@ -114,5 +118,44 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     await call(server, 'DELETE', `/v1/sessions/${one.json.session_id}`);
     assert.equal(server.sessions.live(), 0);
     assert.equal((await docker.listContainers({ all: true, filters: { label: [`io.termgrade.session=${one.json.session_id}`] } })).length, 0);
+  });
+
+  it('a restart on the same data folder rebuilds each policy\'s curriculum from grades.jsonl; an unreadable line stops the start', async () => {
+    const before = { ckpt: await view('ckpt-1'), grpo: await view('grpo') };
+    const keep = (v: Record<string, any>) => Object.fromEntries(Object.entries(v).map(([k, t]) => [k, [t.posterior, t.trials, t.successes, t.status]]));
+    const next = await startServer({ provider: new DockerProvider(), tasks: served, dataDir, curriculum: { explore: 0 }, seed: 7 });
+    try {
+      const after = async (policy: string) => Object.fromEntries((await call(next, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [t.task, t]));
+      assert.deepEqual(keep(await after('ckpt-1')), keep(before.ckpt));
+      assert.deepEqual(keep(await after('grpo')), keep(before.grpo));
+      assert.equal((await after('grpo')).mid.trials, 2);
+    } finally {
+      await next.close();
+    }
+    await appendFile(path.join(dataDir, 'grades.jsonl'), '{"task": "mid", "model": nul\n');
+    const lines = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8')).trim().split('\n').length;
+    await assert.rejects(startServer({ provider: new DockerProvider(), tasks: served, dataDir }), new RegExp(`grades\\.jsonl: line ${lines} is not JSON`));
+  });
+});
+
+describe('serve: the curriculum\'s settings on the command line', () => {
+  it('reads --band, --explore, --forget and --prior-weight into the curriculum\'s settings', () => {
+    assert.deepEqual(curriculumFlags({ band: '0.2,0.6', explore: '0', forget: '1', priorWeight: '4' }), { lo: 0.2, hi: 0.6, explore: 0, decay: 1, priorTrials: 4 });
+    assert.deepEqual(curriculumFlags({}), {});
+  });
+
+  it('refuses bad values with exit 2 and an error naming the flag, before touching the engine', async () => {
+    const task = await trivialTask();
+    for (const [flag, value, says] of [
+      ['--band', '0.8,0.2', /--band 0\.8,0\.2: need 0 <= LO < HI <= 1/],
+      ['--band', '0.5', /--band 0\.5: give two rates LO,HI/],
+      ['--explore', '1.5', /--explore: /],
+      ['--forget', '0', /--forget: /],
+      ['--prior-weight', 'lots', /--prior-weight lots: not a number/],
+    ] as const) {
+      const r = await runCli(['serve', '--tasks', task, flag, value, '--data-dir', await tempDir()]);
+      assert.equal(r.status, 2, `${flag} ${value}: ${r.stderr}`);
+      assert.match(r.stderr, says);
+    }
   });
 });

@@ -342,6 +342,10 @@ program
   .option('--record <name>', 'keep this server\'s grades under .termgrade/serve/NAME (for `termgrade drift NAME`)')
   .option('--data-dir <dir>', 'verifier logs, episode folders and grades.jsonl (default .termgrade/serve, or .termgrade/serve/NAME with --record)')
   .option('--agent-import-path <module...>', 'custom agents episodes may name (a .js file or package whose default export is an agent plugin)')
+  .option('--band <lo,hi>', 'the live curriculum\'s band of success rates (default 0.25,0.75)')
+  .option('--explore <share>', 'share of "auto" picks given to the task served longest ago (0..1, default 0.1)')
+  .option('--forget <factor>', 'each new outcome of a task multiplies its earlier evidence by this (0..1], 1: no forgetting; default 0.95)')
+  .option('--prior-weight <trials>', 'the selection\'s measurement counts as at most this many trials (default 8)')
   .addHelpText('after', '\nPrints one JSON line {"url", "tasks", "token"?} on stdout once listening ("token" when it was generated). Stops on SIGINT / SIGTERM, removing every sandbox.')
   .action(async (opts) => {
     const { serveCommand } = await import('./serve-command.js');

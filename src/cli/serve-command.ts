@@ -7,6 +7,7 @@ import { loadAgentModule } from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { checkServedModels, loadServedModels, parseModelFlag, shownUrl, type ServedModel } from '../serve/models.js';
 import { startServer } from '../serve/server.js';
+import { CurriculumConfigSchema, type CurriculumConfig } from '../serve/curriculum.js';
 import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
@@ -30,6 +31,39 @@ export interface ServeFlags {
   dataDir?: string;
   record?: string;
   agentImportPath?: string[];
+  band?: string;
+  explore?: string;
+  forget?: string;
+  priorWeight?: string;
+}
+
+/** A number flag, or a usage error naming the flag. */
+function numberFlag(flag: string, value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new TermgradeError('usage', `${flag} ${value}: not a number`);
+  return n;
+}
+
+/** The live curriculum's settings from --band LO,HI, --explore, --forget and --prior-weight (unset: the defaults). */
+export function curriculumFlags(flags: Pick<ServeFlags, 'band' | 'explore' | 'forget' | 'priorWeight'>): Partial<CurriculumConfig> {
+  const out: Partial<CurriculumConfig> = {};
+  if (flags.band !== undefined) {
+    const parts = flags.band.split(',');
+    if (parts.length !== 2) throw new TermgradeError('usage', `--band ${flags.band}: give two rates LO,HI (e.g. 0.25,0.75)`);
+    const [lo, hi] = parts.map((p) => numberFlag('--band', p));
+    if (!(lo! >= 0 && hi! <= 1 && lo! < hi!)) throw new TermgradeError('usage', `--band ${flags.band}: need 0 <= LO < HI <= 1`);
+    Object.assign(out, { lo, hi });
+  }
+  if (flags.explore !== undefined) out.explore = numberFlag('--explore', flags.explore);
+  if (flags.forget !== undefined) out.decay = numberFlag('--forget', flags.forget);
+  if (flags.priorWeight !== undefined) out.priorTrials = numberFlag('--prior-weight', flags.priorWeight);
+  const checked = CurriculumConfigSchema.partial().safeParse(out);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    const flag = { explore: '--explore', decay: '--forget', priorTrials: '--prior-weight', lo: '--band', hi: '--band' }[String(issue.path[0])] ?? '--band';
+    throw new TermgradeError('usage', `${flag}: ${issue.message} (--explore in 0..1, --forget in (0, 1], --prior-weight > 0)`);
+  }
+  return out;
 }
 
 /** Where a server keeps its records: --data-dir, else .termgrade/serve/NAME for --record NAME. */
@@ -49,6 +83,7 @@ export async function servedModels(flags: Pick<ServeFlags, 'model' | 'modelConfi
 /** Serves until SIGINT / SIGTERM, then removes every sandbox it made. */
 export async function serveCommand(flags: ServeFlags): Promise<number> {
   const token = tokenFromEnv(flags.tokenEnv);
+  const curriculum = curriculumFlags(flags);
   const models = await servedModels(flags);
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
   const provider = providerFor(enginesFromFlags(flags.engine), { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`) });
@@ -56,7 +91,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
   warnAboutTasks(tasks.map((t) => t.task));
   const dataDir = serveDataDir(flags);
-  const server = await startServer({ provider, tasks, dataDir, host: flags.host, port: flags.port, token, allowedHosts: flags.allowedHost, models, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl });
+  const server = await startServer({ provider, tasks, dataDir, host: flags.host, port: flags.port, token, allowedHosts: flags.allowedHost, models, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl, curriculum });
   const modelsLine = models.length ? models.map((m) => `${m.name} at ${shownUrl(m.base_url)} (key ${m.api_key_env})`).join(', ') : 'none (episodes refused; give --model NAME@URL)';
   process.stderr.write(`termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(dataDir, 'grades.jsonl')}); episode models: ${modelsLine}\n`);
   // A token the operator chose (--token-env) is never printed; a generated one must be, or no client could connect.

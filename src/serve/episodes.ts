@@ -8,6 +8,7 @@ import { runTrial } from '../trial/run.js';
 import { ServeError, type EpisodeBody } from './contract.js';
 import { gradeOf } from './grade.js';
 import { childDir } from './ids.js';
+import { joinTurns } from './token-stream.js';
 import { episodeModel, type ServedModel } from './models.js';
 import type { GradeEvent, ServedBy, SessionManager } from './sessions.js';
 
@@ -108,6 +109,8 @@ export class EpisodeRunner {
         exit_reason: r.exitReason,
         messages: (await readJsonIfThere(path.join(dir, 'agent', 'messages.json'))) ?? [],
         turns,
+        // The turns joined into one stream (observation tokens masked), or why they cannot be.
+        ...tokenStreamOf(turns),
         usage: { turns: r.turns, prompt_tokens: r.tokens?.input ?? null, cached_tokens: r.tokens?.cached ?? null, completion_tokens: r.tokens?.output ?? null, cost_usd: r.costUsd },
         timings: Object.fromEntries(Object.entries(r.phases).map(([k, v]) => [k, v ? v.durationMs / 1000 : null])),
       };
@@ -119,4 +122,11 @@ export class EpisodeRunner {
       release();
     }
   }
+}
+
+/** `token_stream` (null without ids) and `token_stream_problem` for an episode's answer. */
+function tokenStreamOf(turns: Parameters<typeof joinTurns>[0]): { token_stream: unknown; token_stream_problem: string | null } {
+  if (turns.length === 0 || turns.every((t) => t.completion_token_ids === null)) return { token_stream: null, token_stream_problem: null };
+  const joined = joinTurns(turns);
+  return { token_stream: joined.stream, token_stream_problem: joined.problem };
 }

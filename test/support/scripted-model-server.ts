@@ -13,8 +13,12 @@ export interface ScriptedReply {
   finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
   /** Token counts as the server reports them; a fault can give any JSON value here. */
   usage?: { prompt: unknown; completion: unknown; cached?: unknown };
-  /** Return vLLM-style token ids and logprobs with the reply. */
-  tokenIds?: boolean;
+  /**
+   * Return vLLM-style token ids and logprobs with the reply: `true`, counted ids (not a real
+   * tokenisation); `'template'`, ids of the conversation as a chat template renders it
+   * (templateIds), so consecutive calls' ids line up as a real endpoint's would.
+   */
+  tokenIds?: boolean | 'template';
 }
 
 export type ScriptStep =
@@ -163,7 +167,7 @@ function completion(req: ChatRequest, r: ScriptedReply): unknown {
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: req.model,
-    ...(r.tokenIds ? { prompt_token_ids: ids(promptTokens, 1000) } : {}),
+    ...(r.tokenIds ? { prompt_token_ids: r.tokenIds === 'template' ? promptIds(req.messages) : ids(promptTokens, 1000) } : {}),
     choices: [
       {
         index: 0,
@@ -177,10 +181,45 @@ function completion(req: ChatRequest, r: ScriptedReply): unknown {
         },
         finish_reason: r.finishReason ?? (r.toolCalls?.length ? 'tool_calls' : 'stop'),
         ...(r.tokenIds
-          ? { token_ids: ids(completionTokens, 5000), logprobs: { content: ids(completionTokens, 0).map((i) => ({ token: `t${i}`, logprob: -0.01 * (i + 1), bytes: null, top_logprobs: [] })) } }
+          ? withLogprobs(r.tokenIds === 'template' ? assistantIds({ role: 'assistant', content: text, tool_calls: r.toolCalls?.map((t) => ({ function: t })) }) : ids(completionTokens, 5000))
           : {}),
       },
     ],
     usage: { prompt_tokens: reported.prompt, completion_tokens: reported.completion, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: r.usage?.cached ?? 0 } },
   };
+}
+
+function withLogprobs(tokenIds: number[]): Record<string, unknown> {
+  return { token_ids: tokenIds, logprobs: { content: tokenIds.map((id, i) => ({ token: `t${id}`, logprob: -0.01 * (i + 1), bytes: null, top_logprobs: [] })) } };
+}
+
+/** A chat template in ids: a role header, the text's code points, an end mark per message. */
+const ROLE_IDS: Record<string, number> = { system: 200_001, user: 200_002, assistant: 200_003, tool: 200_004 };
+const END_ID = 200_000;
+
+function textIds(text: string): number[] {
+  return [...text].map((ch) => ch.codePointAt(0)!);
+}
+
+/** What a message says as the template renders it: content, then each tool call's name and arguments. */
+function messageText(m: { content?: unknown; tool_calls?: unknown }): string {
+  const content = typeof m.content === 'string' ? m.content : m.content == null ? '' : JSON.stringify(m.content);
+  const calls = (Array.isArray(m.tool_calls) ? m.tool_calls : []) as Array<{ function?: { name?: string; arguments?: string } }>;
+  return content + calls.map((c) => `<call ${c.function?.name ?? ''}>${c.function?.arguments ?? ''}</call>`).join('');
+}
+
+/** The ids a model produces for an assistant message: its text, then the end mark. */
+export function assistantIds(m: { role: string; content?: unknown; tool_calls?: unknown }): number[] {
+  return [...textIds(messageText(m)), END_ID];
+}
+
+/** The prompt ids of a conversation: every message rendered, then the assistant's header. */
+export function promptIds(messages: ChatRequest['messages']): number[] {
+  const out: number[] = [];
+  for (const m of messages) {
+    out.push(ROLE_IDS[m.role] ?? 200_009);
+    out.push(...(m.role === 'assistant' ? assistantIds(m) : [...textIds(messageText(m)), END_ID]));
+  }
+  out.push(ROLE_IDS.assistant!);
+  return out;
 }

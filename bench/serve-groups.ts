@@ -1,0 +1,86 @@
+/**
+ * A trainer-shaped load on `serve`: B GRPO groups of G sessions asked for at once, each session
+ * running E exec calls then verify, as a trainer's rollout step does; bounded (one round) and
+ * stopping by itself. Reports group start latency (p50, p99), exec latency (p50, p99), errors,
+ * and containers of this server left after it stops (must be 0).
+ *
+ *   node dist/bench/serve-groups.js [G=8] [B=32] [E=6]
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import Docker from 'dockerode';
+import { DockerProvider } from '../src/sandbox/docker/provider.js';
+import { startServer } from '../src/serve/server.js';
+import { loadServedTasks } from '../src/serve/tasks.js';
+import { writeTask } from './write-task.js';
+
+const size = Number(process.argv[2] ?? 8);
+const batch = Number(process.argv[3] ?? 32);
+const execsEach = Number(process.argv[4] ?? 6);
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+const secs = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+
+const work = await mkdtemp(path.join(tmpdir(), 'termgrade-serve-groups-'));
+const sessionIds: string[] = [];
+try {
+  const taskDir = path.join(work, 'task');
+  await writeTask(taskDir, {
+    'task.toml': '[task]\nname = "bench"\n[environment]\nmemory_mb = 64\n',
+    'instruction.md': 'Nothing.\n',
+    'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+    'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+  });
+  const server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([taskDir]), dataDir: path.join(work, 'data'), maxSessions: size * batch, idleTtlSec: 600 });
+  const auth = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
+  const call = async (method: string, url: string, body?: unknown): Promise<any> => {
+    const res = await fetch(`${server.url}${url}`, { method, headers: auth, body: method === 'GET' ? undefined : body === undefined ? '' : JSON.stringify(body) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+  const starts: number[] = [];
+  const execs: number[] = [];
+  const errors: string[] = [];
+  const t0 = Date.now();
+  await Promise.all(
+    Array.from({ length: batch }, async () => {
+      try {
+        const s = Date.now();
+        const g = await call('POST', '/v1/groups', { task: 'bench', n: size, policy: 'bench' });
+        starts.push(Date.now() - s);
+        await Promise.all(
+          (g.sessions as Array<{ session_id: string }>).map(async ({ session_id: id }) => {
+            sessionIds.push(id);
+            for (let i = 0; i < execsEach; i += 1) {
+              const e = Date.now();
+              await call('POST', `/v1/sessions/${id}/exec`, { command: `echo ${i} >> /app/log; wc -l < /app/log` });
+              execs.push(Date.now() - e);
+            }
+            const grade = await call('POST', `/v1/sessions/${id}/verify`);
+            if (grade.reward !== 1) errors.push(`session ${id}: reward ${grade.reward} (${grade.status})`);
+          }),
+        );
+        const view = await call('GET', `/v1/groups/${g.group_id}`);
+        if (!view.done) errors.push(`group ${g.group_id} not done after every verify`);
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }),
+  );
+  const wall = Date.now() - t0;
+  await server.close();
+  const docker = new Docker();
+  const all = await docker.listContainers({ all: true, filters: { label: ['io.termgrade.session'] } });
+  const left = all.filter((c) => sessionIds.includes(c.Labels['io.termgrade.session'] ?? ''));
+  starts.sort((a, b) => a - b);
+  execs.sort((a, b) => a - b);
+  console.log(`groups of ${size}, ${batch} at once, ${execsEach} exec each: ${sessionIds.length} sessions in ${secs(wall)}`);
+  if (starts.length) console.log(`group start latency p50 ${secs(quantile(starts, 0.5))}, p99 ${secs(quantile(starts, 0.99))}`);
+  if (execs.length) console.log(`exec latency p50 ${secs(quantile(execs, 0.5))}, p99 ${secs(quantile(execs, 0.99))} (${execs.length} calls)`);
+  console.log(`errors: ${errors.length}${errors.length ? `\n  ${errors.slice(0, 5).join('\n  ')}` : ''}`);
+  console.log(`containers of these sessions left after the server stopped: ${left.length}`);
+  process.exitCode = errors.length || left.length ? 1 : 0;
+} finally {
+  await rm(work, { recursive: true, force: true });
+}
