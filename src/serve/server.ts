@@ -15,6 +15,7 @@ import { seededUniform } from '../stats/random.js';
 import { EpisodeRunner } from './episodes.js';
 import type { ServedModel } from './models.js';
 import { SessionManager, type GradeEvent, type ServedTask } from './sessions.js';
+import { causeOf, log } from '../util/log.js';
 
 export interface ServeOptions {
   provider: SandboxProvider;
@@ -101,7 +102,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (g.grade.status === 'graded') curriculum.observe(policyOf(g.policy), g.task, g.grade.metrics.acc === 1);
     if (g.group) groups.graded(g);
     const line = { trial_id: `${g.kind}:${g.id}`, task: g.task, agent: `serve-${g.kind}`, model: g.policy, config: `serve/${policyOf(g.policy)}`, status: g.grade.status === 'graded' ? 'completed' : 'error', reward: g.grade.reward, error_class: g.grade.error_class, tests_passed: g.grade.metrics.tests_passed, tests_failed: g.grade.metrics.tests_total - g.grade.metrics.tests_passed, served_by: g.servedBy, group_id: g.group, finished_at: new Date().toISOString() };
-    void appendFile(gradesFile, `${JSON.stringify(line)}\n`).catch(() => undefined);
+    // Not awaited: the trainer's reply does not wait on the record; a line that cannot be written is logged.
+    void appendFile(gradesFile, `${JSON.stringify(line)}\n`).catch((err: unknown) => {
+      log.warn('a grade could not be written to grades.jsonl', { file: gradesFile, trial: line.trial_id, cause: causeOf(err) });
+    });
   };
   // `auto` picks from the training split when a selection is served, else from every task.
   const defaultSplit: Split | undefined = options.tasks.some((t) => t.split === 'train') ? 'train' : undefined;
@@ -185,7 +189,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) {
       // A group is whole or not at all: the sessions that did start are removed.
-      await Promise.all(ok.map((s) => sessions.delete(String(s.session_id)).catch(() => undefined)));
+      const removing = ok.map((s) =>
+        sessions.delete(String(s.session_id)).catch((err: unknown) => {
+          log.warn('a session of a failed group could not be removed', { session: String(s.session_id), cause: causeOf(err) });
+        }),
+      );
+      await Promise.all(removing);
       throw failed.reason;
     }
     groups.add(id, chosen.task, policy, ok.map((s) => String(s.session_id)));
