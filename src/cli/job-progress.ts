@@ -40,37 +40,23 @@ export function poolEventLine(e: PoolEvent): string {
   }
 }
 
-/**
- * Live progress for `run`: image builds as their own phase (built / building / failed), then per
- * configuration done / running / failed, rate, ETA, tokens and cost. Bars on a terminal; a status
- * line every 10 s otherwise; every event as a JSON line with --jsonl; nothing with --quiet.
- */
-export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEvent: (e: JobEvent) => void; stop: () => void } {
-  if (mode === 'quiet') return { onEvent: () => {}, stop: () => {} };
-  if (mode === 'jsonl') return { onEvent: (e) => process.stdout.write(`${JSON.stringify(e)}\n`), stop: () => {} };
-  const counters = new Map<string, Counter>();
-  const images = { building: [] as string[], started: 0, built: 0, failed: 0 };
-  const started = Date.now();
-  let concurrency = 1;
-  const line = (label: string, c: Counter): Record<string, string | number> => {
-    const mins = (Date.now() - started) / 60000;
-    return {
-      label: label.padEnd(24).slice(0, 24),
-      running: c.running,
-      failed: c.failed,
-      rate: (mins > 0 ? c.done / mins : 0).toFixed(1),
-      eta: fmtEta(etaSeconds(c, concurrency)),
-      tokens: c.tokens,
-      cost: c.cost === null ? '-' : `$${c.cost.toFixed(2)}`,
-    };
-  };
-  const imageLine = (): string =>
-    `images: ${images.built} ready${images.building.length ? `, ${images.building.length} building (${images.building.slice(0, 3).join(', ')}${images.building.length > 3 ? ', ...' : ''})` : ''}${images.failed ? `, ${images.failed} failed` : ''}`;
-  const update = (e: JobEvent): string | null => {
+type Progress = { onEvent: (e: JobEvent) => void; stop: () => void };
+type Fields = Record<string, string | number>;
+
+/** What the job's events said so far: per configuration counts, and the image builds. */
+class JobTally {
+  readonly counters = new Map<string, Counter>();
+  readonly images = { building: [] as string[], started: 0, built: 0, failed: 0 };
+  private readonly started = Date.now();
+  private concurrency = 1;
+
+  /** Counts the event in; returns the line it says to people, if any. */
+  update(e: JobEvent): string | null {
+    const { counters, images } = this;
     switch (e.type) {
       case 'job-start':
-        concurrency = e.concurrency;
-                for (const label of e.configs) counters.set(label, { total: e.pendingByConfig[label] ?? 0, done: 0, running: 0, failed: 0, tokens: 0, cost: null, durationMs: 0 });
+        this.concurrency = e.concurrency;
+        for (const label of e.configs) counters.set(label, { total: e.pendingByConfig[label] ?? 0, done: 0, running: 0, failed: 0, tokens: 0, cost: null, durationMs: 0 });
         return null;
       case 'build-start':
         images.building.push(e.task);
@@ -104,49 +90,86 @@ export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): { onEven
       default:
         return null;
     }
-  };
-  if (mode === 'lines') {
-    const status = (): void => {
-      if (images.building.length || images.failed) process.stderr.write(`${imageLine()}\n`);
-      for (const [label, c] of counters) {
-        const l = line(label, c);
-        process.stderr.write(`[${label}] ${c.done}/${c.total} done, ${c.running} running, ${c.failed} failed, ${l.rate}/min, ETA ${l.eta}, ${c.tokens} output tokens, cost ${l.cost}\n`);
-      }
-    };
-    const timer = setInterval(status, 10_000);
-    timer.unref();
+  }
+
+  line(label: string, c: Counter): Fields {
+    const mins = (Date.now() - this.started) / 60000;
     return {
-      onEvent: (e) => {
-        const said = update(e);
-        if (said) process.stderr.write(`${said}\n`);
-        if (e.type === 'build-start' && images.building.length === 1 && images.built === 0) process.stderr.write(`building images (trials wait for their task's image)\n`);
-      },
-      stop: () => {
-        clearInterval(timer);
-        status();
-      },
+      label: label.padEnd(24).slice(0, 24),
+      running: c.running,
+      failed: c.failed,
+      rate: (mins > 0 ? c.done / mins : 0).toFixed(1),
+      eta: fmtEta(etaSeconds(c, this.concurrency)),
+      tokens: c.tokens,
+      cost: c.cost === null ? '-' : `$${c.cost.toFixed(2)}`,
     };
   }
+
+  imageLine(): string {
+    const { images } = this;
+    return `images: ${images.built} ready${images.building.length ? `, ${images.building.length} building (${images.building.slice(0, 3).join(', ')}${images.building.length > 3 ? ', ...' : ''})` : ''}${images.failed ? `, ${images.failed} failed` : ''}`;
+  }
+}
+
+/** A status line per configuration every 10 s, and each event worth a line as it comes. */
+function linesProgress(tally: JobTally): Progress {
+  const { counters, images } = tally;
+  const status = (): void => {
+    if (images.building.length || images.failed) process.stderr.write(`${tally.imageLine()}\n`);
+    for (const [label, c] of counters) {
+      const l = tally.line(label, c);
+      process.stderr.write(`[${label}] ${c.done}/${c.total} done, ${c.running} running, ${c.failed} failed, ${l.rate}/min, ETA ${l.eta}, ${c.tokens} output tokens, cost ${l.cost}\n`);
+    }
+  };
+  const timer = setInterval(status, 10_000);
+  timer.unref();
+  return {
+    onEvent: (e) => {
+      const said = tally.update(e);
+      if (said) process.stderr.write(`${said}\n`);
+      if (e.type === 'build-start' && images.building.length === 1 && images.built === 0) process.stderr.write(`building images (trials wait for their task's image)\n`);
+    },
+    stop: () => {
+      clearInterval(timer);
+      status();
+    },
+  };
+}
+
+/** Bars on a terminal: one for the image builds, one per configuration. */
+function barsProgress(tally: JobTally): Progress {
+  const { counters, images } = tally;
   const multi = new cliProgress.MultiBar(
     { format: '{label} [{bar}] {value}/{total} | run {running} | fail {failed} | {rate}/min | ETA {eta} | tok {tokens} | {cost}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
     cliProgress.Presets.shades_classic,
   );
   const bars = new Map<string, cliProgress.SingleBar>();
   let imageBar: cliProgress.SingleBar | null = null;
-  const imageFields = (): Record<string, string | number> => ({ label: 'images'.padEnd(24), running: images.building.length, failed: images.failed, rate: '-', eta: images.building.length ? 'building' : 'done', tokens: '-', cost: '-' });
+  const imageFields = (): Fields => ({ label: 'images'.padEnd(24), running: images.building.length, failed: images.failed, rate: '-', eta: images.building.length ? 'building' : 'done', tokens: '-', cost: '-' });
   return {
     onEvent: (e) => {
-      const said = update(e);
-      if (e.type === 'job-start') for (const [label, c] of counters) bars.set(label, multi.create(c.total, 0, line(label, c)));
+      const said = tally.update(e);
+      if (e.type === 'job-start') for (const [label, c] of counters) bars.set(label, multi.create(c.total, 0, tally.line(label, c)));
       if (e.type === 'build-start' && !imageBar) imageBar = multi.create(1, 0, imageFields());
       imageBar?.setTotal(images.started);
       imageBar?.update(images.built + images.failed, imageFields());
       if (said) multi.log(`${said}\n`);
-      for (const [label, c] of counters) bars.get(label)?.update(c.done, line(label, c));
+      for (const [label, c] of counters) bars.get(label)?.update(c.done, tally.line(label, c));
     },
     stop: () => {
-      for (const [label, c] of counters) bars.get(label)?.update(c.done, line(label, c));
+      for (const [label, c] of counters) bars.get(label)?.update(c.done, tally.line(label, c));
       multi.stop();
     },
   };
+}
+
+/**
+ * Live progress for `run`: image builds as their own phase (built / building / failed), then per
+ * configuration done / running / failed, rate, ETA, tokens and cost. Bars on a terminal; a status
+ * line every 10 s otherwise; every event as a JSON line with --jsonl; nothing with --quiet.
+ */
+export function jobProgress(mode: 'tty' | 'lines' | 'jsonl' | 'quiet'): Progress {
+  if (mode === 'quiet') return { onEvent: () => {}, stop: () => {} };
+  if (mode === 'jsonl') return { onEvent: (e) => process.stdout.write(`${JSON.stringify(e)}\n`), stop: () => {} };
+  return mode === 'lines' ? linesProgress(new JobTally()) : barsProgress(new JobTally());
 }

@@ -58,6 +58,68 @@ function harborTrialId(h: HarborTrial, trialDir: string): string {
   return `harbor:${h.trial_name ?? path.resolve(trialDir)}`;
 }
 
+/** Who and what an imported trial is: read from the Harbor result and numbered by the import. */
+interface ImportedId {
+  trialId: string;
+  task: string;
+  taskPath: string | undefined;
+  agent: string;
+  model: string | null;
+  attempt: number;
+}
+
+/** One Harbor trial folder's result as a termgrade trial record (rewards, tests, error, usage). */
+async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): Promise<TrialResult> {
+  const rewards = Object.fromEntries(Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'));
+  const verifierReward = Object.keys(rewards).length ? primaryReward(rewards) : null;
+  const ctrf = await readTextIfThere(path.join(trialDir, 'verifier', 'ctrf.json')); // optional: no CTRF, no tests
+  const tests = (ctrf && parseCtrf(ctrf)) || [];
+  const exc = h.exception_info?.exception_type;
+  const errClass = exc ? errorClassOf(exc) : verifierReward === null ? 'verifier_no_reward' : null;
+  const reward = harborReward(verifierReward, errClass);
+  const started = h.started_at ?? '';
+  const finished = h.finished_at ?? '';
+  const durationMs = started && finished ? Math.max(0, Date.parse(finished) - Date.parse(started)) : 0;
+  const a = h.agent_result;
+  return {
+    schemaVersion: 1,
+    trialId: id.trialId,
+    task: { name: id.task, path: id.taskPath ?? '', checksum: h.task_checksum ?? '' },
+    agent: { name: id.agent, model: id.model },
+    attempt: id.attempt,
+    reward,
+    rewards,
+    passed: reward !== null && reward >= 1,
+    steps: [],
+    taskVersion: null,
+    dataset: null,
+    collected: null,
+    tests,
+    testsSource: tests.length ? 'ctrf' : 'none',
+    testsSourceCounts: tests.length ? { ctrf: tests.length } : {},
+    testsSummary: summarizeTests(tests),
+    tampering: [],
+    protection: 'rules',
+    // Harbor's own reward files, read beside its CTRF: the same consistency check as our trials.
+    findings: reward === null ? [] : rewardFindingsOf(await readTextIfThere(path.join(trialDir, 'verifier', 'reward.json')), await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')), tests),
+    error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
+    errors: [],
+    exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
+    turns: 0,
+    tokens: a && (a.n_input_tokens != null || a.n_output_tokens != null) ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 } : null,
+    costUsd: a?.cost_usd ?? null,
+    image: null,
+    imageSource: null,
+    imageId: null,
+    engine: null,
+    imageCached: null,
+    phases: {},
+    startedAt: started,
+    finishedAt: finished,
+    durationMs,
+  };
+}
+
 /**
  * Reads Harbor job folders (a trial folder per trial with result.json, verifier/ctrf.json) into a
  * termgrade job, so published or earlier runs can be measured and selected from. Job-level
@@ -98,54 +160,7 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       continue;
     }
     known.add(trialId);
-    const rewards = Object.fromEntries(Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'));
-    const verifierReward = Object.keys(rewards).length ? primaryReward(rewards) : null;
-    const ctrf = await readFile(path.join(trialDir, 'verifier', 'ctrf.json'), 'utf8').catch(() => null);
-    const tests = (ctrf && parseCtrf(ctrf)) || [];
-    const exc = h.exception_info?.exception_type;
-    const errClass = exc ? errorClassOf(exc) : verifierReward === null ? 'verifier_no_reward' : null;
-    const reward = harborReward(verifierReward, errClass);
-    const started = h.started_at ?? '';
-    const finished = h.finished_at ?? '';
-    const durationMs = started && finished ? Math.max(0, Date.parse(finished) - Date.parse(started)) : 0;
-    const a = h.agent_result;
-    const result: TrialResult = {
-      schemaVersion: 1,
-      trialId,
-      task: { name: task, path: taskPath ?? '', checksum: h.task_checksum ?? '' },
-      agent: { name: agent, model },
-      attempt,
-      reward,
-      rewards,
-      passed: reward !== null && reward >= 1,
-      steps: [],
-      taskVersion: null,
-      dataset: null,
-      collected: null,
-      tests,
-      testsSource: tests.length ? 'ctrf' : 'none',
-      testsSourceCounts: tests.length ? { ctrf: tests.length } : {},
-      testsSummary: summarizeTests(tests),
-      tampering: [],
-      protection: 'rules',
-      // Harbor's own reward files, read beside its CTRF: the same consistency check as our trials.
-      findings: reward === null ? [] : rewardFindingsOf(await readTextIfThere(path.join(trialDir, 'verifier', 'reward.json')), await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')), tests),
-      error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
-      errors: [],
-      exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
-      turns: 0,
-      tokens: a && (a.n_input_tokens != null || a.n_output_tokens != null) ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 } : null,
-      costUsd: a?.cost_usd ?? null,
-      image: null,
-      imageSource: null,
-      imageId: null,
-      engine: null,
-      imageCached: null,
-      phases: {},
-      startedAt: started,
-      finishedAt: finished,
-      durationMs,
-    };
+    const result = await harborResult(h, { trialId, task, taskPath, agent, model, attempt }, trialDir);
     // A task checksum from another harness is not ours to compare; keep it out of the change check.
     result.task.checksum = '';
     items.push({ result, extra: { slot: { config, task, attempt }, trialDir, infraAttempts: 1, retryReasons: [], source: 'harbor' } });

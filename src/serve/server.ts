@@ -20,6 +20,7 @@ import { seededUniform } from '../stats/random.js';
 import { EpisodeRunner } from './episodes.js';
 import type { ServedModel } from './models.js';
 import { SessionManager, type GradeEvent, type ServedTask } from './sessions.js';
+import { causeOf, log } from '../util/log.js';
 
 export interface ServeOptions {
   provider: SandboxProvider;
@@ -126,8 +127,9 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
     if (g.grade.status === 'graded') curriculum.observe(policyOf(g.policy), g.task, g.grade.metrics.acc === 1);
     if (g.group) groups.graded(g);
     const line = gradeLine(g, `serve/${policyOf(g.policy)}`);
+    // Not awaited: the trainer's reply does not wait on the record; a line that cannot be written is logged.
     void appendFile(gradesFile, `${JSON.stringify(line)}\n`).catch((err: unknown) => {
-      process.stderr.write(`termgrade serve: warning: a grade could not be appended to ${gradesFile}: ${(err as Error).message}\n`);
+      log.warn('a grade could not be written to grades.jsonl', { file: gradesFile, trial: String(line.trial_id), cause: causeOf(err) });
     });
   };
   // `auto` picks from the training split when a selection is served, else from every task.

@@ -10,6 +10,7 @@ import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
 import { gradeOf } from './grade.js';
 import { childDir, ID_RULE, isSafeId } from './ids.js';
 import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { causeOf, log } from '../util/log.js';
 
 /** A task the server offers, with what the selection measured of it (when served from one). */
 export interface ServedTask {
@@ -205,8 +206,9 @@ export class SessionManager {
       await mkdir(logs, { recursive: true });
       const v = await gradeSandbox(s.sandbox, s.task.task, { hostLogsDir: logs }, this.options.provider);
       grade = gradeOf(v.reward, v.error?.class ?? null, v.tests);
-    } catch {
-      // The sandbox or engine failed under the verifier: no grade at all, never a 0.
+    } catch (err) {
+      // The sandbox or engine failed under the verifier: no grade at all, never a 0; the cause is logged.
+      log.warn('verifier crashed: the session gets no grade', { session: s.id, task: s.task.task.name, cause: causeOf(err) });
       grade = gradeOf(null, 'verifier_crash', []);
       this.countError('verifier_crash');
     }

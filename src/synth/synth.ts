@@ -331,6 +331,7 @@ class CandidateRunner {
       s.status = 'admitted';
       return this.passed(s, { path: s.admittedPath });
     });
+    // The caller gets this write's failure from `turn`; the queue of writes only needs to go on.
     this.writing = turn.catch(() => undefined);
     return turn;
   }

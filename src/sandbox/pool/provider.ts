@@ -14,6 +14,7 @@ import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
 import { imageIdOf } from '../docker/image.js';
 import { shipImage } from './ship.js';
+import { causeOf, log } from '../../util/log.js';
 
 /** What the pool says as it works: an engine lost or back, an image copied to an engine. */
 export const PoolEventSchema = z.discriminatedUnion('type', [
@@ -381,7 +382,14 @@ export class EnginePool implements SandboxProvider {
 
   /** Leftovers of dead owners on every engine that answers; engines that do not are skipped. */
   async cleanup(options: { all?: boolean } = {}): Promise<number> {
-    const counts = await Promise.all(this.engines.map((e) => e.provider.cleanup(options).catch(() => 0)));
+    const counts = await Promise.all(
+      this.engines.map((e) =>
+        e.provider.cleanup(options).catch((err: unknown) => {
+          log.warn('cleanup skipped an engine that did not answer: its leftovers stay until the next cleanup', { engine: e.name, cause: causeOf(err) });
+          return 0;
+        }),
+      ),
+    );
     return counts.reduce((a, b) => a + b, 0);
   }
 }

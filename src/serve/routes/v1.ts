@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { parse } from '../app.js';
 import { CreateGroupBody, CreateSessionBody, CurriculumQuery, EpisodeBody, ExecBody } from '../contract.js';
+import { causeOf, log } from '../../util/log.js';
 import type { ServeContext } from '../context.js';
 
 /** The step level (tasks, sessions, exec, verify), the episode level and the curriculum view. */
@@ -55,7 +56,12 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     if (failed) {
       // A group is whole or not at all: the sessions that did start are removed (their own failure
       // to close is the engine's, and the first start failure is the one the client needs).
-      await Promise.all(ok.map((s) => sessions.delete(String(s.session_id)).catch(() => undefined)));
+      const removing = ok.map((s) =>
+        sessions.delete(String(s.session_id)).catch((err: unknown) => {
+          log.warn('a session of a failed group could not be removed', { session: String(s.session_id), cause: causeOf(err) });
+        }),
+      );
+      await Promise.all(removing);
       throw failed.reason;
     }
     groups.add(id, chosen.task, policy, ok.map((s) => String(s.session_id)));
