@@ -89,7 +89,8 @@ program
 program
   .command('synth')
   .description('Grow admitted task folders from seeds with a generator model: environment first, grounded in executed state, repaired part by part.')
-  .requiredOption('--seeds <file>', 'JSONL of seeds: one JSON object per line (free fields; "id" names it)')
+  .option('--seeds <file>', 'JSONL of seeds: one JSON object per line (free fields; "id" names it)')
+  .option('--exemplars <dirs...>', 'existing task folders as seeds: a different task of the same skill each (also in --pool)')
   .requiredOption('--model <config>', 'the generator model: a JSON file {baseUrl, model, apiKeyEnv, price, ...}')
   .requiredOption('-o, --out <dir>', 'where admitted task folders go; the job (resumable) lives in <dir>/.synth')
   .option('--engine <host>', ENGINE_HELP, collect)
