@@ -368,6 +368,7 @@ program
   .option('--min-trials <n>', 'band sets (overlap) leave out tasks with fewer graded trials', positiveInt, 4)
   .option('--check <file>', 'a check output (check.json) for the yield and rejection reasons')
   .option('--select <dir>', 'a selection (select --out folder, or its manifest.json)')
+  .option('--synth <dir>', "a synth job (synth --out folder): its funnel beside the check yield")
   .action(async (sources: string[], opts) => {
     const { reportCommand } = await import('./report-command.js');
     process.exitCode = await reportCommand(sources, opts);
