@@ -12,9 +12,11 @@
  * - where check's time goes: its build, oracle runs, do-nothing run and probes (from each
  *   check.json and its trials' result.json), and each trial's phases.
  *
- *   node dist/bench/synth.js [N] [--engine SPEC ...] [--concurrency A,B,...]
+ *   node dist/bench/synth.js [N] [--engine SPEC ...] [--extra-engines K] [--concurrency A,B,...]
  *     (default N = 6; 1000 for the full mix; several concurrencies run the same job side by side,
- *      one after the other in this process, each on fresh folders)
+ *      one after the other in this process, each on fresh folders; --extra-engines K starts K
+ *      dockerd on this machine (own data and exec roots, the base image copied in), runs on them,
+ *      and removes them at the end)
  *
  * The mix, repeated: good, build_error, wrong_solution, weak_tests, good, never_builds.
  */
@@ -26,13 +28,15 @@ import { enginesFromFlags, providerFor } from '../src/sandbox/engines.js';
 import { formatFunnel } from '../src/synth/funnel.js';
 import { Generator } from '../src/synth/generator.js';
 import { synthesize, type SynthEvent } from '../src/synth/synth.js';
+import { startEngines } from '../test/support/engines.js';
 import { ScriptedModelServer } from '../test/support/scripted-model-server.js';
 import { scriptedGenerator, seedFor, type CandidateKind } from '../test/support/scripted-generator.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string): string[] => args.flatMap((a, i) => (args[i - 1] === name ? [a] : []));
 const engines = flag('--engine');
-const n = Number(args.find((a, i) => /^\d+$/.test(a) && !['--engine', '--concurrency'].includes(args[i - 1]!)) ?? 6);
+const extraEngines = Number(flag('--extra-engines')[0] ?? 0);
+const n = Number(args.find((a, i) => /^\d+$/.test(a) && !['--engine', '--concurrency', '--extra-engines'].includes(args[i - 1]!)) ?? 6);
 const MIX: CandidateKind[] = ['good', 'build_error', 'wrong_solution', 'weak_tests', 'good', 'never_builds'];
 const ENGINE_STAGES = new Set(['build', 'observe', 'execute', 'check']);
 const GENERATION_STAGES = new Set(['scenario', 'environment', 'instruction', 'solution', 'tests']);
@@ -148,6 +152,8 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
 
 const server = new ScriptedModelServer({ '*': scriptedGenerator() });
 const baseUrl = await server.start();
+const started = extraEngines > 0 ? await startEngines(extraEngines) : [];
+engines.push(...started.map((e, i) => `${e.host},name=x${i + 1},capacity=2`));
 try {
   const probe = providerFor(enginesFromFlags(engines.length ? engines : undefined));
   const capacity = probe.capacity ?? 2;
@@ -156,4 +162,5 @@ try {
   for (const c of concurrencies) await runJob(c, baseUrl);
 } finally {
   await server.close();
+  await Promise.all(started.map((e) => e.destroy()));
 }
