@@ -11,8 +11,9 @@ import { lintEnvironment } from '../src/synth/lint.js';
 import { FIRST_PLAN, repairPlan, routeFailure } from '../src/synth/route.js';
 import { EnvironmentPartSchema, ScenarioSchema, type CandidateState } from '../src/synth/schema.js';
 import type { StageRecord } from '../src/synth/store.js';
+import { EXEMPLAR_BRIEF, readExemplar, readExemplars } from '../src/synth/exemplar.js';
 import { readSeeds } from '../src/synth/synth.js';
-import { ROOT, runCli, tempDir } from './helpers.js';
+import { ROOT, makeTask, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 
 const servers: ScriptedModelServer[] = [];
@@ -150,5 +151,41 @@ describe('synth: bad input', () => {
     const badSeeds = await runCli(['synth', '--seeds', path.join(dir, 'seeds.jsonl'), '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
     assert.equal(badSeeds.status, 2);
     assert.match(badSeeds.stderr, /seeds\.jsonl:1: not JSON/);
+  });
+});
+
+describe('synth: an existing task folder as an exemplar seed', () => {
+  it("summarises the exemplar's instruction, environment and tests into its seed, with the brief", async () => {
+    const dir = await trivialTask({ 'environment/data.csv': 'a,b\n1,2\n' });
+    const { id, seed } = await readExemplar(dir);
+    assert.equal(id, `exemplar-${path.basename(dir)}`);
+    const ex = seed.exemplar as { instruction: string; environment: { dockerfile: string; files: unknown[] }; tests: { testSh: string; files: unknown[] } };
+    assert.equal(ex.instruction, 'Write hello into /app/out.txt.\n');
+    assert.match(ex.environment.dockerfile, /^FROM debian:bookworm-slim/);
+    assert.deepEqual(ex.environment.files, [{ path: 'Dockerfile', size: 39 }, { path: 'data.csv', size: 8 }]);
+    assert.match(ex.tests.testSh, /PASSED t\.py::test_hello/);
+    assert.equal(seed.brief, EXEMPLAR_BRIEF);
+    // The solution is not part of the summary: the generator writes its own.
+    assert.ok(!JSON.stringify(seed).includes('echo hello > /app/out.txt'));
+  });
+
+  it('clips a long instruction and refuses a folder that is no task, naming it', async () => {
+    const long = await trivialTask({ 'instruction.md': 'x '.repeat(5000) });
+    const ex = (await readExemplar(long)).seed.exemplar as { instruction: string };
+    assert.match(ex.instruction, /\[\.\.\. 7000 more characters\]$/);
+    const notTask = await makeTask({ 'README.md': 'hi' });
+    await assert.rejects(readExemplar(notTask), (err: Error) => err.message.includes(`--exemplars ${notTask}: not a loadable task folder`) && /task\.toml/.test(err.message));
+    await assert.rejects(readExemplars([long, long]), /both give the seed id/);
+  });
+
+  it('exits 2 when neither seeds nor exemplars are given, or an exemplar is no task', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'gen.json'), JSON.stringify({ baseUrl: 'http://127.0.0.1:9/v1', model: 'g' }));
+    const none = await runCli(['synth', '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
+    assert.equal(none.status, 2);
+    assert.match(none.stderr, /needs --seeds FILE or --exemplars DIR/);
+    const bad = await runCli(['synth', '--exemplars', dir, '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(bad.stderr, /--exemplars .*: not a loadable task folder/);
   });
 });

@@ -9,7 +9,7 @@ import { partHash } from '../src/synth/assemble.js';
 import { SynthStore } from '../src/synth/store.js';
 import { synthesize } from '../src/synth/synth.js';
 import { SynthReportSchema, type StageName } from '../src/synth/schema.js';
-import { docker, runCli, tempDir } from './helpers.js';
+import { docker, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { CANDIDATE_KINDS, EXPECTED, scriptedGenerator, seedFor } from './support/scripted-generator.js';
 
@@ -168,6 +168,67 @@ describe('synth: a job killed with SIGKILL resumes', () => {
     const store = SynthStore.open(path.join(out, '.synth', 'synth.db'));
     try {
       for (const k of kinds) assert.deepEqual(stagesByRound(store, `${k}-1`), STAGES_OF[k], k);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('synth: existing task folders as exemplar seeds', () => {
+  it('summarises each exemplar into the scenario request, admits a different task of its skill and refuses a copy of it', async () => {
+    const server = new ScriptedModelServer({ '*': scriptedGenerator() });
+    servers.push(server);
+    const baseUrl = await server.start();
+    const sortTask = await trivialTask({
+      'task.toml': '[task]\nname = "sort-numbers"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 30\n',
+      'instruction.md': 'Sort the numbers in /app/nums.txt ascending, one per line, and write them to /app/sorted.txt.\n',
+    });
+    // The scripted generator copies this exemplar's instruction word for word (its name says copycat).
+    const copied = 'Write the lines of /app/words.txt in reverse order, last line first, to /app/out.txt.\n';
+    const copycat = await trivialTask({
+      'task.toml': '[task]\nname = "copycat-reverse"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 30\n',
+      'instruction.md': copied,
+    });
+    const out = await tempDir('termgrade-synth-exemplar-');
+    const report = await synthesize({
+      seeds: [],
+      exemplars: [sortTask, copycat],
+      generator: new Generator(ModelConfigSchema.parse({ baseUrl, model: 'gen', maxRetries: 0 })),
+      provider: docker(),
+      outDir: out,
+      maxRounds: 1,
+      probes: 'fast',
+      concurrency: 2,
+    });
+    const sortId = `exemplar-${path.basename(sortTask)}`;
+    const copyId = `exemplar-${path.basename(copycat)}`;
+    assert.equal(report.candidates, 2);
+    assert.deepEqual(report.admittedTasks.map((t) => t.candidate), [sortId]);
+    assert.deepEqual(report.rejections, { duplicate: 1 });
+
+    // The scenario request carries the exemplar's instruction, Dockerfile and test.sh, and the brief.
+    const scenario = server.requests
+      .map((r) => JSON.parse(String((r.body as { messages: Array<{ role: string; content: string }> }).messages.find((m) => m.role === 'user')!.content)) as { stage: string; candidate: string; seed: { brief?: string; exemplar?: Record<string, unknown> } })
+      .find((q) => q.stage === 'scenario' && q.candidate === sortId)!;
+    const ex = scenario.seed.exemplar as { instruction: string; environment: { dockerfile: string }; tests: { testSh: string } };
+    assert.equal(ex.instruction, readFileSync(path.join(sortTask, 'instruction.md'), 'utf8'));
+    assert.equal(ex.environment.dockerfile, readFileSync(path.join(sortTask, 'environment', 'Dockerfile'), 'utf8'));
+    assert.equal(ex.tests.testSh, readFileSync(path.join(sortTask, 'tests', 'test.sh'), 'utf8'));
+    assert.match(scenario.seed.brief ?? '', /different task that exercises the same skill/);
+
+    // The admitted task is not the exemplar; the copy was refused at admission, naming the exemplar.
+    const admittedInstruction = await readFile(path.join(out, sortId, 'instruction.md'), 'utf8');
+    assert.notEqual(admittedInstruction, readFileSync(path.join(sortTask, 'instruction.md'), 'utf8'));
+    assert.ok(!existsSync(path.join(out, copyId)));
+    const store = SynthStore.open(path.join(out, '.synth', 'synth.db'));
+    try {
+      const c = store.candidates().find((x) => x.id === copyId)!;
+      assert.equal(c.status, 'rejected');
+      assert.deepEqual(c.rejected, ['duplicate']);
+      // It got through check: only the comparison with the pool, exemplars included, refused it.
+      assert.deepEqual(stagesByRound(store, copyId), [[...FULL, 'write']]);
+      const write = store.stages().find((s) => s.candidateId === copyId && s.stage === 'write')!;
+      assert.match(String((write.detail.evidence as string[])[0]), new RegExp(`the same task as ${copycat}`));
     } finally {
       store.close();
     }

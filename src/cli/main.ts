@@ -89,7 +89,8 @@ program
 program
   .command('synth')
   .description('Grow admitted task folders from seeds with a generator model: environment first, grounded in executed state, repaired part by part.')
-  .requiredOption('--seeds <file>', 'JSONL of seeds: one JSON object per line (free fields; "id" names it)')
+  .option('--seeds <file>', 'JSONL of seeds: one JSON object per line (free fields; "id" names it)')
+  .option('--exemplars <dirs...>', 'existing task folders as seeds: a different task of the same skill each (also in --pool)')
   .requiredOption('--model <config>', 'the generator model: a JSON file {baseUrl, model, apiKeyEnv, price, ...}')
   .requiredOption('-o, --out <dir>', 'where admitted task folders go; the job (resumable) lives in <dir>/.synth')
   .option('--engine <host>', ENGINE_HELP, collect)
@@ -371,6 +372,7 @@ program
   .option('--min-trials <n>', 'band sets (overlap) leave out tasks with fewer graded trials', positiveInt, 4)
   .option('--check <file>', 'a check output (check.json) for the yield and rejection reasons')
   .option('--select <dir>', 'a selection (select --out folder, or its manifest.json)')
+  .option('--synth <dir>', "a synth job (synth --out folder): its funnel beside the check yield")
   .action(async (sources: string[], opts) => {
     const { reportCommand } = await import('./report-command.js');
     process.exitCode = await reportCommand(sources, opts);

@@ -4,6 +4,7 @@ import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
+import { readExemplars } from '../synth/exemplar.js';
 import { formatFunnel } from '../synth/funnel.js';
 import { Generator } from '../synth/generator.js';
 import { readSeeds, synthesize, type SynthEvent } from '../synth/synth.js';
@@ -12,7 +13,8 @@ import { poolEventLine } from './job-progress.js';
 import { EXIT, handleSignals } from './signals.js';
 
 export interface SynthFlags {
-  seeds: string;
+  seeds?: string;
+  exemplars?: string[];
   model: string;
   out: string;
   engine?: string[];
@@ -51,10 +53,16 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   const log = (msg: string): void => {
     if (!flags.quiet) process.stderr.write(`${msg}\n`);
   };
-  const seeds = await readSeeds(flags.seeds).catch((err: unknown) => {
-    if (err instanceof TermgradeError) throw err;
-    throw new TermgradeError('usage', `--seeds ${flags.seeds}: ${(err as Error).message}`);
-  });
+  if (!flags.seeds && !flags.exemplars?.length) throw new TermgradeError('usage', 'synth needs --seeds FILE or --exemplars DIR... (or both)');
+  const seedsFile = flags.seeds;
+  const seeds = !seedsFile
+    ? []
+    : await readSeeds(seedsFile).catch((err: unknown) => {
+        if (err instanceof TermgradeError) throw err;
+        throw new TermgradeError('usage', `--seeds ${seedsFile}: ${(err as Error).message}`);
+      });
+  // Bad exemplar folders are bad input, said before any engine is contacted.
+  if (flags.exemplars) await readExemplars(flags.exemplars);
   const config = await readModelConfig(flags.model);
   const outDir = path.resolve(flags.out);
   const held = await holdJobFolder(path.join(outDir, '.synth'), `synth job in ${outDir}`);
@@ -82,6 +90,7 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
       repeat: flags.repeat,
       probes: flags.probes,
       pool: flags.pool,
+      exemplars: flags.exemplars,
       signal: signals.signal,
       onEvent,
     });

@@ -9,6 +9,7 @@ import { loadRecordSet } from './load.js';
 import { SelectManifestSchema, type SelectManifest } from './outputs.js';
 import { reportData, type ReportData } from './page-data.js';
 import { renderReport } from './page.js';
+import { readSynthFunnel } from './synth-input.js';
 
 export interface BuildReportOptions {
   sources: string[];
@@ -19,6 +20,8 @@ export interface BuildReportOptions {
   check?: string;
   /** A selection: `select --out` folder or its manifest.json. */
   select?: string;
+  /** A synth job (`synth --out` folder, or its .synth/synth.db) whose funnel is shown beside the check yield. */
+  synth?: string;
 }
 
 async function readContract<T>(file: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } } }, what: string): Promise<T> {
@@ -47,7 +50,8 @@ export async function buildReport(o: BuildReportOptions): Promise<{ index: strin
     const file = (await stat(o.select).catch(() => null))?.isDirectory() ? path.join(o.select, 'manifest.json') : o.select;
     selection = await readContract(file, SelectManifestSchema, 'a selection manifest (select --out DIR/manifest.json)');
   }
-  const data = reportData({ sources: o.sources, jobs, records, details, band: o.band ?? [0.25, 0.75], minTrials: o.minTrials ?? 4, check, selection });
+  const synth = o.synth ? await readSynthFunnel(o.synth) : null;
+  const data = reportData({ sources: o.sources, jobs, records, details, band: o.band ?? [0.25, 0.75], minTrials: o.minTrials ?? 4, check, selection, synth });
   const svgs = await charts(data);
   await mkdir(o.outDir, { recursive: true });
   const index = path.join(o.outDir, 'index.html');

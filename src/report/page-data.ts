@@ -1,4 +1,5 @@
 import type { CheckReport } from '../check/schema.js';
+import type { SynthReport } from '../synth/schema.js';
 import { inBand } from '../stats/band.js';
 import { isNearMiss } from '../stats/efficiency.js';
 import { jaccard, sameModelCeiling } from '../stats/overlap.js';
@@ -41,6 +42,8 @@ export interface ReportInput {
   minTrials: number;
   check?: CheckReport | null;
   selection?: SelectManifest | null;
+  /** A synth job's funnel (report --synth). */
+  synth?: SynthReport | null;
 }
 
 const BINS = 10;
@@ -158,7 +161,7 @@ export function reportData(input: ReportInput) {
     : null;
 
   const jobs = (input.jobs ?? []).map((j) => ({ name: j.name, trials: j.trials }));
-  return { sources: input.sources, jobs, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, inconsistent, check, selection: input.selection ?? null };
+  return { sources: input.sources, jobs, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, inconsistent, check, selection: input.selection ?? null, synth: input.synth ?? null };
 }
 
 export type ReportData = ReturnType<typeof reportData>;

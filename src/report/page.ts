@@ -24,6 +24,30 @@ function table(id: string, head: string[], rows: Cell[][]): string {
 
 const stat = (x: number | null, text = pct(x)): Cell => ({ text, sort: x === null || !Number.isFinite(x) ? -1e18 : x });
 
+/** The synth funnel beside the check yield: what generation kept at each stage, and what check kept. */
+function synthSection(d: ReportData): string {
+  const f = d.synth;
+  if (!f) return '<p class="empty">No synth job given (--synth DIR).</p>';
+  const admission = f.stages.find((s) => s.stage === 'check')!;
+  const parts = ['<h3 id="synth">Synthesis funnel</h3>'];
+  const yields: Cell[][] = [
+    ['synth, end to end (candidates to admitted tasks)', f.candidates, f.admitted, stat(f.endToEndYield)],
+    ["synth's admission (its check stage)", admission.candidates, admission.passed, stat(admission.yield)],
+  ];
+  if (d.check) yields.push(['check output (--check)', d.check.total, d.check.admissible, stat(d.check.yield)]);
+  parts.push(table('synth-yield', ['', 'entered', 'admitted', 'yield %'], yields));
+  parts.push(`<p>${f.candidates} candidates in ${esc(f.outDir)}: ${f.admitted} admitted, ${f.rejected} rejected${f.unfinished ? `, ${f.unfinished} unfinished (the job was stopped; run it again to resume)` : ''}.</p>`);
+  const funnelRows = f.stages.map((s) => [s.stage, s.candidates, s.passed, stat(s.yield), s.runs, { text: num(s.wallMs / 1000, 1), sort: s.wallMs }, stat(s.timeShare)]);
+  parts.push(table('synth-funnel', ['stage', 'entered', 'passed', 'yield %', 'runs', 'time s', 'time %'], funnelRows));
+  parts.push(table('synth-repairs', ['repaired part', 'repairs', 'candidates', 'of those admitted'], f.repairs.map((r) => [r.part, r.attempts, r.candidates, r.admitted])));
+  const reasons = Object.entries(f.rejections).sort((a, b) => b[1] - a[1]);
+  if (reasons.length) parts.push(table('synth-rejections', ['rejection reason', 'candidates'], reasons));
+  const t = f.testsPerAdmitted;
+  const cost = f.costUsd === null ? 'cost unknown (no price)' : `cost $${num(f.costUsd, 4)}`;
+  parts.push(`<p>Tests per admitted task: ${t.mean === null ? '-' : `mean ${num(t.mean, 1)} (min ${t.min}, max ${t.max})`}. Generator: ${f.tokens.calls} calls, ${f.tokens.prompt} prompt + ${f.tokens.completion} completion tokens, ${f.tokens.malformedReplies} malformed replies, ${cost}.</p>`);
+  return parts.join('\n');
+}
+
 const SORT_SCRIPT = `
 for (const t of document.querySelectorAll('table.sortable')) {
   t.querySelectorAll('th').forEach((th, i) => th.addEventListener('click', () => {
@@ -157,6 +181,7 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
     parts.push(`<p>${d.check.admissible} of ${d.check.total} candidate tasks admitted (yield ${pct(d.check.yield)}%), ${d.check.rejected} rejected.</p>`);
     parts.push(table('reasons', ['rejection reason', 'tasks'], Object.entries(d.check.reasons).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v])));
   } else parts.push('<p class="empty">No check output given (--check check.json).</p>');
+  parts.push(synthSection(d));
   if (d.selection) {
     const s = d.selection;
     const own = s.rule.band.join('-');

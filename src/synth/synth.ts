@@ -13,6 +13,7 @@ import { hashTree } from '../util/walk.js';
 import { partHash, publish, writeCandidate, type TaskLimits } from './assemble.js';
 import { funnel } from './funnel.js';
 import { isFatalModelError, type Generator } from './generator.js';
+import { readExemplars } from './exemplar.js';
 import { lintEnvironment } from './lint.js';
 import { recordEnvironmentState, runSolution } from './observe.js';
 import { FIRST_PLAN, repairPlan, routeFailure } from './route.js';
@@ -50,6 +51,11 @@ export interface SynthOptions {
   limits?: Partial<TaskLimits>;
   /** Existing task folders an admitted candidate must not duplicate. */
   pool?: string[];
+  /**
+   * Existing task folders used as seeds (see readExemplar): each is summarised into its seed, and
+   * is part of the pool an admitted candidate must not duplicate.
+   */
+  exemplars?: string[];
   signal?: AbortSignal;
   onEvent?: (event: SynthEvent) => void;
 }
@@ -93,8 +99,10 @@ export async function synthesize(options: SynthOptions): Promise<SynthReport> {
   try {
     const perSeed = options.candidatesPerSeed ?? 1;
     store.setMeta('model', options.generator.config.model);
-    store.addCandidates(options.seeds.flatMap(({ id, seed }) => Array.from({ length: perSeed }, (_, i) => freshState(candidateId(id, i, perSeed), id, seed))));
-    const runner = new CandidateRunner(options, store, outDir, workRoot);
+    const seeds = await withExemplars(options.seeds, options.exemplars ?? []);
+    store.addCandidates(seeds.flatMap(({ id, seed }) => Array.from({ length: perSeed }, (_, i) => freshState(candidateId(id, i, perSeed), id, seed))));
+    const pool = [...(options.pool ?? []), ...(options.exemplars ?? [])];
+    const runner = new CandidateRunner({ ...options, pool }, store, outDir, workRoot);
     const active = store.candidates().filter((c) => c.status === 'active');
     await mapPool(active, options.concurrency ?? 2, (c) => runner.advance(c), options.signal);
     return funnel(store.candidates(), store.stages(), outDir);
@@ -348,6 +356,15 @@ class CandidateRunner {
     const pair = findDuplicates([...others, mine]).find((p) => p.b === mine.name || p.a === mine.name);
     return pair ? `the same task as ${pair.a === mine.name ? pair.b : pair.a}: ${pair.why}` : null;
   }
+}
+
+/** The seeds file's seeds and the exemplars' (an id both use is bad input). */
+async function withExemplars(seeds: SynthOptions['seeds'], dirs: string[]): Promise<SynthOptions['seeds']> {
+  const exemplars = await readExemplars(dirs);
+  const ids = new Set(seeds.map((s) => s.id));
+  const clash = exemplars.find((e) => ids.has(e.id));
+  if (clash) throw new SeedError(`seed id ${clash.id} is both a seeds line and an exemplar folder's: rename one`);
+  return [...seeds, ...exemplars];
 }
 
 async function duplicateKey(dir: string): Promise<DuplicateCandidate | null> {

@@ -34,7 +34,7 @@ interface Request {
   stage: string;
   candidate: string;
   round: number;
-  seed: { id?: string; kind?: CandidateKind; words?: string[] };
+  seed: { id?: string; kind?: CandidateKind; words?: string[]; exemplar?: { name: string; instruction: string } };
   repair: { failure: { reasons: string[]; evidence: string[] }; previous: unknown } | null;
   solutionState?: { changes: Array<{ path: string; text: string | null; sha256: string | null }> };
   environmentState?: { tree: Array<{ path: string; sha256: string | null }> };
@@ -48,9 +48,20 @@ export function seedFor(kind: CandidateKind, n: number): { id: string; kind: Can
 
 const reply = (value: unknown): ScriptStep => ({ reply: { content: JSON.stringify(value), usage: { prompt: 400, completion: 100 } } });
 
+/**
+ * An exemplar seed is answered as a good candidate with its own input words (a different task of
+ * the same skill), unless the exemplar's name says `copycat`: then the generator copies the
+ * exemplar's instruction word for word, as a model ignoring the brief would.
+ */
+function exemplarWords(req: Request): string[] | undefined {
+  if (!req.seed.exemplar) return req.seed.words;
+  return Array.from({ length: 12 }, (_, i) => `${req.seed.id}-w${i}`);
+}
+
 /** What the scripted generator answers to one request. */
 export function answer(req: Request, retried: boolean): ScriptStep {
   const kind = req.seed.kind ?? 'good';
+  req.seed.words = exemplarWords(req);
   const repaired = req.repair !== null;
   const file = `${req.seed.id}.txt`;
   if (kind === 'malformed' && !retried) return { reply: { content: 'Sure! Here is the part you asked for: {"oops"', usage: { prompt: 400, completion: 20 } } };
@@ -70,6 +81,7 @@ export function answer(req: Request, retried: boolean): ScriptStep {
       return reply({ dockerfile, files, statePaths: ['/app'], tools: ['bash', 'tac'], commands: [`wc -l /app/${file}`] });
     }
     case 'instruction':
+      if (req.seed.exemplar?.name.includes('copycat')) return reply({ instruction: req.seed.exemplar.instruction });
       return reply({ instruction: `Write the lines of /app/${file} (one word per line) in reverse order, last line first, to /app/out.txt.\n` });
     case 'solution': {
       const target = kind === 'wrong_solution' && !repaired ? '/app/reversed.txt' : '/app/out.txt';

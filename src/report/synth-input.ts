@@ -1,0 +1,25 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { funnel } from '../synth/funnel.js';
+import type { SynthReport } from '../synth/schema.js';
+import { SynthStore } from '../synth/store.js';
+import { TermgradeError } from '../util/errors.js';
+
+/**
+ * The funnel of a synth job for `report --synth`: given the synth output folder (`synth --out`,
+ * whose job is `.synth/synth.db`) or the database itself. A folder with no synth job is bad input:
+ * an empty funnel would read as a job that made nothing.
+ */
+export async function readSynthFunnel(target: string): Promise<SynthReport> {
+  const isDir = (await stat(target).catch(() => null))?.isDirectory() ?? false;
+  const file = isDir ? path.join(target, '.synth', 'synth.db') : target;
+  if (!(await stat(file).catch(() => null))?.isFile()) {
+    throw new TermgradeError('bad_input', `--synth ${target}: no synth job there (looked for ${file}; give a synth --out folder)`);
+  }
+  const store = SynthStore.open(file);
+  try {
+    return funnel(store.candidates(), store.stages(), isDir ? path.resolve(target) : path.dirname(path.dirname(path.resolve(file))));
+  } finally {
+    store.close();
+  }
+}
