@@ -32,7 +32,10 @@ function emptyCheck(taskPath: string): CheckedTask {
   };
 }
 
-/** The task loaded, with a reference solution (a multi-step task's: each step's solution/, or the task's); null when not. */
+/**
+ * The task loaded, with a reference solution (a multi-step task's: each step's solution/, or the
+ * task's); null when not.
+ */
 async function loadForCheck(taskPath: string, result: CheckedTask): Promise<Task | null> {
   try {
     const task = await loadTask(taskPath);
@@ -48,7 +51,10 @@ async function loadForCheck(taskPath: string, result: CheckedTask): Promise<Task
   }
 }
 
-/** How the task's verifier gets its tools; the task graded with the offline toolchain where it serves them. Null: test.sh unreadable. */
+/**
+ * How the task's verifier gets its tools; the task graded with the offline toolchain where it
+ * serves them. Null: test.sh unreadable.
+ */
 async function planVerifier(task: Task, result: CheckedTask, options: CheckOptions): Promise<{ task: Task; plan: VerifierPlan } | null> {
   let plan: VerifierPlan;
   try {

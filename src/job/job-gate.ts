@@ -2,7 +2,10 @@ import type { Slot } from '../store/store.js';
 import { AdaptiveGate } from './adaptive-gate.js';
 import type { JobState } from './job-state.js';
 
-/** The job's adaptive gate, fed every trial already recorded (a resumed job continues its rule); null without `adaptive`. */
+/**
+ * The job's adaptive gate, fed every trial already recorded (a resumed job continues its rule);
+ * null without `adaptive`.
+ */
 export function openGate(state: Pick<JobState, 'options' | 'priors'>): AdaptiveGate | null {
   const gate = AdaptiveGate.fromSpec(state.options.spec, state.priors);
   if (gate) for (const row of state.options.store.listTrials()) if (row.status !== 'not_run') gate.record(row, row.reward, row.passed === 1);

@@ -101,7 +101,10 @@ export async function orderedTasksOf(options: RunJobOptions, priors: Priors | nu
   return { tasks, ordered };
 }
 
-/** Queues every slot without a record (k rounds, tasks in order, configurations interleaved); returns the job's total. */
+/**
+ * Queues every slot without a record (k rounds, tasks in order, configurations interleaved);
+ * returns the job's total.
+ */
 export function queueSlots(configs: ConfigRuntime[], ordered: Task[], k: number, finished: Set<string>): number {
   let total = 0;
   for (let attempt = 0; attempt < k; attempt++) {

@@ -64,7 +64,10 @@ export function lookAhead(state: JobState): UpcomingStart[] {
   return out;
 }
 
-/** Done when nothing runs and nothing can start (empty queues, or only slots waiting on attempts that will never be recorded in this run). */
+/**
+ * Done when nothing runs and nothing can start (empty queues, or only slots waiting on attempts
+ * that will never be recorded in this run).
+ */
 const drained = (state: JobState): boolean =>
   state.running === 0 && (state.stop.signal.aborted || state.configs.every((c) => !c.queue.some((s) => eligible(state, s))));
 

@@ -115,7 +115,10 @@ export function fail(state: TrialState, cls: TrialErrorClass, phase: Phase, mess
 /** A cancel: the error says so, or the trial's signal has aborted. */
 export const cancelled = (state: TrialState, err: unknown): boolean => err instanceof CancelledError || (state.options.signal?.aborted ?? false);
 
-/** Runs one phase, announced and timed; a phase run again (a multi-step task's agent runs and gradings) sums its time from its first start. */
+/**
+ * Runs one phase, announced and timed; a phase run again (a multi-step task's agent runs and
+ * gradings) sums its time from its first start.
+ */
 export async function timed<T>(state: TrialState, phase: Phase, work: () => Promise<T>): Promise<T> {
   state.options.onPhase?.(phase);
   const s = nowIso();

@@ -73,7 +73,10 @@ async function writeJsonAtomic(file: string, data: unknown, scrub: Scrub): Promi
   await rename(tmp, file);
 }
 
-/** Collection: the result scrubbed and written as result.json; what is returned is what is recorded (the store, listings). */
+/**
+ * Collection: the result scrubbed and written as result.json; what is returned is what is
+ * recorded (the store, listings).
+ */
 export async function collectionPhase(state: TrialState): Promise<TrialResult> {
   const clean = scrubValue(resultOf(state), state.scrub);
   await writeJsonAtomic(path.join(state.trialDir, 'result.json'), clean, state.scrub);
