@@ -99,7 +99,15 @@ function recordUnstarted(state: JobState): void {
 export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   const startedMs = performance.now();
   const control = stopControl(options);
-  const state = await openJob(options, control.stop, startedMs);
+  let state: JobState;
+  try {
+    state = await openJob(options, control.stop, startedMs);
+  } catch (err) {
+    // An agent that cannot be made (a custom module that fails to load): no timer or listener outlives the call.
+    control.clearBudget();
+    control.detach();
+    throw err;
+  }
   await dispatch(
     state,
     (c, slot, claimed) => runSlot(state, c, slot, claimed),
