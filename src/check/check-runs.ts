@@ -1,0 +1,152 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { nopAgent, oracleAgent } from '../agent/oracle.js';
+import type { Task } from '../task/task.js';
+import { runTrial } from '../trial/run.js';
+import type { TrialResult } from '../trial/schema.js';
+import { clipMessage } from '../util/clip.js';
+import { CancelledError, errorMessage } from '../util/errors.js';
+import { readTextIfThere } from '../util/files.js';
+import type { ProtectionRecord } from '../verifier/protection.js';
+import { downloadFailure } from '../verifier/toolchain/needs.js';
+import { describeCommands, type VerifierPlan } from '../verifier/toolchain/plan.js';
+import type { CheckEvent, CheckOptions } from './options.js';
+import { TaskProber } from './probes.js';
+import type { CheckedTask } from './schema.js';
+import { judge, oracleRunPassed, type ReasonCode } from './verdict.js';
+
+/** One task's check once its image is built: what its runs read and where they write. */
+export interface CheckContext {
+  taskPath: string;
+  task: Task;
+  plan: VerifierPlan;
+  options: CheckOptions;
+  result: CheckedTask;
+  emit: (event: CheckEvent) => void;
+}
+
+/** A task folder's name as a file name. */
+export const safeName = (p: string): string => path.basename(p).replace(/[^A-Za-z0-9._-]+/g, '-') || 'task';
+
+/**
+ * One admission trial, always offline (network null), whatever the task asks for. The reference
+ * solution's grading records the task's protected set (kept once it passed). A cancel is thrown.
+ */
+async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt: number): Promise<TrialResult> {
+  const { task, options, result } = ctx;
+  const recorded: { record: ProtectionRecord | null } = { record: null };
+  const r = await runTrial({
+    task,
+    agent,
+    provider: options.provider,
+    outDir: path.join(options.outDir, 'trials'),
+    attempt,
+    timeouts: options.timeouts,
+    signal: options.signal,
+    network: null,
+    prepare: () => options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild, agentLayer: agent.imageLayer }),
+    onProtectionRecord: agent === oracleAgent && options.protection ? (rec) => (recorded.record = rec) : undefined,
+  });
+  if (recorded.record && oracleRunPassed(r)) await options.protection!.save(recorded.record);
+  result.trials.push(r.trialId);
+  if (r.errors.some((e) => e.class === 'cancelled')) throw new CancelledError('check');
+  for (const e of r.errors) result.details.push(`${agent.name} run ${attempt + 1}: ${e.class}: ${e.message}`);
+  return r;
+}
+
+/**
+ * The reference solution's runs (`repeat`, at least one). Once runs disagree the task is flaky;
+ * more runs would not change the verdict. A timeout is not repeated either: every repeat would cost
+ * the full timeout again.
+ */
+async function oracleRuns(ctx: CheckContext): Promise<TrialResult[]> {
+  const { result } = ctx;
+  const repeat = Math.max(1, ctx.options.repeat ?? 2);
+  const runs: TrialResult[] = [];
+  for (let i = 0; i < repeat; i++) {
+    ctx.emit({ type: 'phase', path: ctx.taskPath, phase: 'oracle', run: i + 1 });
+    const r = await checkTrial(ctx, oracleAgent, i);
+    runs.push(r);
+    if (!oracleRunPassed(r)) {
+      // Name what failed, with pytest's own words where it gave some (a collection error names the missing module).
+      const failed = r.tests.filter((t) => t.status !== 'passed' && t.status !== 'skipped').map((t) => (t.message ? `${t.name} (${clipMessage(t.message)})` : t.name));
+      result.details.push(`oracle run ${i + 1}: reward ${r.reward ?? 'none'}${failed.length ? `, failed: ${failed.join(', ')}` : ''}`);
+    }
+    const passes = runs.filter(oracleRunPassed).length;
+    if (passes > 0 && passes < runs.length) break;
+    if (r.errors.some((e) => e.class === 'agent_timeout' || e.class === 'verifier_timeout')) break;
+  }
+  result.oracle = { runs: runs.length, passed: runs.filter(oracleRunPassed).length, rewards: runs.map((r) => r.reward) };
+  result.tests = [...new Set(runs.flatMap((r) => r.tests.map((t) => t.name)))];
+  return runs;
+}
+
+/**
+ * An oracle that failed because test.sh could not fetch its tools: named as such, with the
+ * commands, when the verifier's log confirms a download failed. With the toolchain, only the apt
+ * packages it cannot install can still be wanting.
+ */
+async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: TrialResult[]): Promise<void> {
+  const { plan, task, options } = ctx;
+  const blamed = reasons.find((r) => r === 'oracle_failed' || r === 'verifier_error');
+  if (plan.kind === 'offline' || !blamed) return;
+  if (task.verifierLayer && !(plan.kind === 'toolchain' && plan.aptPackages.length > 0)) return;
+  const failed = runs.find((r) => !oracleRunPassed(r));
+  const log = failed ? await readTextIfThere(path.join(options.outDir, 'trials', failed.trialId, 'verifier', 'test-stdout.txt')) : null;
+  const seen = log ? downloadFailure(log) : null;
+  if (!seen) return;
+  reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
+  const why =
+    plan.kind === 'needs-network'
+      ? ` (the offline toolchain cannot serve it: ${plan.unmet.join('; ')})`
+      : task.verifierLayer
+        ? ` (the offline toolchain served uvx, but not the apt package(s) ${plan.aptPackages.join(', ')}, which the image lacks)`
+        : ' (the offline toolchain was turned off)';
+  ctx.result.details.push(`verifier_needs_network: test.sh fetches from the network: ${describeCommands(plan.commands)}${why}; its log shows: ${seen}`);
+}
+
+/**
+ * The probes for exploitable tasks, on a task the runs admitted. Only what execution confirmed
+ * rejects; the rest is a warning, shown but not a reason. A probe that cannot run is named.
+ */
+async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialResult): Promise<void> {
+  const { task, options, result } = ctx;
+  const level = options.probes ?? 'fast';
+  const p0 = performance.now();
+  const prober = new TaskProber(task, options.provider, path.join(options.outDir, 'probes', safeName(ctx.taskPath)), options.signal);
+  ctx.emit({ type: 'phase', path: ctx.taskPath, phase: 'probes' });
+  const nopLogs = path.join(options.outDir, 'trials', nop.trialId, 'verifier');
+  const rewardFile = existsSync(path.join(nopLogs, 'reward.json')) ? 'reward.json' : 'reward.txt';
+  for (const probe of [() => prober.forgeable(rewardFile).then((f) => (f ? [f] : [])), () => prober.fromOracle(level)]) {
+    try {
+      result.findings.push(...(await probe()));
+    } catch (err) {
+      if (err instanceof CancelledError || options.signal?.aborted) throw err;
+      result.details.push(`a probe could not run: ${errorMessage(err)}`);
+    }
+  }
+  result.probeMs = performance.now() - p0;
+  for (const f of result.findings) {
+    if (f.rejects) reasons.push(f.probe);
+    result.details.push(`${f.rejects ? '' : 'warning: '}${f.probe}: ${f.did}: ${f.saw}`);
+  }
+}
+
+/** The oracle runs, the do-nothing run, and (on a task they admit) the probes: the task's reasons, each once. */
+export async function checkRuns(ctx: CheckContext): Promise<ReasonCode[]> {
+  const { task, options, result } = ctx;
+  const runs = await oracleRuns(ctx);
+  ctx.emit({ type: 'phase', path: ctx.taskPath, phase: 'nop' });
+  const nop = await checkTrial(ctx, nopAgent, 0);
+  result.nop = { reward: nop.reward };
+  if (nop.passed) result.details.push(`nop: reward ${nop.reward}: the tests pass with no work done`);
+  const reasons = judge(runs, nop);
+  await blameNetwork(ctx, reasons, runs);
+  const level = options.probes ?? 'fast';
+  // The probes replay the task's own solution/ against its own tests/: a multi-step task's steps
+  // (each with its solution and tests) are not what they would judge, so they are not run on it.
+  const steps = task.steps?.length ?? 0;
+  if (steps > 0 && level !== 'none' && reasons.length === 0) result.details.push(`probes not run: a multi-step task (${steps} steps) is admitted by its oracle and do-nothing runs only`);
+  if (reasons.length === 0 && level !== 'none' && steps === 0) await runProbes(ctx, reasons, nop);
+  return [...new Set(reasons)];
+}

@@ -1,0 +1,19 @@
+import type { PreparedEnvironment, Sandbox } from '../sandbox/sandbox.js';
+import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import type { TrialState } from './state.js';
+
+/**
+ * The trial's sandbox, started (or a warm one taken, `options.start`) on the trial's start network,
+ * /logs made. startSandbox owns the start: at its deadline it is given up and its sandbox closed.
+ */
+export function acquireTrialSandbox(state: TrialState, prepared: PreparedEnvironment): Promise<Sandbox> {
+  const { options } = state;
+  const start = options.start;
+  return startSandbox(options.provider, state.task, prepared, {
+    deadlineMs: (state.timeouts.environmentSec ?? DEFAULT_START_TIMEOUT_SEC) * 1000,
+    signal: options.signal,
+    labels: { 'io.termgrade.trial': state.trialId },
+    network: state.startNetwork,
+    start: start ? (startSignal) => start(prepared, startSignal) : undefined,
+  });
+}

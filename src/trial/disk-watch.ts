@@ -1,0 +1,52 @@
+import type { Sandbox } from '../sandbox/sandbox.js';
+import type { Task } from '../task/task.js';
+import type { TrialTimeouts } from './options.js';
+
+/** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
+export const DEFAULT_DISK_LIMIT_MB = 10 * 1024;
+
+export function diskLimitMb(task: Task, t: TrialTimeouts): number {
+  const env = task.config.environment;
+  return t.diskLimitMb ?? env.storage_mb ?? env.storage ?? DEFAULT_DISK_LIMIT_MB;
+}
+
+export interface DiskWatch {
+  /** Aborts once the sandbox's disk use passed the limit. */
+  signal: AbortSignal;
+  over: () => boolean;
+  message: () => string;
+  stop: () => void;
+}
+
+/**
+ * Polls the sandbox's disk use while the agent works and aborts the agent once it passes the
+ * limit: an agent must not fill the host's disk. Checked every few seconds (the engine walks the
+ * sandbox's files to answer), so a fast writer can pass the limit by a few seconds' worth.
+ */
+export function watchDisk(sandbox: Sandbox, limitMb: number, everyMs = 5000): DiskWatch {
+  const ctl = new AbortController();
+  let used = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    sandbox
+      .diskUsage()
+      .then((bytes) => {
+        if (bytes !== null && bytes > limitMb * 1024 * 1024 && !ctl.signal.aborted) {
+          used = bytes;
+          ctl.abort();
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        busy = false;
+      });
+  }, everyMs);
+  return {
+    signal: ctl.signal,
+    over: () => ctl.signal.aborted,
+    message: () => `the agent wrote ${Math.round(used / 1024 / 1024)} MB to the sandbox's disk, over its limit of ${limitMb} MB; it was stopped and its work graded`,
+    stop: () => clearInterval(timer),
+  };
+}
