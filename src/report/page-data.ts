@@ -4,9 +4,10 @@ import { isNearMiss } from '../stats/efficiency.js';
 import { jaccard, sameModelCeiling } from '../stats/overlap.js';
 import { pairedCompare } from '../stats/paired.js';
 import { median } from '../stats/summary.js';
-import { configStats, countByTask, taskRates, type ConfigStats, type TaskRate } from './aggregate.js';
+import { configStats, taskRates, type ConfigStats, type TaskRate } from './aggregate.js';
+import { countByTask } from '../records/counts.js';
 import type { SelectManifest } from './outputs.js';
-import type { StatsRecord } from './records.js';
+import type { StatsRecord } from '../records/record.js';
 import type { TrajectorySummary } from './trajectory.js';
 
 /** What the report needs of one trial beyond its stats record: tests, tokens, trajectory. */
