@@ -4,7 +4,7 @@ import { z } from 'zod';
 import Database from 'better-sqlite3';
 import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
-import { MIGRATIONS, TrialStatusSchema, slotKey, type MetaKey, MetaSchemas, type ListingRow, type Slot, type TrialRow, type TrialStatus } from './schema.js';
+import { MIGRATIONS, slotKey, type MetaKey, MetaSchemas, type ListingRow, type Slot, type TrialRow, type TrialStatus } from './schema.js';
 import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
 import { parseRetries, type RetriedAttempt } from '../trial/retries.js';
 
