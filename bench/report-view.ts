@@ -11,7 +11,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildReport } from '../src/report/build.js';
-import { loadRecords } from '../src/report/load.js';
+import { loadRecords } from '../src/records/load.js';
 import { JobStore } from '../src/store/store.js';
 import type { TrialResult } from '../src/trial/schema.js';
 import { startViewer } from '../src/view/server.js';

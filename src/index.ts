@@ -56,9 +56,10 @@ export { importHarbor } from './job/import-harbor.js';
 export { JobStore, type TrialRow, type Slot } from './store/store.js';
 
 // Measurement and selection (pure, no I/O but loadRecords)
-export { loadRecords, loadRecordSet, type RecordSet } from './report/load.js';
-export type { StatsRecord } from './report/records.js';
-export { configStats, countByTask, taskRates, type ConfigStats, type TaskRate } from './report/aggregate.js';
+export { loadRecords, loadRecordSet, type RecordSet } from './records/load.js';
+export type { StatsRecord } from './records/record.js';
+export { configStats, taskRates, type ConfigStats, type TaskRate } from './report/aggregate.js';
+export { countByTask } from './records/counts.js';
 export { selectTraining, selectValidation } from './select/select.js';
 export { pairedCompare } from './stats/paired.js';
 export { passAtK, macroPassAtK } from './stats/pass-at-k.js';

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { contradictsPrior, CutInsideStepError, decide, DEFAULT_ADAPTIVE_RULE, GmsEstimator, informedPrior, type AdaptiveRule } from '../src/stats/adaptive.js';
 import { agreementWithFixed, guardedPrior, stopTable, worstAgreement } from '../src/stats/adaptive-risk.js';
 import { estimateRate } from '../src/report/aggregate.js';
-import { priorConfigOf } from '../src/job/adaptive-gate.js';
+import { priorConfigOf } from '../src/records/sampling.js';
 
 const cold: AdaptiveRule = { ...DEFAULT_ADAPTIVE_RULE, method: 'optimal', step: 1, risk: 0.009, yields: true };
 

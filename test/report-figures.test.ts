@@ -7,7 +7,7 @@ import { charts } from '../src/report/charts.js';
 import type { SelectManifest } from '../src/report/outputs.js';
 import { reportData } from '../src/report/page-data.js';
 import { renderReport, type RenderOptions } from '../src/report/page.js';
-import { toStatsRecord, type StatsRecord } from '../src/report/records.js';
+import { toStatsRecord, type StatsRecord } from '../src/records/record.js';
 import { tempDir } from './helpers.js';
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { reportData, type TrialDetail } from '../src/report/page-data.js';
 import { renderReport } from '../src/report/page.js';
-import { toStatsRecord } from '../src/report/records.js';
+import { toStatsRecord } from '../src/records/record.js';
 import { summarizeTrajectory } from '../src/report/trajectory.js';
 
 /** The report's pure parts: trajectory measures, and figures from records. */

@@ -10,7 +10,7 @@ import { parseSpec } from '../src/job/load-spec.js';
 import { runJob } from '../src/job/run-job.js';
 import type { JobSpecInput } from '../src/job/spec.js';
 import { configStats } from '../src/report/aggregate.js';
-import { toStatsRecord } from '../src/report/records.js';
+import { toStatsRecord } from '../src/records/record.js';
 import { loadTask } from '../src/task/load.js';
 import { runTrial } from '../src/trial/run.js';
 import { tempDir, trivialTask } from './helpers.js';

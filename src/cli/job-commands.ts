@@ -18,7 +18,7 @@ import { warnAboutTasks } from './format.js';
 import { EXIT, handleSignals } from './signals.js';
 import { pct, table, wasteLines } from './table.js';
 import { configStats } from '../report/aggregate.js';
-import { loadRecords } from '../report/load.js';
+import { loadRecords } from '../records/load.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { readHarborRunFile } from './harbor-run.js';
 

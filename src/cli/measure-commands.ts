@@ -3,7 +3,7 @@ import path from 'node:path';
 import { configStats, countByTask, taskRates, type TaskRate, loadRecordSet, selectTraining, selectValidation, jaccard, sameModelCeiling, pairedCompare, TermgradeError, statsJson } from '../index.js';
 import { inBand } from '../stats/band.js';
 import { namedRewardMeans, splitByImage } from '../report/records.js';
-import type { RecordSet } from '../report/load.js';
+import type { RecordSet } from '../records/load.js';
 import { combiningLine } from '../store/identity.js';
 import { readTaskList } from '../task/list.js';
 import { EXIT } from './signals.js';

@@ -1,52 +1,10 @@
-import { decide, DEFAULT_ADAPTIVE_RULE, DEFAULT_RISK, informedPrior, type AdaptiveRule } from '../stats/adaptive.js';
-import { guardedPrior } from '../stats/adaptive-risk.js';
+import { decide, type AdaptiveRule } from '../stats/adaptive.js';
+import { baseRuleOf, taskRuleOf, type Priors } from '../records/sampling.js';
 import type { Slot } from '../store/store.js';
 import type { JobSpec } from './spec.js';
 
-/**
- * Earlier counts per configuration label and task: the informed priors of an adaptive job, with
- * the mean duration of those trials (ms), by which the job runs its longest tasks first.
- */
-export type Priors = Record<string, Record<string, { n: number; c: number; ms?: number }>>;
-
-/** The job's base rule, from its spec (k is the cap). */
-export function baseRuleOf(adaptive: NonNullable<JobSpec['adaptive']>, k: number): AdaptiveRule {
-  return {
-    ...DEFAULT_ADAPTIVE_RULE,
-    lo: adaptive.lo,
-    hi: adaptive.hi,
-    risk: adaptive.risk ?? DEFAULT_RISK[adaptive.method],
-    kMax: k,
-    step: adaptive.step,
-    method: adaptive.method,
-  };
-}
-
-/**
- * One task's rule: the base rule with the task's informed prior, when the job has one for it. The
- * prior's weight is capped so that whatever rate the task has drifted to, the rule agrees with
- * fixed k at least `floor` of the time (stats/adaptive-risk.ts); a prior no weight makes safe is
- * dropped and the task runs cold.
- */
-export function taskRuleOf(base: AdaptiveRule, adaptive: NonNullable<JobSpec['adaptive']>, priors: Priors | null, config: string, task: string): AdaptiveRule {
-  const earlier = priors?.[config]?.[task];
-  if (!earlier || !adaptive.prior) return base;
-  const { weight, maxTrials, floor } = adaptive.prior;
-  // Jobs made before the floor existed sampled under the unguarded prior: their rule stays theirs.
-  if (floor === undefined) return { ...base, informed: informedPrior(earlier, { weight, maxTrials: maxTrials ?? base.kMax }) };
-  return { ...base, yields: true, informed: guardedPrior(earlier, { ...base, yields: true }, { weight, maxTrials: maxTrials ?? base.kMax, floor }) };
-}
-
-/**
- * Which configuration of a prior's source informs the configuration `label`: the one named, else
- * the one with the same label. A source whose only configuration has another label is refused
- * unless named: an earlier measurement of another model is not this model's prior by default.
- */
-export function priorConfigOf(label: string, available: string[], named: string | undefined): { from: string } | { problem: string } {
-  if (named !== undefined) return available.includes(named) ? { from: named } : { problem: `no configuration "${named}" (it has: ${available.join(', ')})` };
-  if (available.includes(label)) return { from: label };
-  return { problem: `no configuration labelled "${label}" (it has: ${available.join(', ')}); to use another configuration's measurement as the prior, name it with --prior-config or adaptive.prior.config` };
-}
+// The job's runner names the stored priors' type here.
+export type { Priors } from '../records/sampling.js';
 
 interface TaskProgress {
   n: number;

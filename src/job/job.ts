@@ -7,9 +7,7 @@ import type { Task } from '../task/task.js';
 import { TermgradeError } from '../util/errors.js';
 import { parseSpec } from './load-spec.js';
 import { configFingerprint, configLabelOf, type JobSpec } from './spec.js';
-import { priorConfigOf, type Priors } from './adaptive-gate.js';
-import { loadRecords } from '../report/load.js';
-import { countByTask } from '../report/aggregate.js';
+import { readPriors } from '../records/priors.js';
 import { resolveTasks } from './tasks.js';
 
 export interface OpenedJob {
@@ -69,38 +67,6 @@ export async function holdJobFolder(jobDir: string, label: string): Promise<Held
 }
 
 /**
- * Each configuration's earlier counts per task, from the prior's source: its configuration named
- * in the spec, else the one with the same label (never silently another's).
- */
-async function readPriors(spec: JobSpec): Promise<Priors> {
-  const prior = spec.adaptive!.prior!;
-  const records = await loadRecords([prior.source]);
-  const counts = countByTask(records);
-  const time = new Map<string, { sum: number; n: number }>();
-  for (const r of records) {
-    if (r.reward === null) continue;
-    const key = `${r.config}\u0000${r.task}`;
-    const t = time.get(key) ?? { sum: 0, n: 0 };
-    time.set(key, { sum: t.sum + r.durationMs, n: t.n + 1 });
-  }
-  const meanMs = (config: string, task: string): number | undefined => {
-    const t = time.get(`${config}\u0000${task}`);
-    return t && t.n ? Math.round(t.sum / t.n) : undefined;
-  };
-  const available = [...new Set(counts.map((t) => t.config))].sort();
-  if (!available.length) throw new TermgradeError('bad_input', `${prior.source}: no graded trials to take a prior from`);
-  const priors: Priors = {};
-  for (const a of spec.agents) {
-    const label = configLabelOf(a);
-    const chosen = priorConfigOf(label, available, prior.config);
-    if ('problem' in chosen) throw new TermgradeError('usage', `${prior.source}: prior of "${label}": ${chosen.problem}`);
-    const from = chosen.from;
-    priors[label] = Object.fromEntries(counts.filter((t) => t.config === from && t.n > 0).map((t) => [t.task, { n: t.n, c: t.c, ms: meanMs(from, t.task) }]));
-  }
-  return priors;
-}
-
-/**
  * `resolved`: the task set when the caller resolved it already (to refuse or skip invalid folders
  * before any job exists). A job this call made and then refused is removed again: a refused run
  * leaves no job behind, so running it again starts afresh instead of being told to resume.
@@ -148,7 +114,7 @@ export async function openJob(spec: JobSpec, jobsDir: string, resolved?: Awaited
     store.setMeta('configs', JSON.stringify(known));
     store.setMeta('sampling', sampling);
     // An informed prior is read once, when the job is made, and kept: resuming never re-reads it.
-    if (spec.adaptive?.prior && store.getMeta('priors') === null) store.setMeta('priors', JSON.stringify(await readPriors(spec)));
+    if (spec.adaptive?.prior && store.getMeta('priors') === null) store.setMeta('priors', JSON.stringify(await readPriors(spec.adaptive.prior, spec.agents.map(configLabelOf))));
     store.setMeta('spec', JSON.stringify(spec));
     // Slots in all (k x configurations x tasks; adaptive sampling's cap): what a viewer shows progress against.
     store.setMeta('slots', String(spec.k * spec.agents.length * tasks.length));

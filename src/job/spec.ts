@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ModelConfigSchema } from '../model/config.js';
 import { EngineSpecSchema } from '../sandbox/pool/engine-spec.js';
 import { MAX_TIMEOUT_SEC } from '../util/time.js';
+import { AdaptiveSpecSchema } from '../records/sampling.js';
 
 const seconds = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOUT_SEC} s (about 24 days)`);
 
@@ -60,45 +61,8 @@ export const JobSpecSchema = z.strictObject({
       agentSetupSec: seconds.default(600),
     })
     .prefault({}),
-  /**
-   * Adaptive sampling: run trials of a task in pairs and stop once its band decision is settled
-   * (Bayesian predictive curtailment); k is the cap. Rates from such jobs use the
-   * Girshick-Mosteller-Savage estimator, never raw c/n.
-   */
-  adaptive: z
-    .strictObject({
-      lo: z.number().min(0).max(1).default(0.25),
-      hi: z.number().min(0).max(1).default(0.75),
-      /** `optimal` (Bayes-optimal stopping) or `curtail` (predictive curtailment); see stats/adaptive.ts. */
-      method: z.enum(['optimal', 'curtail']).default('optimal'),
-      /** The cost of a decision that differs from k trials' (optimal: 1/risk trials; curtail: the threshold). Default 0.009 / 0.02. */
-      risk: z.number().gt(0).lt(0.5).optional(),
-      /** Trials of a task between decisions: 1, or 2 (pairs: more trials at once on small task sets). */
-      step: z.number().int().min(1).max(4).default(1),
-      /**
-       * An earlier measurement of the same tasks (a job folder or records) as each task's prior,
-       * discounted and mixed with a vague prior (stats/adaptive.ts informedPrior). Read once, when
-       * the job is made; the counts used are kept in the job.
-       */
-      prior: z
-        .strictObject({
-          source: z.string().min(1),
-          /** Which configuration of the source; default the one with the same label (another is used only when named). */
-          config: z.string().min(1).optional(),
-          /** The informed part's share of the prior; default 0.97 for a one-sided earlier record, else 0.9. */
-          weight: z.number().gt(0).lt(1).optional(),
-          /** Earlier trials count as at most this many (default k). */
-          maxTrials: z.number().positive().optional(),
-          /**
-           * The least agreement with fixed k the prior may leave, whatever rate a task drifted to
-           * (exact, stats/adaptive-risk.ts): its weight is lowered until it holds. Default 0.97;
-           * absent only in jobs made before it existed (their prior was unguarded).
-           */
-          floor: z.number().gt(0).lt(1).default(0.97),
-        })
-        .optional(),
-    })
-    .optional(),
+  /** Adaptive sampling (records/sampling.ts): k is the cap. */
+  adaptive: AdaptiveSpecSchema.optional(),
   /**
    * An isolated network (made by the user on the engine) for tasks that ask for one
    * (allow_internet / network_mode). Without it every trial runs offline; never the host's network.

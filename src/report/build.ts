@@ -5,7 +5,7 @@ import { TermgradeError } from '../util/errors.js';
 import { statsJson } from '../util/json.js';
 import { charts } from './charts.js';
 import { loadDetails } from './details.js';
-import { loadRecordSet } from './load.js';
+import { loadRecordSet } from '../records/load.js';
 import { SelectManifestSchema, type SelectManifest } from './outputs.js';
 import { reportData, type ReportData } from './page-data.js';
 import { renderReport } from './page.js';

@@ -66,10 +66,10 @@ async function heatmap(d: ReportData): Promise<string> {
   } as TopLevelSpec);
 }
 
-export async function charts(d: ReportData): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
+/** Each configuration's pass@1 with its 95% interval. */
+async function pass1Chart(d: ReportData): Promise<string> {
   const pass1 = d.configs.map((c) => ({ config: c.config, pass1: c.pass1.mean, lo: c.pass1.ciLo ?? c.pass1.mean, hi: c.pass1.ciHi ?? c.pass1.mean }));
-  out.pass1 = await svg({
+  return svg({
     ...base,
     title: 'pass@1 with 95% interval',
     width: 420,
@@ -80,11 +80,14 @@ export async function charts(d: ReportData): Promise<Record<string, string>> {
       { mark: { type: 'rule', color: 'black' }, encoding: { y: { field: 'config', type: 'nominal' }, x: { field: 'lo', type: 'quantitative' }, x2: { field: 'hi' } } },
     ],
   } as TopLevelSpec);
+}
 
+/** pass@k against k, per configuration. */
+async function passAtKChart(d: ReportData): Promise<string> {
   const passk = d.configs.flatMap((c) => c.passAtK.map((p) => ({ config: c.config, k: p.k, value: p.value, method: p.method === 'model' ? 'model (k > n for some tasks)' : p.method })));
   // k is a whole number: ticks only at the k measured, never between them.
   const ks = [...new Set(passk.map((p) => p.k))].sort((a, b) => a - b);
-  out.passAtK = await svg({
+  return svg({
     ...base,
     title: { text: 'pass@k', subtitle: coinciding(d).map((g) => `${g.join(' = ')} (same values, drawn over each other)`) },
     width: 420,
@@ -99,9 +102,12 @@ export async function charts(d: ReportData): Promise<Record<string, string>> {
       { mark: { type: 'point', filled: true, size: 50 }, encoding: { x: { field: 'k', type: 'quantitative' }, y: { field: 'value', type: 'quantitative' }, color: { field: 'config', type: 'nominal' }, shape: { field: 'method', type: 'nominal', title: 'estimator' } } },
     ],
   } as TopLevelSpec);
+}
 
+/** Per configuration, how many tasks have each success rate; the band shaded. */
+async function histogramChart(d: ReportData): Promise<string> {
   const bins = d.histogram.flatMap((h) => h.bins.map((b) => ({ config: `${h.config} (in band ${h.inBand}, out ${h.outOfBand})`, lo: b.lo, hi: b.hi, count: b.count })));
-  out.histogram = await svg({
+  return svg({
     ...base,
     title: `Per-task success rate (band ${d.band[0]}-${d.band[1]} shaded)`,
     data: { values: bins },
@@ -116,10 +122,13 @@ export async function charts(d: ReportData): Promise<Record<string, string>> {
       ],
     },
   } as TopLevelSpec);
+}
 
+/** pass@1 against total trial time. */
+async function runtimeChart(d: ReportData): Promise<string> {
   // Configurations at the same point share one label ("a, b"): labels never print over each other.
   const runtime = labelOnce(d.runtime.filter((r) => r.hours > 0).map((r) => ({ config: r.config, pass1: r.pass1, hours: Math.max(r.hours, 1e-4) })));
-  out.runtime = await svg({
+  return svg({
     ...base,
     title: 'pass@1 against total runtime',
     width: 420,
@@ -130,23 +139,34 @@ export async function charts(d: ReportData): Promise<Record<string, string>> {
       { transform: [{ filter: "datum.label !== ''" }], mark: { type: 'text', dx: 6, align: 'left' }, encoding: { x: { field: 'hours', type: 'quantitative', scale: { type: 'log' } }, y: { field: 'pass1', type: 'quantitative' }, text: { field: 'label' } } },
     ],
   } as TopLevelSpec);
+}
 
-  out.heatmap = await heatmap(d);
-
+/** Trials per error class (no reward) and per graded outcome class; none when there are none. */
+async function errorsChart(d: ReportData): Promise<string | null> {
   const errors = d.configs.flatMap((c) => [
     ...Object.entries(c.errorsByClass).map(([k, n]) => ({ config: c.config, class: `${k} (no reward)`, n })),
     ...Object.entries(c.outcomesByClass).map(([k, n]) => ({ config: c.config, class: `${k} (graded)`, n })),
   ]);
-  if (errors.length) {
-    out.errors = await svg({
-      ...base,
-      title: 'Error classes',
-      width: 420,
-      height: { step: 18 },
-      data: { values: errors },
-      mark: 'bar',
-      encoding: { y: { field: 'class', type: 'nominal', title: null }, x: { field: 'n', type: 'quantitative', title: 'trials' }, color: { field: 'config', type: 'nominal' } },
-    } as TopLevelSpec);
-  }
+  if (!errors.length) return null;
+  return svg({
+    ...base,
+    title: 'Error classes',
+    width: 420,
+    height: { step: 18 },
+    data: { values: errors },
+    mark: 'bar',
+    encoding: { y: { field: 'class', type: 'nominal', title: null }, x: { field: 'n', type: 'quantitative', title: 'trials' }, color: { field: 'config', type: 'nominal' } },
+  } as TopLevelSpec);
+}
+
+export async function charts(d: ReportData): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  out.pass1 = await pass1Chart(d);
+  out.passAtK = await passAtKChart(d);
+  out.histogram = await histogramChart(d);
+  out.runtime = await runtimeChart(d);
+  out.heatmap = await heatmap(d);
+  const errors = await errorsChart(d);
+  if (errors !== null) out.errors = errors;
   return out;
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { JobStore } from '../store/store.js';
 import { trialKey, TrialFolderJobs } from '../store/identity.js';
 import { filesNamed, readJsonIfThere } from '../util/files.js';
-import { configLabel } from './records.js';
+import { configLabel } from '../records/record.js';
 import type { TrialDetail } from './page-data.js';
 import { summarizeTrajectory } from './trajectory.js';
 

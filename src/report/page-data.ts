@@ -5,9 +5,10 @@ import { isNearMiss } from '../stats/efficiency.js';
 import { jaccard, sameModelCeiling } from '../stats/overlap.js';
 import { pairedCompare } from '../stats/paired.js';
 import { median } from '../stats/summary.js';
-import { configStats, countByTask, taskRates, type ConfigStats, type TaskRate } from './aggregate.js';
+import { configStats, taskRates, type ConfigStats, type TaskRate } from './aggregate.js';
+import { countByTask } from '../records/counts.js';
 import type { SelectManifest } from './outputs.js';
-import type { StatsRecord } from './records.js';
+import type { StatsRecord } from '../records/record.js';
 import type { TrajectorySummary } from './trajectory.js';
 
 /** What the report needs of one trial beyond its stats record: tests, tokens, trajectory. */
@@ -48,26 +49,21 @@ export interface ReportInput {
 
 const BINS = 10;
 
-/**
- * Every figure of the report, computed from the same records `stats` reads with the same
- * functions (so the numbers equal `stats --json`, `compare`, `overlap`): pure, no I/O. The page
- * renders this; report.json beside it holds it as is.
- */
-export function reportData(input: ReportInput) {
-  const { records, details, band } = input;
-  const configs: ConfigStats[] = configStats(records);
-  const names = configs.map((c) => c.config);
-  const rates: TaskRate[] = taskRates(countByTask(records), band);
-  const ratesOf = (config: string): TaskRate[] => rates.filter((r) => r.config === config && r.n > 0);
+type RatesOf = (config: string) => TaskRate[];
 
-  const histogram = names.map((config) => {
+/** Per configuration: how many tasks have each success rate (10 bins), and how many are in the band. */
+function histogramOf(names: string[], ratesOf: RatesOf, band: [number, number]) {
+  return names.map((config) => {
     const mine = ratesOf(config);
     const bins = Array.from({ length: BINS }, (_, i) => ({ lo: i / BINS, hi: (i + 1) / BINS, count: 0 }));
     for (const t of mine) bins[Math.min(BINS - 1, Math.floor(t.rate * BINS))]!.count += 1;
     const inside = mine.filter((t) => inBand(t.rate, band[0], band[1])).length;
     return { config, bins, inBand: inside, outOfBand: mine.length - inside };
   });
+}
 
+/** Each pair of configurations compared on their common tasks (the t-test `compare` prints). */
+function pairedOf(names: string[], ratesOf: RatesOf) {
   const paired: Array<{ a: string; b: string; tasks: number; meanDiff: number; ciLo: number; ciHi: number; p: number; significant: boolean }> = [];
   for (let i = 0; i < names.length; i++) {
     for (let j = i + 1; j < names.length; j++) {
@@ -80,26 +76,26 @@ export function reportData(input: ReportInput) {
       paired.push({ a: names[i]!, b: names[j]!, tasks: r.t, meanDiff: r.meanDiff, ciLo: r.ciLo, ciHi: r.ciHi, p: r.p, significant: r.ciLo > 0 || r.ciHi < 0 });
     }
   }
+  return paired;
+}
 
-  const runtime = configs.map((c) => ({
-    config: c.config,
-    pass1: c.pass1.mean,
-    hours: records.filter((r) => r.config === c.config).reduce((a, r) => a + r.durationMs, 0) / 3_600_000,
-    ...c.efficiency,
-  }));
-
-  const sets = names.map((m) => new Set(ratesOf(m).filter((t) => t.n >= input.minTrials && inBand(t.rate, band[0], band[1])).map((t) => t.task)));
-  const overlap = {
+/** The configurations' band sets: sizes, Jaccard overlap, and each one's same-model ceiling. */
+function overlapOf(names: string[], ratesOf: RatesOf, minTrials: number, band: [number, number]) {
+  const sets = names.map((m) => new Set(ratesOf(m).filter((t) => t.n >= minTrials && inBand(t.rate, band[0], band[1])).map((t) => t.task)));
+  return {
     models: names,
-    minTrials: input.minTrials,
+    minTrials,
     sizes: sets.map((s) => s.size),
     /** Per configuration: tasks with enough graded trials to be in a band set at all. */
-    measured: names.map((m) => ratesOf(m).filter((t) => t.n >= input.minTrials).length),
+    measured: names.map((m) => ratesOf(m).filter((t) => t.n >= minTrials).length),
     jaccard: names.map((_, i) => names.map((__, j) => jaccard(sets[i]!, sets[j]!))),
-    sameModelCeiling: names.map((m) => sameModelCeiling(ratesOf(m).filter((t) => t.n >= input.minTrials), band)),
+    sameModelCeiling: names.map((m) => sameModelCeiling(ratesOf(m).filter((t) => t.n >= minTrials), band)),
   };
+}
 
-  const behaviour = names.map((config) => {
+/** Per configuration, how its agent behaved, from the trajectories. */
+function behaviourOf(names: string[], details: TrialDetail[]) {
+  return names.map((config) => {
     const mine = details.filter((d) => d.config === config);
     const traced = mine.filter((d) => d.trajectory);
     const t = (d: TrialDetail): TrajectorySummary => d.trajectory!;
@@ -128,12 +124,18 @@ export function reportData(input: ReportInput) {
       inputOutputRatio: output > 0 ? withTokens.reduce((a, d) => a + d.inputTokens!, 0) / output : null,
     };
   });
+}
 
-  const jobName = new Map((input.jobs ?? []).map((j) => [j.id, j.name]));
-  const nearMisses = details
+/** Graded failures that passed most of their tests. */
+function nearMissesOf(details: TrialDetail[], jobs: ReportInput['jobs']) {
+  const jobName = new Map((jobs ?? []).map((j) => [j.id, j.name]));
+  return details
     .filter((d) => d.graded && isNearMiss({ passed: d.passed, durationMs: 0, outputTokens: null, costUsd: null, testsPassed: d.testsPassed, testsFailed: d.testsFailed }))
     .map((d) => ({ trialId: d.trialId, job: jobName.get(d.job ?? '') ?? d.job ?? '', config: d.config, task: d.task, failing: d.failedTests, testsPassed: d.testsPassed }));
+}
 
+/** The tests that failed most often in graded failures (at most 30). */
+function failingTestsOf(details: TrialDetail[]) {
   const failing = new Map<string, { failures: number; tasks: Set<string>; configs: Set<string> }>();
   for (const d of details.filter((x) => x.graded && !x.passed)) {
     for (const name of d.failedTests) {
@@ -145,16 +147,45 @@ export function reportData(input: ReportInput) {
       failing.set(key, e);
     }
   }
-  const failingTests = [...failing.entries()]
+  return [...failing.entries()]
     .map(([test, e]) => ({ test, failures: e.failures, configs: [...e.configs].sort() }))
     .sort((a, b) => b.failures - a.failures || a.test.localeCompare(b.test))
     .slice(0, 30);
+}
 
-  // Every trial whose reward disagrees with its own evidence, for a reader to look at.
-  const inconsistent = details
+/** Every trial whose reward disagrees with its own evidence, for a reader to look at. */
+function inconsistentOf(details: TrialDetail[]) {
+  return details
     .filter((d) => d.findings.length > 0)
     .map((d) => ({ trialId: d.trialId, config: d.config, task: d.task, reward: d.reward, findings: d.findings }))
     .sort((a, b) => a.config.localeCompare(b.config) || a.task.localeCompare(b.task) || a.trialId.localeCompare(b.trialId));
+}
+
+/**
+ * Every figure of the report, computed from the same records `stats` reads with the same
+ * functions (so the numbers equal `stats --json`, `compare`, `overlap`): pure, no I/O. The page
+ * renders this; report.json beside it holds it as is.
+ */
+export function reportData(input: ReportInput) {
+  const { records, details, band } = input;
+  const configs: ConfigStats[] = configStats(records);
+  const names = configs.map((c) => c.config);
+  const rates: TaskRate[] = taskRates(countByTask(records), band);
+  const ratesOf = (config: string): TaskRate[] => rates.filter((r) => r.config === config && r.n > 0);
+  const histogram = histogramOf(names, ratesOf, band);
+  const paired = pairedOf(names, ratesOf);
+  const runtime = configs.map((c) => ({
+    config: c.config,
+    pass1: c.pass1.mean,
+    hours: records.filter((r) => r.config === c.config).reduce((a, r) => a + r.durationMs, 0) / 3_600_000,
+    ...c.efficiency,
+  }));
+
+  const overlap = overlapOf(names, ratesOf, input.minTrials, band);
+  const behaviour = behaviourOf(names, details);
+  const nearMisses = nearMissesOf(details, input.jobs);
+  const failingTests = failingTestsOf(details);
+  const inconsistent = inconsistentOf(details);
 
   const check = input.check
     ? { total: input.check.summary.total, admissible: input.check.summary.admissible, rejected: input.check.summary.rejected, yield: input.check.summary.yield, reasons: input.check.summary.reasons }

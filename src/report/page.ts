@@ -87,20 +87,20 @@ function figure(id: string, svg: string | undefined, band: string, minTrials: st
   return `<figure class="chart" data-figure="${id}">${svg}<figcaption class="figure-note">Band: ${esc(band)}. Minimum trials: ${esc(minTrials)}.</figcaption></figure>`;
 }
 
-/** The report as one self-contained page: charts inline as SVG, tables sortable by a few lines of script. */
-export function renderReport(d: ReportData, charts: Record<string, string>, generatedAt: string, options: RenderOptions = {}): string {
-  const link = options.trialsLink;
-  const linked = (text: string, filter: { config: string; task?: string }): Cell => (link ? { text, sort: text, href: link(filter) } : text);
-  const band = `${d.band[0]}-${d.band[1]}`;
-  const everyTask = '1 graded trial per task (every task with a rate)';
-  const names = d.configs.map((c) => c.config);
+/** What every section of the page reads: the figures, the charts, and how a row links to its trials. */
+interface PageContext {
+  d: ReportData;
+  charts: Record<string, string>;
+  linked: (text: string, filter: { config: string; task?: string }) => Cell;
+  band: string;
+  everyTask: string;
+}
+
+/** pass@1 and pass@k: chart, table per configuration, pass@k chart. */
+function passSection({ d, charts, linked, everyTask }: PageContext): string[] {
   // The k measured (1, 2, 4, ... and each configuration's largest n), not 2..count: a column per k that has figures.
   const kCols = [...new Set(d.configs.flatMap((c) => c.passAtK.map((p) => p.k)))].filter((k) => k > 1).sort((a, b) => a - b).slice(0, 7);
   const parts: string[] = [];
-  parts.push(`<h1>termgrade report</h1><p class="note">${esc(d.trials)} graded or attempted trials from ${d.sources.map((s) => `<code>${esc(s)}</code>`).join(', ')}; generated ${esc(generatedAt)}. Band ${d.band[0]}-${d.band[1]}. Figures are those of <code>termgrade stats --json</code> on the same sources (also in report.json).</p>`);
-  const combining = combiningLine(d.jobs);
-  if (combining) parts.push(`<p class="note combining">${esc(combining)}: each trial counted once, trials of different jobs never merged.</p>`);
-
   parts.push('<h2 id="pass1">pass@1 and pass@k</h2>');
   parts.push(figure('pass1', charts.pass1, 'none (pass@1 is the mean rate over every task)', everyTask));
   parts.push(
@@ -128,7 +128,12 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
     parts.push(`<p class="note" id="k-gt-n">(k&gt;n): some tasks have fewer than k trials; their pass@k is the Jeffreys-posterior model estimate, not the unbiased one.</p>`);
   }
   parts.push(figure('passAtK', charts.passAtK, 'none (every task)', `${everyTask}; a task with fewer than k trials uses the model estimate`));
+  return parts;
+}
 
+/** Each pair of configurations compared on their common tasks. */
+function pairedSection({ d }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="paired">Paired comparisons</h2>');
   parts.push(
     d.paired.length
@@ -142,12 +147,22 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
         )
       : '<p class="empty">Fewer than two configurations with common tasks.</p>',
   );
+  return parts;
+}
 
+/** Per-task rates: the histogram and the task x configuration heatmap. */
+function ratesSection({ charts, band, everyTask }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="rates">Per-task rates</h2>');
   parts.push(figure('histogram', charts.histogram, `${band} (shaded; the counts in and out of band use it)`, everyTask));
   parts.push('<h2 id="heatmap">Task x configuration</h2>');
   parts.push(figure('heatmap', charts.heatmap, `${band} (rates in the cells; the band is not drawn)`, everyTask));
+  return parts;
+}
 
+/** Runtime, time, tokens and cost per success. */
+function costSection({ d, charts, linked, everyTask }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="cost">Runtime, time, tokens and cost per success</h2>');
   parts.push(figure('runtime', charts.runtime, 'none', everyTask));
   parts.push(
@@ -157,7 +172,13 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
       d.runtime.map((r) => [linked(r.config, { config: r.config }), stat(r.pass1), stat(r.hours, num(r.hours, 3)), r.successes, stat(r.medianTimeMsPerSuccess === null ? null : r.medianTimeMsPerSuccess / 1000, num(r.medianTimeMsPerSuccess === null ? null : r.medianTimeMsPerSuccess / 1000, 1)), stat(r.medianOutputTokensPerSuccess, num(r.medianOutputTokensPerSuccess, 0)), stat(r.medianCostUsdPerSuccess, num(r.medianCostUsdPerSuccess, 4)), r.nearMisses]),
     ),
   );
+  return parts;
+}
 
+/** Band sets: Jaccard between configurations, read against the same-model ceiling. */
+function overlapSection({ d, band }: PageContext): string[] {
+  const names = d.configs.map((c) => c.config);
+  const parts: string[] = [];
   parts.push('<h2 id="overlap">Band sets: Jaccard and the same-model ceiling</h2>');
   parts.push(`<p class="note">Band ${esc(band)}: tasks in the band with at least ${d.overlap.minTrials} graded trials. Read each Jaccard against the ceiling: re-measuring the same model would reach about that.</p>`);
   // A "-" is never left unexplained: the cell says why there is no figure.
@@ -175,7 +196,12 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
       ],
     ),
   );
+  return parts;
+}
 
+/** The check's yield and the selection, when given. */
+function checkSection({ d, linked, band }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="check">Check yield and selection</h2>');
   if (d.check) {
     parts.push(`<p>${d.check.admissible} of ${d.check.total} candidate tasks admitted (yield ${pct(d.check.yield)}%), ${d.check.rejected} rejected.</p>`);
@@ -189,7 +215,12 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
     parts.push(`<p>Selection for <b>${esc(s.model)}</b>: band ${s.rule.band.join('-')}, target ${s.rule.target}; ${s.training.length} selected, ${s.validation.length} validation; left out ${s.skipped.outOfBand} out of band, ${s.skipped.tooFewTrials} with too few trials, ${s.skipped.unmeasured} unmeasured.</p>`);
     parts.push(table('selected', ['set', 'task', 'trials', 'rate %', `P(band ${own})`], [...s.training.map((t) => ['training', linked(t.task, { config: s.model, task: t.task }), t.trials, stat(t.rate), stat(t.bandProbability, num(t.bandProbability, 3))]), ...s.validation.map((t) => [`validation (${t.target})`, linked(t.task, { config: s.model, task: t.task }), t.trials, stat(t.rate), stat(t.bandProbability, num(t.bandProbability, 3))])]));
   } else parts.push('<p class="empty">No selection given (--select DIR or manifest.json).</p>');
+  return parts;
+}
 
+/** Trajectory behaviour, error classes, near misses and the tests that fail most. */
+function behaviourSection({ d, charts, linked }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="behaviour">Trajectory behaviour</h2>');
   parts.push(
     table(
@@ -203,11 +234,21 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
   parts.push(d.nearMisses.length ? table('near-misses', ['job', 'trial', 'config', 'task', 'tests passed', 'failing test'], d.nearMisses.map((n) => [n.job, n.trialId, n.config, linked(n.task, { config: n.config, task: n.task }), n.testsPassed, n.failing.join(', ') || '-'])) : '<p class="empty">None.</p>');
   parts.push('<h3>Tests that fail most</h3>');
   parts.push(d.failingTests.length ? table('failing-tests', ['task :: test', 'failures', 'configs'], d.failingTests.map((t) => [t.test, t.failures, t.configs.join(', ')])) : '<p class="empty">No failing test names recorded.</p>');
+  return parts;
+}
 
+/** Graded trials whose reward disagrees with their evidence. */
+function consistencySection({ d, linked }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="consistency">Reward consistency</h2>');
   parts.push(`<p class="note">Graded trials whose reward disagrees with the verifier's other evidence: a full reward while tests failed, or reward.json and reward.txt that differ. Their reward is counted as the verifier gave it; look at them before trusting it.</p>`);
   parts.push(d.inconsistent.length ? table('inconsistent', ['trial', 'config', 'task', 'reward', 'finding', 'details'], d.inconsistent.flatMap((t) => t.findings.map((f) => [t.trialId, t.config, linked(t.task, { config: t.config, task: t.task }), t.reward, f.code, f.message]))) : '<p class="empty">No trial has an inconsistent reward.</p>');
+  return parts;
+}
 
+/** Every task with a graded trial: its rate, interval and P(band). */
+function tasksSection({ d, linked, band }: PageContext): string[] {
+  const parts: string[] = [];
   parts.push('<h2 id="tasks">Every task</h2>');
   parts.push(`<p class="note" id="tasks-band">P(band) here is for the report's band, ${esc(band)} (--band), under the Jeffreys posterior; every task with at least one graded trial.${d.selection && d.selection.rule.band.join('-') !== band ? ` The selection above used its own band, ${esc(d.selection.rule.band.join('-'))}.` : ''}</p>`);
   parts.push(
@@ -217,6 +258,23 @@ export function renderReport(d: ReportData, charts: Record<string, string>, gene
       d.tasks.map((t) => [t.config, linked(t.task, { config: t.config, task: t.task }), t.n, t.c, stat(t.rate), { text: `[${pct(t.jeffreys[0])}, ${pct(t.jeffreys[1])}]`, sort: t.jeffreys[0] }, stat(t.bandProbability, num(t.bandProbability, 3))]),
     ),
   );
+  return parts;
+}
+
+/** The report as one self-contained page: charts inline as SVG, tables sortable by a few lines of script. */
+export function renderReport(d: ReportData, charts: Record<string, string>, generatedAt: string, options: RenderOptions = {}): string {
+  const link = options.trialsLink;
+  const linked = (text: string, filter: { config: string; task?: string }): Cell => (link ? { text, sort: text, href: link(filter) } : text);
+  const band = `${d.band[0]}-${d.band[1]}`;
+  const everyTask = '1 graded trial per task (every task with a rate)';
+  const parts: string[] = [];
+  parts.push(`<h1>termgrade report</h1><p class="note">${esc(d.trials)} graded or attempted trials from ${d.sources.map((s) => `<code>${esc(s)}</code>`).join(', ')}; generated ${esc(generatedAt)}. Band ${d.band[0]}-${d.band[1]}. Figures are those of <code>termgrade stats --json</code> on the same sources (also in report.json).</p>`);
+  const combining = combiningLine(d.jobs);
+  if (combining) parts.push(`<p class="note combining">${esc(combining)}: each trial counted once, trials of different jobs never merged.</p>`);
+  const c: PageContext = { d, charts, linked, band, everyTask };
+  for (const section of [passSection, pairedSection, ratesSection, costSection, overlapSection, checkSection, behaviourSection, consistencySection, tasksSection]) {
+    parts.push(...section(c));
+  }
 
   return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>termgrade report</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${STYLE}</style></head><body>${parts.join('\n')}<script>${SORT_SCRIPT}</script></body></html>\n`;
 }

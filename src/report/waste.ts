@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { stat } from '../util/json.js';
-import type { StatsRecord } from './records.js';
+import type { StatsRecord } from '../records/record.js';
 
 /**
  * Sandbox time that bought no grade, by cause: the runs discarded and run again after an

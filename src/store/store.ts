@@ -4,68 +4,13 @@ import { z } from 'zod';
 import Database from 'better-sqlite3';
 import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS, slotKey, type MetaKey, MetaSchemas, type ListingRow, type Slot, type TrialRow, type TrialStatus } from './schema.js';
 import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
 import { parseRetries, type RetriedAttempt } from '../trial/retries.js';
 
 export type { RetriedAttempt } from '../trial/retries.js';
-
-/** Which trial of a job a row is: configuration, task, attempt index (0..k-1). */
-export const SlotSchema = z.strictObject({ config: z.string(), task: z.string(), attempt: z.number().int() });
-export type Slot = z.infer<typeof SlotSchema>;
-
-export const slotKey = (s: Slot): string => `${s.config}\u0000${s.task}\u0000${s.attempt}`;
-
-export const TrialStatusSchema = z.enum(['completed', 'error', 'not_run']);
-export type TrialStatus = z.infer<typeof TrialStatusSchema>;
-
-/** One stored trial: a row of the store, and a line of `termgrade trials --json`. */
-export const TrialRowSchema = z.strictObject({
-  /** The job's id (see JobStore.jobId): with trial_id, the trial's identity across jobs. */
-  job_id: z.string(),
-  trial_id: z.string(),
-  config: z.string(),
-  task: z.string(),
-  /** Which of the k trials of this task and configuration (0-based). */
-  attempt: z.number().int(),
-  agent: z.string(),
-  model: z.string().nullable(),
-  status: TrialStatusSchema,
-  reward: z.number().nullable(),
-  passed: z.number().int(),
-  error_class: z.string().nullable(),
-  error_message: z.string().nullable(),
-  exit_reason: z.string().nullable(),
-  turns: z.number().int(),
-  input_tokens: z.number().int().nullable(),
-  cached_tokens: z.number().int().nullable(),
-  output_tokens: z.number().int().nullable(),
-  cost_usd: z.number().nullable(),
-  task_checksum: z.string().nullable(),
-  tests_total: z.number().int(),
-  tests_passed: z.number().int(),
-  tests_failed: z.number().int(),
-  duration_ms: z.number().nullable(),
-  /** Runs of this slot: 1 plus infrastructure retries. */
-  infra_attempts: z.number().int(),
-  retry_reasons_json: z.string(),
-  trial_dir: z.string().nullable(),
-  source: z.string(),
-  image_id: z.string().nullable(),
-  image_source: z.string().nullable(),
-  tampering_json: z.string(),
-  protection: z.string().default('rules'),
-  /** Reward-consistency findings, a JSON array of {code, message} (see verifier/consistency.ts). */
-  findings_json: z.string(),
-  /** Every named reward, a JSON object (`reward` is the primary one, the one rates use). */
-  rewards_json: z.string().default('{}'),
-  /** A multi-step trial's steps, a JSON array of StepResult; '[]' for a single-step one. */
-  steps_json: z.string().default('[]'),
-  task_version: z.string().nullable().default(null),
-  dataset_name: z.string().nullable().default(null),
-  dataset_version: z.string().nullable().default(null),
-});
-export type TrialRow = z.infer<typeof TrialRowSchema>;
+// The row types live with the tables (schema.ts); named here too for the store's callers.
+export { SlotSchema, slotKey, TrialRowSchema, TrialStatusSchema, type Slot, type TrialRow, type TrialStatus } from './schema.js';
 
 export interface RecordExtra {
   slot: Slot;
@@ -197,6 +142,40 @@ export class JobStore {
   getMeta(key: string): string | null {
     const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
     return row?.value ?? null;
+  }
+
+  /** A meta value read against its schema (schema.ts MetaSchemas); null when absent, an error naming the key when malformed. */
+  metaValue<K extends MetaKey>(key: K): z.infer<(typeof MetaSchemas)[K]> | null {
+    const raw = this.getMeta(key);
+    if (raw === null) return null;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (err) {
+      throw new TermgradeError('store_corrupt', `${this.file}: meta "${key}" is not JSON: ${(err as Error).message}`);
+    }
+    const checked = MetaSchemas[key].safeParse(parsed);
+    if (!checked.success) throw new TermgradeError('store_corrupt', `${this.file}: meta "${key}": ${checked.error.issues[0]?.message ?? 'malformed'}`);
+    return checked.data as z.infer<(typeof MetaSchemas)[K]>;
+  }
+
+  /** How many trial rows there are and the last rowid: a reader's cheap look for anything new. */
+  head(): { count: number; lastRowid: number } {
+    const row = this.db.prepare('SELECT count(*) AS n, coalesce(max(rowid), 0) AS m FROM trials').get() as { n: number; m: number };
+    return { count: row.n, lastRowid: row.m };
+  }
+
+  /** Trials as the viewer lists them, those after `afterRowid` (0: all), with their failing tests. */
+  listingSince(afterRowid: number): ListingRow[] {
+    // A store recorded before reward findings existed (schema < 5) has no findings_json column.
+    return this.db
+      .prepare(
+        `SELECT t.rowid AS rowid, t.trial_id AS id, t.config, t.task, t.attempt, t.status, t.reward, t.error_class, t.tests_passed, t.tests_failed,
+           t.duration_ms, t.output_tokens, t.cost_usd, t.finished_at, t.trial_dir, ${this.column('findings_json', "'[]'")},
+           (SELECT group_concat(name, char(10)) FROM tests s WHERE s.trial_id = t.trial_id AND s.status IN ('failed', 'error')) AS failing
+         FROM trials t WHERE t.rowid > ?`,
+      )
+      .all(afterRowid) as ListingRow[];
   }
 
   setMeta(key: string, value: string): void {

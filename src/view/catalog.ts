@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { TermgradeError } from '../util/errors.js';
 import { filesNamed } from '../util/files.js';
 import { processAlive } from '../util/process-alive.js';
+import { JobStore } from '../store/store.js';
 import { runningSlotOf } from './running.js';
 
 /**
@@ -66,7 +67,8 @@ const SORTABLE = new Set(['job', 'config', 'task', 'attempt', 'status', 'reward'
 interface JobSource {
   name: string;
   dir: string;
-  db: Database.Database;
+  /** The job's store, open read-only: read through its own queries (store/schema.ts defines the rows). */
+  store: JobStore;
   lastRowid: number;
   lastCount: number;
   /** The job's slots in all (meta `slots`), and per configuration when the job says (`slots_by_config`). */
@@ -159,26 +161,22 @@ export class Catalog {
 
   private addJob(dir: string): void {
     if (this.jobs.some((j) => j.dir === dir)) return;
-    const db = new Database(path.join(dir, 'job.db'), { readonly: true, fileMustExist: true });
-    const j: JobSource = { name: this.uniqueName(dir), dir, db, lastRowid: 0, lastCount: 0, total: null, planned: null, runningSeen: '' };
+    const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
+    const j: JobSource = { name: this.uniqueName(dir), dir, store, lastRowid: 0, lastCount: 0, total: null, planned: null, runningSeen: '' };
     this.jobs.push(j);
     this.syncJob(j, true);
   }
 
   /** The configurations the job has ever run (meta `configs`: label -> fingerprint). */
   private knownConfigs(j: JobSource): Record<string, string> {
-    const v = (j.db.prepare("SELECT value FROM meta WHERE key = 'configs'").get() as { value?: string } | undefined)?.value;
-    return v ? (JSON.parse(v) as Record<string, string>) : {};
+    return j.store.metaValue('configs') ?? {};
   }
 
   /** A job's slot counts as its store says now (a resumed run with more configurations changes them). */
   private readSlots(j: JobSource): boolean {
     const was = JSON.stringify([j.total, j.planned]);
-    const meta = (key: string): string | undefined => (j.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value?: string } | undefined)?.value;
-    const slots = meta('slots');
-    const byConfig = meta('slots_by_config');
-    j.total = slots ? Number(slots) : null;
-    j.planned = byConfig ? (JSON.parse(byConfig) as Record<string, number>) : null;
+    j.total = j.store.metaValue('slots');
+    j.planned = j.store.metaValue('slots_by_config');
     return JSON.stringify([j.total, j.planned]) !== was;
   }
 
@@ -242,23 +240,13 @@ export class Catalog {
   /** New and replaced records of a job store since the last look; all of them when `full`. */
   private syncJob(j: JobSource, full = false): boolean {
     const slotsChanged = this.readSlots(j);
-    const head = j.db.prepare('SELECT count(*) AS n, coalesce(max(rowid), 0) AS m FROM trials').get() as { n: number; m: number };
-    if (!full && head.n === j.lastCount && head.m === j.lastRowid) return slotsChanged;
-    // A store recorded before reward findings existed (schema < 5) has no findings_json column.
-    const findingsCol = (j.db.prepare("SELECT COUNT(*) FROM pragma_table_info('trials') WHERE name = 'findings_json'").pluck().get() as number) > 0 ? 't.findings_json' : "'[]'";
-    const read = (after: number) =>
-      j.db
-        .prepare(
-          `SELECT t.rowid AS rowid, t.trial_id AS id, t.config, t.task, t.attempt, t.status, t.reward, t.error_class, t.tests_passed, t.tests_failed,
-             t.duration_ms, t.output_tokens, t.cost_usd, t.finished_at, t.trial_dir, ${findingsCol} AS findings_json,
-             (SELECT group_concat(name, char(10)) FROM tests s WHERE s.trial_id = t.trial_id AND s.status IN ('failed', 'error')) AS failing
-           FROM trials t WHERE t.rowid > ?`,
-        )
-        .all(after) as Array<Omit<TrialListRow, 'job' | 'findings'> & { rowid: number; trial_dir: string | null; findings_json: string }>;
+    const head = j.store.head();
+    if (!full && head.count === j.lastCount && head.lastRowid === j.lastRowid) return slotsChanged;
+    const read = (after: number) => j.store.listingSince(after);
     let rows = full ? [] : read(j.lastRowid);
     // Only appended rows explain the new count; otherwise records were replaced or removed (a
     // resumed slot, --retry): the job is read whole again.
-    if (full || j.lastCount + rows.length !== head.n) {
+    if (full || j.lastCount + rows.length !== head.count) {
       this.index.prepare('DELETE FROM trials WHERE job = ?').run(j.name);
       j.runningSeen = ''; // gone with the rest: put back at the next look
       rows = read(0);
@@ -272,8 +260,8 @@ export class Catalog {
         if (trial_dir) this.dirs.set(id, trial_dir);
       }
     })();
-    j.lastCount = head.n;
-    j.lastRowid = head.m;
+    j.lastCount = head.count;
+    j.lastRowid = head.lastRowid;
     return true;
   }
 
@@ -424,7 +412,7 @@ export class Catalog {
   }
 
   close(): void {
-    for (const j of this.jobs) j.db.close();
+    for (const j of this.jobs) j.store.close();
     this.index.close();
   }
 }

@@ -1,6 +1,7 @@
-import { configStats, countByTask, taskRates } from '../report/aggregate.js';
-import { loadRecordSet } from '../report/load.js';
-import type { StatsRecord } from '../report/records.js';
+import { configStats, taskRates } from '../report/aggregate.js';
+import { countByTask } from '../records/counts.js';
+import { loadRecordSet } from '../records/load.js';
+import type { StatsRecord } from '../records/record.js';
 
 /**
  * The viewer's figures, computed by the functions `stats` and `report` use (so the numbers are

@@ -1,6 +1,6 @@
 import { charts } from '../report/charts.js';
 import { loadDetails } from '../report/details.js';
-import { loadRecordSet } from '../report/load.js';
+import { loadRecordSet } from '../records/load.js';
 import { reportData } from '../report/page-data.js';
 import { renderReport } from '../report/page.js';
 

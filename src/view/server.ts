@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { TermgradeError } from '../util/errors.js';
 import { readJsonIfThere } from '../util/files.js';
 import { HostCheck } from '../util/host-check.js';
@@ -49,32 +49,13 @@ export interface RunningViewer {
   close: () => Promise<void>;
 }
 
-/**
- * `termgrade view`: a local web application over job stores, check outputs and trial folders.
- * The page is one static app; everything it shows comes from a small JSON API (paged, filtered and
- * sorted in SQL), and a running job's new trials arrive as server-sent events. Nothing is served
- * without the token (generated when none is given), nor to a Host or Origin other than the
- * viewer's own (DNS rebinding, other sites' pages).
- */
-export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
-  const host = o.host ?? '127.0.0.1';
-  if (!isLoopback(host) && !o.token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
-  // Never open, even on loopback: a web page the user visits must not be able to read the trials.
-  const token = o.token || generateToken();
-  const hostCheck = new HostCheck(host, o.allowedHosts);
-  const catalog = await Catalog.open(o.sources);
-  const app = Fastify({ logger: false, forceCloseConnections: true });
-  const listeners = new Set<(v: number) => void>();
-  const timer = setInterval(() => {
-    if (catalog.refresh()) for (const l of listeners) l(catalog.version);
-  }, o.refreshMs ?? 1000);
-  timer.unref();
+type App = FastifyInstance;
 
-  // Cookies are shared by every port of a host: each viewer has its own cookie name.
-  const cookieName = (): string => `tg_token_${hostCheck.port}`;
+/** Refuses a request from another Host or Origin, or without the token (header, cookie or `?token=`). */
+function guardRequests(app: App, hostCheck: HostCheck, token: string): void {
   const authorised = (req: FastifyRequest): boolean => {
     const header = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
-    const cookie = new RegExp(`(?:^|;\\s*)${cookieName()}=([^;]+)`).exec(req.headers.cookie ?? '')?.[1] ?? '';
+    const cookie = new RegExp(`(?:^|;\\s*)${cookieName(hostCheck)}=([^;]+)`).exec(req.headers.cookie ?? '')?.[1] ?? '';
     const query = (req.query as { token?: string }).token ?? '';
     return [header, decodeURIComponent(cookie), query].some((t) => t && tokenEquals(t, token));
   };
@@ -83,39 +64,48 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
     if (refused) return reply.code(403).send({ error: { code: 'forbidden', message: refused } });
     if (!authorised(req)) return reply.code(401).send({ error: { code: 'unauthorized', message: 'a token is needed: open the address `termgrade view` printed (it ends in ?token=...)' } });
   });
+}
 
+/** Cookies are shared by every port of a host: each viewer has its own cookie name. */
+const cookieName = (hostCheck: HostCheck): string => `tg_token_${hostCheck.port}`;
+
+/** The app's page and script; the token given once in the address becomes a cookie. */
+function pageRoutes(app: App, hostCheck: HostCheck, token: string): void {
   app.get('/', async (req, reply) => {
     // The token given once in the address becomes a cookie; the address bar and history lose it
     // (the browser keeps the #fragment across the redirect, so deep links survive).
     if ((req.query as { token?: string }).token) {
-      return reply.header('set-cookie', `${cookieName()}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`).redirect('/', 303);
+      return reply.header('set-cookie', `${cookieName(hostCheck)}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`).redirect('/', 303);
     }
     return reply.type('text/html; charset=utf-8').send(APP_HTML);
   });
   app.get('/app.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(APP_JS));
   app.get('/favicon.ico', async (_req, reply) => reply.code(204).send());
+}
 
-  app.get('/api/summary', async () => ({ jobs: catalog.jobSummaries(), facets: catalog.facets(), version: catalog.version }));
-
-  // Filters are names matched against the index, never paths.
-  const queryOf = (req: FastifyRequest): TrialQuery => {
-    const q = req.query as Record<string, string | undefined>;
-    return {
-      job: q.job || undefined,
-      config: q.config || undefined,
-      task: q.task || undefined,
-      exact: q.exact === '1',
-      status: q.status || undefined,
-      reward: q.reward === 'pass' || q.reward === 'fail' || q.reward === 'none' ? q.reward : undefined,
-      error: q.error || undefined,
-      test: q.test || undefined,
-      consistency: q.consistency === 'inconsistent' ? 'inconsistent' : undefined,
-      sort: q.sort || undefined,
-      dir: q.dir === 'desc' ? 'desc' : 'asc',
-      offset: Number(q.offset ?? 0) || 0,
-      limit: Number(q.limit ?? 50) || 50,
-    };
+/** A request's trial filters. Filters are names matched against the index, never paths. */
+function queryOf(req: FastifyRequest): TrialQuery {
+  const q = req.query as Record<string, string | undefined>;
+  return {
+    job: q.job || undefined,
+    config: q.config || undefined,
+    task: q.task || undefined,
+    exact: q.exact === '1',
+    status: q.status || undefined,
+    reward: q.reward === 'pass' || q.reward === 'fail' || q.reward === 'none' ? q.reward : undefined,
+    error: q.error || undefined,
+    test: q.test || undefined,
+    consistency: q.consistency === 'inconsistent' ? 'inconsistent' : undefined,
+    sort: q.sort || undefined,
+    dir: q.dir === 'desc' ? 'desc' : 'asc',
+    offset: Number(q.offset ?? 0) || 0,
+    limit: Number(q.limit ?? 50) || 50,
   };
+}
+
+/** The lists: summary, trials, grid, each job's figures, and the report of everything shown. */
+function listRoutes(app: App, catalog: Catalog): void {
+  app.get('/api/summary', async () => ({ jobs: catalog.jobSummaries(), facets: catalog.facets(), version: catalog.version }));
   app.get('/api/trials', async (req) => catalog.query(queryOf(req)));
   app.get('/api/grid', async (req) => grid(catalog.outcomes(queryOf(req))));
 
@@ -134,7 +124,10 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
 
   // The report of everything shown, served beside the viewer: its rows link to their trials here.
   app.get('/report', async (_req, reply) => reply.type('text/html; charset=utf-8').send(await viewerReport(catalog.sources().map((x) => x.dir))));
+}
 
+/** One trial: its row, result, transcript and files, and any file inside its own folder. */
+function trialRoutes(app: App, catalog: Catalog): void {
   app.get('/api/trial', async (req, reply: FastifyReply) => {
     let id = (req.query as { id?: string }).id ?? '';
     // A trial that was running when its page opened and has since been recorded: its record.
@@ -162,7 +155,10 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
     const text = buf.subarray(0, MAX_FILE_BYTES).toString('utf8');
     return reply.type('text/plain; charset=utf-8').send(st.size > MAX_FILE_BYTES ? `${text}\n[... ${st.size - MAX_FILE_BYTES} more bytes not shown ...]` : text);
   });
+}
 
+/** Server-sent events: the catalog's version, sent again whenever it changes. */
+function eventRoute(app: App, catalog: Catalog, listeners: Set<(v: number) => void>): void {
   app.get('/api/events', (req, reply) => {
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -171,6 +167,34 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
     listeners.add(send);
     req.raw.on('close', () => listeners.delete(send));
   });
+}
+
+/**
+ * `termgrade view`: a local web application over job stores, check outputs and trial folders.
+ * The page is one static app; everything it shows comes from a small JSON API (paged, filtered and
+ * sorted in SQL), and a running job's new trials arrive as server-sent events. Nothing is served
+ * without the token (generated when none is given), nor to a Host or Origin other than the
+ * viewer's own (DNS rebinding, other sites' pages).
+ */
+export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
+  const host = o.host ?? '127.0.0.1';
+  if (!isLoopback(host) && !o.token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
+  // Never open, even on loopback: a web page the user visits must not be able to read the trials.
+  const token = o.token || generateToken();
+  const hostCheck = new HostCheck(host, o.allowedHosts);
+  const catalog = await Catalog.open(o.sources);
+  const app = Fastify({ logger: false, forceCloseConnections: true });
+  const listeners = new Set<(v: number) => void>();
+  const timer = setInterval(() => {
+    if (catalog.refresh()) for (const l of listeners) l(catalog.version);
+  }, o.refreshMs ?? 1000);
+  timer.unref();
+
+  guardRequests(app, hostCheck, token);
+  pageRoutes(app, hostCheck, token);
+  listRoutes(app, catalog);
+  trialRoutes(app, catalog);
+  eventRoute(app, catalog, listeners);
 
   const address = await listenOn(app, host, o.port ?? 0, 'view').catch((err: unknown) => {
     clearInterval(timer);

@@ -3,11 +3,10 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
 import { filesNamed } from '../util/files.js';
-import { baseRuleOf, taskRuleOf, type Priors } from '../job/adaptive-gate.js';
-import type { JobSpec } from '../job/spec.js';
+import { storedRules } from './sampling.js';
 import { JobStore, slotKey } from '../store/store.js';
 import { trialKey, TrialFolderJobs, type JobRef } from '../store/identity.js';
-import { isNotRun, toStatsRecord, type StatsRecord } from './records.js';
+import { isNotRun, toStatsRecord, type StatsRecord } from './record.js';
 
 function badRecord(where: string, err: unknown): TermgradeError {
   const detail = err instanceof Error && 'issues' in err ? JSON.stringify((err as { issues: unknown[] }).issues[0]) : (err as Error).message;
@@ -54,12 +53,7 @@ function readJob(dir: string, out: StatsRecord[], jobs: Jobs): void {
   const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
   try {
     jobs.note({ id: store.jobId(), name: path.basename(path.resolve(dir)), source: dir });
-    const spec = JSON.parse(store.getMeta('spec') ?? '{}') as Partial<JobSpec>;
-    const priors = JSON.parse(store.getMeta('priors') ?? 'null') as Priors | null;
-    // Jobs made before the stopping rule could be chosen used predictive curtailment in pairs.
-    const stored = spec.adaptive as Partial<NonNullable<JobSpec['adaptive']>> | undefined;
-    const adaptive = stored && spec.k ? { lo: 0.25, hi: 0.75, method: 'curtail' as const, step: 2, ...stored } : null;
-    const base = adaptive ? baseRuleOf(adaptive, spec.k!) : null;
+    const ruleOf = storedRules(store);
     // Each task's rates come from its own rule (its own prior): the rule its trials were sampled under.
     // Records replaced by `run --retry` count as discarded runs of their slot (retry waste).
     const replaced = new Map<string, Array<{ class: string; durationMs: number }>>();
@@ -71,7 +65,7 @@ function readJob(dir: string, out: StatsRecord[], jobs: Jobs): void {
       if (row.status === 'not_run') continue;
       const rec = toStatsRecord(row);
       const earlier = replaced.get(slotKey(row));
-      out.push({ ...rec, retries: earlier ? [...earlier, ...(rec.retries ?? [])] : rec.retries, adaptive: base && adaptive ? taskRuleOf(base, adaptive, priors, row.config, row.task) : null });
+      out.push({ ...rec, retries: earlier ? [...earlier, ...(rec.retries ?? [])] : rec.retries, adaptive: ruleOf(row.config, row.task) });
     }
   } finally {
     store.close();
