@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Agent, AgentOutcome, AgentUsage } from '../agent/agent.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
 import { pendingSandbox } from '../sandbox/pending.js';
-import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { acquireSandbox } from '../sandbox/lease.js';
+import { DEFAULT_START_TIMEOUT_SEC } from '../sandbox/start.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, EngineLostError, GradingStepError, TermgradeError, errorMessage } from '../util/errors.js';
@@ -208,14 +209,17 @@ export async function runTrial(options: TrialOptions): Promise<TrialResult> {
       try {
         prepared = await (options.prepare ? options.prepare() : provider.prepare(task, { signal, agentLayer: agent.imageLayer }));
         const ready = prepared;
-        // startSandbox owns the start: at its deadline it is given up and its sandbox closed.
-        const starting = startSandbox(provider, task, ready, {
+        // acquireSandbox owns the start: at its deadline it is given up and its sandbox closed.
+        const starting = acquireSandbox({
+          provider,
+          task,
+          prepare: ready,
           deadlineMs: (t.environmentSec ?? DEFAULT_START_TIMEOUT_SEC) * 1000,
           signal,
           labels: { 'io.termgrade.trial': trialId },
           network: startNetwork,
           start: options.start ? (startSignal) => options.start!(ready, startSignal) : undefined,
-        }).then((box) => {
+        }).then(({ sandbox: box }) => {
           setupStarted.readyIso = nowIso();
           setupStarted.readyMs = performance.now();
           return box;
