@@ -93,6 +93,7 @@ export class FakeSandbox implements Sandbox {
   }
 
   async putFiles(entries: FileEntry[]): Promise<void> {
+    this.alive();
     for (const e of entries) if (e.content !== undefined) this.files.set(e.path, Buffer.from(e.content));
   }
 
