@@ -22,6 +22,10 @@ export { EnginePool, PoolEventSchema, type PoolEvent, type EnginePoolOptions, ty
 export { EngineSpecSchema, parseEngineFlag, type EngineSpec, type EngineSpecInput } from './sandbox/pool/engine-spec.js';
 export { engineReport, type EngineReport } from './sandbox/pool/inspect.js';
 export { providerFor } from './sandbox/engines.js';
+export { BACKENDS, backendNamed, createProvider, type Backend, type BackendOptions } from './sandbox/registry.js';
+export { acquireSandbox, withSandbox, type AcquireOptions, type SandboxLease } from './sandbox/lease.js';
+export { selfcheck, SELF_CHECKS, type CheckResult, type SelfCheckOptions } from './selfcheck/selfcheck.js';
+export type { ProviderCapabilities } from './sandbox/sandbox.js';
 
 // Agents and models
 export type { Agent, AgentContext, AgentOutcome, AgentExitReason, AgentUsage } from './agent/agent.js';

@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe } from 'node:test';
+import { after, describe } from 'node:test';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 
 /** The repository root, from dist/test/helpers.js or test/helpers.ts alike. */
@@ -60,26 +60,22 @@ export function docker(): DockerProvider {
 }
 
 /**
- * Registers suites once per command path of the Docker backend: through the sandbox's helper
- * shell, and through a new engine exec per command (TERMGRADE_EXEC_VIA=engine). Both keep the
- * Sandbox contract, so backend-neutral suites run on both.
+ * Suites registered once per command path of the Docker backend: through its persistent helper
+ * shell, and through a new engine exec per command (the provider option execVia: 'engine'). Both
+ * keep the Sandbox contract, so backend-neutral suites run on both.
  */
-export function onEachDockerExecPath(register: (label: string) => void): void {
+export function onEachDockerExecPath(register: (label: string, provider: () => DockerProvider) => void): void {
   for (const via of DOCKER_EXEC_PATHS) onDockerExecPath(via, register);
 }
 
 export const DOCKER_EXEC_PATHS = ['helper shell', 'engine exec'] as const;
 
 /** Registers suites for one command path of the Docker backend (a long suite gets a file per path). */
-export function onDockerExecPath(via: (typeof DOCKER_EXEC_PATHS)[number], register: (label: string) => void): void {
+export function onDockerExecPath(via: (typeof DOCKER_EXEC_PATHS)[number], register: (label: string, provider: () => DockerProvider) => void): void {
   describe(`docker backend, commands via ${via}`, () => {
-    before(() => {
-      if (via === 'engine exec') process.env.TERMGRADE_EXEC_VIA = 'engine';
-    });
-    after(() => {
-      delete process.env.TERMGRADE_EXEC_VIA;
-    });
-    register(`docker, ${via}`);
+    let mine: DockerProvider | null = null;
+    after(() => mine?.closeAll());
+    register(`docker, ${via}`, () => (mine ??= new DockerProvider({ execVia: via === 'engine exec' ? 'engine' : 'shell' })));
   });
 }
 

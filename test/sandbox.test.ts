@@ -12,9 +12,9 @@ import { multiStepBehaviour } from './support/multi-step.js';
 import { sandboxBehaviour } from './support/sandbox-suite.js';
 
 // The backend-neutral behaviour suite, on both of the Docker backend's command paths.
-onEachDockerExecPath((label) => {
-  sandboxBehaviour(label, docker);
-  multiStepBehaviour(label, docker, { scripted: true });
+onEachDockerExecPath((label, provider) => {
+  sandboxBehaviour(label, provider);
+  multiStepBehaviour(label, provider, { scripted: true });
 });
 
 /** What only the Docker backend has: limits as the engine reports them, labels, image builds, cleanup. */
@@ -117,8 +117,7 @@ describe('docker backend specifics', () => {
     const base = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp\n` }));
     // The legacy builder runs build steps in containers (BuildKit does not); the agent layer builds
     // FROM the task image, whose termgrade labels those containers inherit.
-    process.env.TERMGRADE_BUILDER = 'legacy';
-    const legacy = new DockerProvider({ docker: new Docker() });
+    const legacy = new DockerProvider({ docker: new Docker(), builder: 'legacy' });
     const building = legacy.prepare(base, { agentLayer: `RUN sleep 6 && echo layer-${stamp}` });
     building.catch(() => undefined);
     const deadline = Date.now() + 120_000;
@@ -130,7 +129,7 @@ describe('docker backend specifics', () => {
     }
     const r = spawnSync(process.execPath, [CLI, 'cleanup'], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const prepared = await building.finally(() => delete process.env.TERMGRADE_BUILDER);
+    const prepared = await building;
     assert.match(prepared.image, /^termgrade-agent:/);
   });
 

@@ -8,7 +8,7 @@ import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
 import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
 import { instructionLeak, isOutputPath, keepsFinalState, leakPlacements, namedInput, splitCommands } from './probe-logic.js';
-import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { acquireSandbox } from '../sandbox/lease.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
 /** Text less trailing whitespace: how most checkers compare (strip()). */
@@ -63,8 +63,7 @@ export class TaskProber {
   ) {}
 
   private async sandbox(): Promise<Sandbox> {
-    const prepared = await this.provider.prepare(this.task, { signal: this.signal });
-    return startSandbox(this.provider, this.task, prepared, { deadlineMs: DEFAULT_START_TIMEOUT_SEC * 1000, signal: this.signal });
+    return (await acquireSandbox({ provider: this.provider, task: this.task, signal: this.signal })).sandbox;
   }
 
   /** The reference solution (or its first `commands` top-level commands) run in the sandbox. */

@@ -364,6 +364,19 @@ program
   });
 
 program
+  .command('selfcheck')
+  .description('Run the sandbox contract\'s checks (exec, files, timeouts, network isolation, snapshot and verifier isolation, cleanup, attacks graded 0) against a backend; one line per check, exit 1 on any failure.')
+  .option('--engine <host>', ENGINE_HELP, collect)
+  .option('--backend <name>', 'a backend by its registered name (default: docker, or engines with --engine)')
+  .option('--image <image>', 'the image the checks\' task builds FROM (needs sh, coreutils, bash)', 'debian:bookworm-slim')
+  .option('--only <name...>', 'only these checks')
+  .option('--json', 'one JSON object: {provider, ok, results: [...]}')
+  .action(async (opts) => {
+    const { selfcheckCommand } = await import('./selfcheck-command.js');
+    process.exitCode = await selfcheckCommand(opts);
+  });
+
+program
   .command('report')
   .description('One self-contained HTML page (plus report.json) with every figure for your trials: pass@1/pass@k, paired comparisons, rate histograms, cost, overlap, check yield, selection, trajectory behaviour.')
   .argument('<sources...>', SOURCES)

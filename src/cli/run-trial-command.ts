@@ -2,7 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { BuildError } from '../sandbox/docker/image.js';
 import { clipMessage } from '../util/clip.js';
-import { createAgent, loadAgentModule, loadPrices, DockerProvider, loadTask, runTrial, TermgradeError } from '../index.js';
+import { createAgent, loadAgentModule, loadPrices, loadTask, runTrial, TermgradeError } from '../index.js';
+import { createProvider } from '../sandbox/registry.js';
 import { EXIT, handleSignals } from './signals.js';
 import { warnAboutTasks } from './format.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
@@ -60,7 +61,7 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       : undefined;
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
-  const provider = new DockerProvider({ buildNetwork: resolveBuildNetwork(flags.buildNetwork) });
+  const provider = createProvider({ backend: 'docker', engines: [], buildNetwork: resolveBuildNetwork(flags.buildNetwork) });
   await provider.ping();
   const signals = handleSignals(provider, (m) => process.stderr.write(`${m}\n`));
   // A failed build's log is kept beside the trial folders, and its path printed: the error line

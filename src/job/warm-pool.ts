@@ -1,5 +1,5 @@
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
-import { startSandbox } from '../sandbox/start.js';
+import { acquireSandbox } from '../sandbox/lease.js';
 import type { Task } from '../task/task.js';
 
 /** A trial about to be dispatched, whose image is ready: the warm pool starts a container for it. */
@@ -41,7 +41,15 @@ export class WarmPool {
    */
   start(task: Task, prepared: PreparedEnvironment, background = false): WarmStart {
     const own = new AbortController();
-    const sandbox = startSandbox(this.provider, task, prepared, { signal: AbortSignal.any([this.signal, own.signal]), network: task.limits.network ? this.network : null, background });
+    const sandbox = acquireSandbox({
+      provider: this.provider,
+      task,
+      prepare: prepared,
+      deadlineMs: null,
+      signal: AbortSignal.any([this.signal, own.signal]),
+      network: task.limits.network ? this.network : null,
+      background,
+    }).then((lease) => lease.sandbox);
     sandbox.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
     return { sandbox, cancel: () => own.abort() };
   }

@@ -273,21 +273,59 @@ export interface ProviderHealth {
   detail: string;
 }
 
-/** Makes sandboxes for tasks: builds (or finds) the task's image once, then starts containers from it. */
+/** What a backend can do; the self-check skips, naming why, each check a backend lacks the means for. */
+export interface ProviderCapabilities {
+  /** Commands run in a real POSIX shell with coreutils and /proc (exec, timeouts, process groups). */
+  commands: boolean;
+  /** A sandbox has no network but loopback unless it is given a named isolated network. */
+  networkIsolation: boolean;
+  /** Sandboxes start from engine (OCI) images: a task's Dockerfile or its docker_image. */
+  engineImages: boolean;
+  /** Holds at most `capacity` sandboxes at once (start waits for a free slot). */
+  fixedCapacity: boolean;
+}
+
+/**
+ * Makes sandboxes for tasks: builds (or finds) the task's image once, then starts containers from
+ * it. A new backend implements this (and Sandbox), registers in sandbox/registry.ts, and passes
+ * `termgrade selfcheck` (src/selfcheck/). Errors are TermgradeErrors with the code named here;
+ * CancelledError whenever a caller's signal aborted the call.
+ */
 export interface SandboxProvider {
   readonly name: string;
+  /** What this backend can do (see ProviderCapabilities). */
+  readonly capabilities: ProviderCapabilities;
   /** Sandboxes it holds at once (an engine pool's capacities), when it has such a limit. */
   readonly capacity?: number;
+  /**
+   * Builds or finds the task's image. Throws BuildError (code `build_failed`) with the build's log
+   * when it cannot be had; CancelledError on `signal`.
+   */
   prepare(task: Task, options?: PrepareOptions): Promise<PreparedEnvironment>;
+  /**
+   * Starts a sandbox from a prepared image. Throws `environment_error` when the engine cannot
+   * start it, `bad_input` for a network it refuses (see checkNetwork), CancelledError on `signal`;
+   * on any failure nothing it made is left behind. Callers start through acquireSandbox (lease.ts).
+   */
   start(task: Task, prepared: PreparedEnvironment, options?: StartOptions): Promise<Sandbox>;
-  /** Closes every sandbox this provider has open (used on Ctrl-C / SIGTERM). */
+  /** Closes every sandbox this provider has open (used on Ctrl-C / SIGTERM). Never throws. */
   closeAll(): Promise<void>;
   /** Whether the engine answers; never throws. */
   health(): Promise<ProviderHealth>;
   /**
+   * Asked once by every command before work starts. Throws `engine_unavailable` when no engine
+   * answers; returns a warning per part that does not (a pool's lost engine), none when all do.
+   */
+  ping(): Promise<string[]>;
+  /**
+   * Whether `name` is a network trials may join: an isolated one the user made, never the host's.
+   * Throws `bad_input` naming the problem (absent, host/none/default, an address the host holds).
+   */
+  checkNetwork(name: string): Promise<void>;
+  /**
    * Removes sandboxes left by termgrade processes that are gone (a crash, kill -9); `all` removes
    * every sandbox termgrade made. Never touches what a live process owns, image builds included.
-   * Returns how many were removed.
+   * Returns how many were removed; throws `engine_unavailable` when the engine does not answer.
    */
   cleanup(options?: { all?: boolean }): Promise<number>;
 }

@@ -9,7 +9,7 @@ import { gradeSandbox } from '../verifier/verify.js';
 import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
 import { gradeOf } from './grade.js';
 import { childDir, ID_RULE, isSafeId } from './ids.js';
-import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { acquireSandbox } from '../sandbox/lease.js';
 import { causeOf, log } from '../util/log.js';
 
 /** A task the server offers, with what the selection measured of it (when served from one). */
@@ -133,11 +133,11 @@ export class SessionManager {
     const s: Session = { id: randomUUID(), task: served, policy, servedBy: how.servedBy, group: how.group, state: 'starting', sandbox: null, lastUsed: Date.now(), grade: null, endedAt: null };
     this.sessions.set(s.id, s);
     try {
-      // A server stopping cancels builds and starts under way (startSandbox then removes what it made).
-      const prepared = await this.options.provider.prepare(served.task, { signal: this.stopping.signal });
-      s.sandbox = await startSandbox(this.options.provider, served.task, prepared, { deadlineMs: DEFAULT_START_TIMEOUT_SEC * 1000, signal: this.stopping.signal, labels: { 'io.termgrade.session': s.id } });
+      // A server stopping cancels builds and starts under way (acquireSandbox then removes what it made).
+      const lease = await acquireSandbox({ provider: this.options.provider, task: served.task, signal: this.stopping.signal, labels: { 'io.termgrade.session': s.id } });
+      s.sandbox = lease.sandbox;
     } catch (err) {
-      // startSandbox closed whatever it started.
+      // acquireSandbox closed whatever it started.
       this.sessions.delete(s.id);
       this.countError('environment_error');
       throw new ServeError('unavailable', `the sandbox for ${taskName} could not be started: ${errorMessage(err)}`, 10);

@@ -1,5 +1,5 @@
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
-import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { withSandbox as withLease } from '../sandbox/lease.js';
 import type { Task } from '../task/task.js';
 import type { EnvironmentPart, EnvironmentState, SolutionState } from './schema.js';
 
@@ -18,12 +18,7 @@ const HARNESS_PATHS = /^\/(solution|logs|proc|sys|dev|run|tmp\/\.termgrade)(\/|$
 const tail = (text: string, n = OUTPUT_KEEP): string => (text.length > n ? `[... ${text.length - n} characters cut ...]${text.slice(-n)}` : text);
 
 async function withSandbox<T>(provider: SandboxProvider, task: Task, prepared: PreparedEnvironment, signal: AbortSignal | undefined, work: (box: Sandbox) => Promise<T>): Promise<T> {
-  const box = await startSandbox(provider, task, prepared, { deadlineMs: DEFAULT_START_TIMEOUT_SEC * 1000, signal, labels: { 'termgrade.synth': 'true' } });
-  try {
-    return await work(box);
-  } finally {
-    await box.close();
-  }
+  return withLease({ provider, task, prepare: prepared, signal, labels: { 'termgrade.synth': 'true' } }, work);
 }
 
 const TREE_SCRIPT = `set -u

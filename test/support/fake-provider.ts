@@ -8,7 +8,7 @@ import { prepareFoldersInside } from '../../src/sandbox/verifier-folders.js';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Task } from '../../src/task/task.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderHealth, Sandbox, SandboxProvider, SandboxSnapshot, Shell, StartOptions } from '../../src/sandbox/sandbox.js';
+import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderCapabilities, ProviderHealth, Sandbox, SandboxProvider, SandboxSnapshot, Shell, StartOptions } from '../../src/sandbox/sandbox.js';
 import { CancelledError, TermgradeError } from '../../src/util/errors.js';
 
 /** What the grader of a fake trial returns: a reward, no reward file, or a verifier that hangs. */
@@ -93,6 +93,7 @@ export class FakeSandbox implements Sandbox {
   }
 
   async putFiles(entries: FileEntry[]): Promise<void> {
+    this.alive();
     for (const e of entries) if (e.content !== undefined) this.files.set(e.path, Buffer.from(e.content));
   }
 
@@ -164,6 +165,8 @@ export class FakeSandbox implements Sandbox {
 
 export class FakeProvider implements SandboxProvider {
   readonly name = 'fake';
+  /** Commands do not really run and there is no network to isolate: the self-check skips what needs them. */
+  readonly capabilities: ProviderCapabilities = { commands: false, networkIsolation: false, engineImages: false, fixedCapacity: false };
   /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once, endProcesses calls. */
   starts = 0;
   backgroundStarts = 0;
@@ -226,5 +229,14 @@ export class FakeProvider implements SandboxProvider {
 
   async cleanup(): Promise<number> {
     return 0;
+  }
+
+  async ping(): Promise<string[]> {
+    return [];
+  }
+
+  /** Any name but the engine's own networks: the fake has none to inspect. */
+  async checkNetwork(name: string): Promise<void> {
+    if (['host', 'none', 'bridge', 'default'].includes(name)) throw new TermgradeError('bad_input', `network "${name}" is not an isolated network`);
   }
 }

@@ -144,16 +144,27 @@ async function pull(docker: Docker, tag: string, task: Task, options: PrepareOpt
   return log();
 }
 
+/** An image builder: BuildKit, or the legacy one. */
+export type DockerBuilder = 'buildkit' | 'legacy';
+
+/** Where and how builds run: the build network, and a builder forced by the operator or a test. */
+export interface BuildSetup {
+  network: BuildNetwork;
+  /** Default: what the engine offers (TERMGRADE_BUILDER=legacy still forces legacy, a fallback for operators). */
+  builder?: DockerBuilder;
+}
+
 /**
  * Which builder the engine offers: BuildKit (Engine API 1.39+, on Linux) or only the legacy one.
- * Asked once per engine. TERMGRADE_BUILDER=legacy forces the legacy builder.
+ * Asked once per engine.
  */
-const builders = new WeakMap<Docker, Promise<'buildkit' | 'legacy'>>();
-function builderOf(docker: Docker): Promise<'buildkit' | 'legacy'> {
+const builders = new WeakMap<Docker, Promise<DockerBuilder>>();
+function builderOf(docker: Docker, forced: DockerBuilder | undefined): Promise<DockerBuilder> {
+  if (forced) return Promise.resolve(forced);
+  if (process.env.TERMGRADE_BUILDER === 'legacy') return Promise.resolve('legacy');
   let b = builders.get(docker);
   if (!b) {
     b = (async () => {
-      if (process.env.TERMGRADE_BUILDER === 'legacy') return 'legacy' as const;
       const v = (await docker.version().catch(() => null)) as { ApiVersion?: string; Os?: string } | null;
       const [major, minor] = (v?.ApiVersion ?? '0.0').split('.').map(Number) as [number, number];
       return v?.Os === 'linux' && (major > 1 || (major === 1 && minor >= 39)) ? ('buildkit' as const) : ('legacy' as const);
@@ -170,10 +181,11 @@ function builderOf(docker: Docker): Promise<'buildkit' | 'legacy'> {
  * with the legacy builder, as is one on a named network (BuildKit in the engine knows only
  * default, host and none). The build log is kept either way.
  */
-async function runBuild(docker: Docker, network: BuildNetwork, context: () => NodeJS.ReadableStream, tag: string, task: Task, options: PrepareOptions, what: string): Promise<string> {
+async function runBuild(docker: Docker, setup: BuildSetup, context: () => NodeJS.ReadableStream, tag: string, task: Task, options: PrepareOptions, what: string): Promise<string> {
   const { note, log } = logCollector(options);
+  const network = setup.network;
   const request = buildRequestOf(network);
-  const builder = request.legacyOnly ? 'legacy' : await builderOf(docker);
+  const builder = request.legacyOnly ? 'legacy' : await builderOf(docker, setup.builder);
   note(`build network: ${network.name} (from ${network.from})\n`);
   const attempt = async (version: '1' | '2'): Promise<void> => {
     let stream: NodeJS.ReadableStream;
@@ -218,13 +230,13 @@ async function runBuild(docker: Docker, network: BuildNetwork, context: () => No
   return log();
 }
 
-async function build(docker: Docker, network: BuildNetwork, task: Task, tag: string, options: PrepareOptions): Promise<string> {
+async function build(docker: Docker, setup: BuildSetup, task: Task, tag: string, options: PrepareOptions): Promise<string> {
   if (task.environment.kind !== 'dockerfile') throw new Error('build needs a Dockerfile');
   const contextDir = task.environment.contextDir;
   // Heredocs are rewritten for every builder: this engine's BuildKit frontend may predate them.
   const translated = translateHeredocs(await readFile(path.join(contextDir, 'Dockerfile'), 'utf8'));
   const overrides = translated ? [{ path: 'Dockerfile', content: translated.dockerfile }, ...translated.files] : [];
-  const log = await runBuild(docker, network, () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream, tag, task, options, 'build');
+  const log = await runBuild(docker, setup, () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream, tag, task, options, 'build');
   return translated ? `Dockerfile heredocs rewritten for this engine (${translated.files.length} file(s) from COPY/ADD heredocs)\n${log}` : log;
 }
 
@@ -239,7 +251,13 @@ export class ImageBuilder {
     private readonly docker: Docker,
     /** The network builds run on (see build-network.ts). */
     readonly network: BuildNetwork,
+    /** A builder forced for every build (see BuildSetup). */
+    private readonly builder?: DockerBuilder,
   ) {}
+
+  private get setup(): BuildSetup {
+    return { network: this.network, builder: this.builder };
+  }
 
   prepare(task: Task, options: PrepareOptions = {}): Promise<PreparedEnvironment> {
     const env = task.environment;
@@ -288,7 +306,7 @@ export class ImageBuilder {
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
       const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
-      const log = await runBuild(this.docker, this.network, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, task, options, 'agent image build');
+      const log = await runBuild(this.docker, this.setup, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, task, options, 'agent image build');
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log);
       return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log };
     }, options.signal);
@@ -304,7 +322,7 @@ export class ImageBuilder {
       const context = await packEntries(toolchainContext());
       // The recipe installs packages: its own build timeout, not the task's.
       const recipeTask = { ...task, config: { ...task.config, environment: { ...task.config.environment, build_timeout_sec: Math.max(task.config.environment.build_timeout_sec, 1800) } } };
-      const log = await runBuild(this.docker, this.network, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, recipeTask, options, 'verifier toolchain build');
+      const log = await runBuild(this.docker, this.setup, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, recipeTask, options, 'verifier toolchain build');
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the verifier toolchain build`, log);
       return done(false, log);
     }, options.signal);
@@ -318,7 +336,7 @@ export class ImageBuilder {
     // Another termgrade process may be building the same image: wait for it, then reuse its work.
     return withFileLock(`image-${tag}`, async () => {
       if (await imageExists(this.docker, tag)) return cached();
-      const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, this.network, task, tag, options);
+      const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, this.setup, task, tag, options);
       if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the ${task.environment.kind === 'image' ? 'pull' : 'build'}`, log);
       return { image: tag, source, cached: false, durationMs: performance.now() - started, log };
     }, options.signal);

@@ -1,12 +1,12 @@
 import Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
-import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions, VerifierCommand } from '../sandbox.js';
+import type { PreparedEnvironment, PrepareOptions, ProviderCapabilities, ProviderHealth, Sandbox, SandboxProvider, StartOptions, VerifierCommand } from '../sandbox.js';
 import { removeLeftovers } from './cleanup.js';
-import { ImageBuilder } from './image.js';
+import { ImageBuilder, type DockerBuilder } from './image.js';
 import { resolveBuildNetwork, type BuildNetwork } from './build-network.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, LABEL_VERIFIER, ownerId } from './labels.js';
-import { DockerSandbox, type CreatedContainer, type VerifierFactory } from './sandbox.js';
+import { DockerSandbox, type CreatedContainer, type DockerExecVia, type VerifierFactory } from './sandbox.js';
 import { EngineTurns } from './turns.js';
 import { trialNetworkRefusal, type NetworkInspection } from './trial-network.js';
 
@@ -91,10 +91,18 @@ export interface DockerProviderOptions {
   docker?: Docker;
   /** The network image builds run on; default the setting in force (see resolveBuildNetwork). */
   buildNetwork?: BuildNetwork;
+  /** How sandboxes reach their containers (see DockerExecVia); default `shell`. */
+  execVia?: DockerExecVia;
+  /** Forces an image builder; default BuildKit where the engine offers it (TERMGRADE_BUILDER=legacy as a fallback). */
+  builder?: DockerBuilder;
 }
+
+/** What a Docker engine gives sandboxes (see ProviderCapabilities). */
+export const DOCKER_CAPABILITIES: ProviderCapabilities = { commands: true, networkIsolation: true, engineImages: true, fixedCapacity: false };
 
 export class DockerProvider implements SandboxProvider {
   readonly name = 'docker';
+  readonly capabilities = DOCKER_CAPABILITIES;
   readonly docker: Docker;
   private readonly images: ImageBuilder;
   private readonly open = new Set<DockerSandbox>();
@@ -105,8 +113,10 @@ export class DockerProvider implements SandboxProvider {
 
   constructor(options: DockerProviderOptions = {}) {
     this.docker = options.docker ?? new Docker();
-    this.images = new ImageBuilder(this.docker, options.buildNetwork ?? resolveBuildNetwork());
+    this.images = new ImageBuilder(this.docker, options.buildNetwork ?? resolveBuildNetwork(), options.builder);
+    this.execVia = options.execVia ?? 'shell';
   }
+  private readonly execVia: DockerExecVia;
 
   /** Serves as many requests at once as the engine has cores (asked once; 2 until it answers). */
   private sizeTurns(): Promise<void> {
@@ -187,7 +197,7 @@ export class DockerProvider implements SandboxProvider {
   /** Creates one container (not started); its start, and every failure path, close it on failure. */
   private async create(task: Task, spec: Docker.ContainerCreateOptions, place: number, what: string, verifiers?: VerifierFactory): Promise<CreatedContainer> {
     const container = await this.turns.run(place, () => this.docker.createContainer(spec));
-    const sandbox = new DockerSandbox(this.docker, container, this.turns, place, () => this.open.delete(sandbox), verifiers);
+    const sandbox = new DockerSandbox(this.docker, container, this.turns, place, () => this.open.delete(sandbox), verifiers, this.execVia);
     this.open.add(sandbox);
     return {
       sandbox,

@@ -14,8 +14,12 @@ import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 import type { EngineTurns, Turn } from './turns.js';
 import { CancelledError, TermgradeError } from '../../util/errors.js';
 
-/** TERMGRADE_EXEC_VIA=engine takes every path through the engine: no helper shell, no reads from the layer (the tests run both). */
-const onlyEngine = (): boolean => process.env.TERMGRADE_EXEC_VIA === 'engine';
+/**
+ * How a Docker sandbox reaches its container: `shell` (default) through a helper shell and reads
+ * from the container's layer where it can; `engine` takes every path through a new engine request
+ * (the tests run the contract on both).
+ */
+export type DockerExecVia = 'shell' | 'engine';
 
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 const SHELL_COPY_LIMIT = 2 * 1024 * 1024;
@@ -61,6 +65,7 @@ export class DockerSandbox implements Sandbox {
     private readonly onClosed: () => void,
     /** Makes this sandbox's verifiers (the provider knows the task's limits); absent on a verifier. */
     private readonly verifiers?: VerifierFactory,
+    private readonly execVia: DockerExecVia = 'shell',
   ) {
     // A verifier's sandbox spools on its own fresh /dev/shm, under a name the agent could not have
     // prepared (whatever it did to /tmp lives on in the snapshot).
@@ -78,7 +83,7 @@ export class DockerSandbox implements Sandbox {
 
   /** Whether the helper shell may take a request now: free, the sandbox not closing, not turned off. */
   private get helperFree(): boolean {
-    return !this.shellBusy && !this.closing && !onlyEngine();
+    return !this.shellBusy && !this.closing && this.execVia !== 'engine';
   }
   /**
    * Where commands spool their output. After endProcesses it moves to a new name on the fresh
@@ -259,7 +264,7 @@ export class DockerSandbox implements Sandbox {
       }
       await this.container.start();
       this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
-      if (!onlyEngine()) {
+      if (this.execVia !== 'engine') {
         this.helper = DockerShell.open(this.docker, this.container, (request) => request()); // already in its turn
         await this.helper.catch(() => undefined); // a helper that fails to open is opened again on demand
       }
@@ -295,7 +300,7 @@ export class DockerSandbox implements Sandbox {
 
   /** The container's overlay layers when readable from here (not for a remote engine, another storage driver). */
   upperLayers(): Promise<OverlayLayers | null> {
-    this.layers ??= onlyEngine() ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
+    this.layers ??= this.execVia === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
     return this.layers;
   }
 

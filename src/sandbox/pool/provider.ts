@@ -5,11 +5,11 @@ import { z } from 'zod';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
 import { withTimeout } from '../../util/time.js';
-import { DockerProvider } from '../docker/provider.js';
+import { DOCKER_CAPABILITIES, DockerProvider, type DockerProviderOptions } from '../docker/provider.js';
 import { untilAborted } from '../start.js';
 import { resolveBuildNetwork, type BuildNetwork } from '../docker/build-network.js';
 import { LABEL_OWNER, ownerId } from '../docker/labels.js';
-import type { PreparedEnvironment, PrepareOptions, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
+import type { PreparedEnvironment, PrepareOptions, ProviderCapabilities, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
 import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
 import { imageIdOf } from '../docker/image.js';
@@ -35,7 +35,12 @@ export interface EnginePoolOptions {
   shipTimeoutMs?: number;
   /** The network image builds run on, on every engine; default the setting in force (see build-network.ts). */
   buildNetwork?: BuildNetwork;
+  /** Options for each engine's DockerProvider (how commands reach containers, a forced builder). */
+  docker?: Pick<DockerProviderOptions, 'execVia' | 'builder'>;
 }
+
+/** An engine pool is Docker engines with a fixed capacity in all. */
+export const POOL_CAPABILITIES: ProviderCapabilities = { ...DOCKER_CAPABILITIES, fixedCapacity: true };
 
 /** The signal every call in flight on an engine listens to (one listener each: many at once are expected). */
 function lostController(): AbortController {
@@ -65,12 +70,12 @@ export class Engine {
   readonly shipping = new Map<string, Promise<void>>();
   shipped = 0;
 
-  constructor(readonly spec: EngineSpec, buildNetwork?: BuildNetwork) {
+  constructor(readonly spec: EngineSpec, buildNetwork?: BuildNetwork, docker: EnginePoolOptions['docker'] = {}) {
     this.name = engineNameOf(spec);
     const connection = connectEngine(spec);
     this.docker = connection.docker;
     this.disconnect = connection.close;
-    this.provider = new DockerProvider({ docker: this.docker, buildNetwork });
+    this.provider = new DockerProvider({ ...docker, docker: this.docker, buildNetwork });
   }
 
   get capacity(): number {
@@ -105,6 +110,7 @@ export const LABEL_POOL = 'io.termgrade.pool';
  */
 export class EnginePool implements SandboxProvider {
   readonly name = 'engines';
+  readonly capabilities = POOL_CAPABILITIES;
   /** This pool among others, even in one process. */
   readonly id = randomBytes(8).toString('hex');
   readonly engines: Engine[];
@@ -122,7 +128,7 @@ export class EnginePool implements SandboxProvider {
   ) {
     if (!specs.length) throw new TermgradeError('usage', 'an engine pool needs at least one engine');
     const buildNetwork = options.buildNetwork ?? resolveBuildNetwork();
-    this.engines = specs.map((s) => new Engine(s, buildNetwork));
+    this.engines = specs.map((s) => new Engine(s, buildNetwork, options.docker));
     const names = this.engines.map((e) => e.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new TermgradeError('usage', `two engines are named "${twice}": give each a name (name=X)`);
