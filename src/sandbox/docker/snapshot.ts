@@ -142,6 +142,36 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
 }
 
 /**
+ * The agent's layer copied into `to` while its processes are frozen (through its cgroup here when
+ * it can be, else by the engine; see freezer.ts) and running on after; ended instead when they
+ * cannot be frozen (a fork bomb outruns the freezer, or the container died meanwhile), the
+ * filesystem then taken as they left it.
+ */
+async function copyFrozen(host: CopyHost, state: { Running?: boolean; Paused?: boolean; Pid: number }, to: string): Promise<void> {
+  const { container, turn } = host;
+  const copy = (): Promise<void> =>
+    copyLayer(host.layers.upper, to).catch((err: unknown) => {
+      // The agent's files decide whether they can be copied (a tree too deep, say): a grading step the sandbox broke.
+      throw new GradingStepError("the agent's files could not be copied for its verifier", err);
+    });
+  if (!state.Running || state.Paused) return copy();
+  const freezer = await cgroupFreezer(state.Pid, container.id);
+  let paused = false;
+  try {
+    await (freezer ? freezer.freeze() : turn(() => container.pause()));
+    paused = true;
+  } catch (err) {
+    if (!cannotFreeze(err)) throw err;
+    await host.stopAll();
+  }
+  try {
+    await copy();
+  } finally {
+    if (paused) await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
+  }
+}
+
+/**
  * On this machine: a verifier container is created (not started) from the agent's image, in the
  * agent sandbox's network and pids, and the agent's layer is copied into the verifier's while the
  * agent's processes are paused (they run on afterwards). The scan reads that copy (exactly what
@@ -151,7 +181,7 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
  * command (runVerifier): nothing is sent into it and nothing has to end it.
  */
 export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand): Promise<SandboxSnapshot> {
-  const { container, turn } = host;
+  const { container } = host;
   const info = await container.inspect();
   const running = Boolean(info.State.Running);
   let verifier = await host.createVerifier(running ? container.id : null, command);
@@ -159,32 +189,7 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
   try {
     // What lies below is the agent's image for both; the agent's lower list is the one its changes were judged against.
     target = { upper: await upperOf(verifier), lowers: host.layers.lowers };
-    const copy = (): Promise<void> =>
-      copyLayer(host.layers.upper, target.upper).catch((err: unknown) => {
-        // The agent's files decide whether they can be copied (a tree too deep, say): a grading step the sandbox broke.
-        throw new GradingStepError("the agent's files could not be copied for its verifier", err);
-      });
-    if (!running || info.State.Paused) {
-      await copy();
-    } else {
-      // Frozen through its cgroup here when it can be, else by the engine (see freezer.ts).
-      const freezer = await cgroupFreezer(info.State.Pid, container.id);
-      let paused = false;
-      try {
-        await (freezer ? freezer.freeze() : turn(() => container.pause()));
-        paused = true;
-      } catch (err) {
-        if (!cannotFreeze(err)) throw err;
-        // The processes could not be frozen (a fork bomb outruns the freezer, or the container died
-        // meanwhile): they are ended, and the filesystem is taken as they left it.
-        await host.stopAll();
-      }
-      try {
-        await copy();
-      } finally {
-        if (paused) await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
-      }
-    }
+    await copyFrozen(host, info.State, target.upper);
   } catch (err) {
     await verifier.sandbox.close();
     throw err;
