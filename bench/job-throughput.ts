@@ -6,6 +6,9 @@
  *   node dist/bench/job-throughput.js [latencyMs] [turns] [concurrency]
  *
  * Targets: sustained >= 0.85 and whole job (fill-up and drain included) >= 0.95 at concurrency 16.
+ * The same job is then run as bare engine calls (bench/bare-trial.ts), with the grading
+ * protections and without, against their own ideal: what the engine on these cores allows at all,
+ * and the harness's throughput against the bare sequence that gives its guarantees.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { writeTask } from './write-task.js';
@@ -117,23 +120,29 @@ try {
   // protections, no harness): what this engine on these cores allows at all, against the same ideal.
   const task = await loadTask(path.join(work, 'tasks', 'throughput'));
   const { image } = await provider.prepare(task);
-  const bareAlone: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const t = performance.now();
-    await bareTrial(provider.docker, task, image, { turns, latencyMs });
-    bareAlone.push((performance.now() - t) / 1000);
+  // The same job as bare engine calls, with the grading protections and without (tests in the agent's own container).
+  const bareJob = async (protect: boolean): Promise<{ alone: number; wall: number }> => {
+    const alone: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = performance.now();
+      await bareTrial(provider.docker, task, image, { turns, latencyMs, protect });
+      alone.push((performance.now() - t) / 1000);
+    }
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next++ < n) await bareTrial(provider.docker, task, image, { turns, latencyMs, protect });
+      }),
+    );
+    return { alone: median(alone), wall: (performance.now() - t0) / 1000 };
+  };
+  for (const protect of [true, false]) {
+    const bare = await bareJob(protect);
+    const what = protect ? 'with the grading protections' : 'without them (tests in the agent\'s container)';
+    console.log(`  bare engine calls, same job, ${what}: one alone ${bare.alone.toFixed(2)} s; ${n} at concurrency ${concurrency} ${bare.wall.toFixed(1)} s wall: ratio ${(n / bare.wall / (concurrency / bare.alone)).toFixed(3)} of its ideal`);
+    if (protect) console.log(`  harness throughput / bare throughput with the same guarantees ${(actual / (n / bare.wall)).toFixed(3)}`);
   }
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next++ < n) await bareTrial(provider.docker, task, image, { turns, latencyMs });
-    }),
-  );
-  const bareWall = (performance.now() - t0) / 1000;
-  const bareIdeal = concurrency / median(bareAlone);
-  console.log(`  bare engine calls, same job: one alone ${median(bareAlone).toFixed(2)} s; ${n} at concurrency ${concurrency} ${bareWall.toFixed(1)} s wall: ratio ${(n / bareWall / bareIdeal).toFixed(3)} of its ideal`);
-  console.log(`  harness throughput / bare throughput ${(actual / (n / bareWall)).toFixed(3)}`);
 } finally {
   await server.close();
   await rm(work, { recursive: true, force: true });
