@@ -158,6 +158,9 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
     assert.deepEqual(await env.send('{"type": "jump"}'), { type: 'error', data: { message: 'Unknown message type: jump', code: 'UNKNOWN_TYPE' } });
     const early = await wsRefusal(env.step({ command: 'ls' }));
     assert.deepEqual([early.data.code, early.data.message], ['EXECUTION_ERROR', 'no episode on this connection: send a reset first']);
+    const unknownTask = await wsRefusal(env.reset({ task: 'nope' }));
+    assert.equal(unknownTask.data.code, 'EXECUTION_ERROR');
+    assert.match(unknownTask.data.message, /nope/);
     await env.reset({ task: 'hello' });
     const bad = await wsRefusal(env.step({ cmd: 'ls' }));
     assert.deepEqual([bad.data.code, bad.data.message], ['VALIDATION_ERROR', 'Invalid message']);
@@ -166,9 +169,6 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
     assert.deepEqual([extra.type, extra.data.code], ['error', 'VALIDATION_ERROR'], 'messages admit no extra fields, as OpenEnv\'s');
     const badReset = await wsRefusal(env.reset({ task: 'hello', max_steps: -1 }));
     assert.equal(badReset.data.code, 'VALIDATION_ERROR');
-    const unknownTask = await wsRefusal(env.reset({ task: 'nope' }));
-    assert.equal(unknownTask.data.code, 'EXECUTION_ERROR');
-    assert.match(unknownTask.data.message, /nope/);
     assert.equal((await env.step({ command: 'echo still here' })).observation.output, 'still here\n', 'the episode survives the bad messages');
     await env.close();
   });

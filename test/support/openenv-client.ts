@@ -102,10 +102,14 @@ export class OpenEnvWsClient {
     const socket = new WebSocket(url, { headers, ...(options.origin ? { origin: options.origin } : {}) });
     return new Promise((resolve, reject) => {
       socket.once('open', () => resolve(new OpenEnvWsClient(socket)));
-      socket.once('unexpected-response', (_req, res) => {
+      // With this listener ws leaves the refused request open: it is ended here once read.
+      socket.once('unexpected-response', (req, res) => {
         let text = '';
         res.on('data', (c: Buffer) => (text += String(c)));
-        res.on('end', () => reject(new OpenEnvHttpError(res.statusCode ?? 0, text ? JSON.parse(text) : null)));
+        res.on('end', () => {
+          req.destroy();
+          reject(new OpenEnvHttpError(res.statusCode ?? 0, text ? JSON.parse(text) : null));
+        });
       });
       socket.once('error', reject);
     });
