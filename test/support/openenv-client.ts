@@ -108,6 +108,7 @@ export class OpenEnvWsClient {
         res.on('data', (c: Buffer) => (text += String(c)));
         res.on('end', () => {
           req.destroy();
+          res.destroy();
           reject(new OpenEnvHttpError(res.statusCode ?? 0, text ? JSON.parse(text) : null));
         });
       });
