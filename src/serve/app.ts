@@ -45,6 +45,8 @@ export function createApp(hostCheck: HostCheck, token: string): FastifyInstance 
   });
   app.setNotFoundHandler((req, reply) => send(reply, new ServeError('not_found', `no route ${req.method} ${req.url}`)));
   app.addHook('onRequest', async (req, reply) => {
+    // A refused WebSocket upgrade is answered on a socket no HTTP server owns: closed once answered.
+    if (req.headers.upgrade) reply.raw.once('finish', () => req.raw.socket.destroy());
     const refused = hostCheck.refusal(req.headers.host, req.headers.origin);
     if (refused) return send(reply, new ServeError('forbidden', refused));
     if (req.url === '/healthz') return;

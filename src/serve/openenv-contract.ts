@@ -67,3 +67,26 @@ export const OpenEnvState = z.object({
   done: z.boolean(),
   reward: z.number().nullable(),
 });
+
+/**
+ * OpenEnv's WebSocket route (`/ws`): one connection holds one environment session; the client
+ * sends `{type: "reset", data: {reset fields}}`, `{type: "step", data: {action}}`,
+ * `{type: "state"}` or `{type: "close"}` and gets `{type: "observation", data: {observation,
+ * reward, done}}`, `{type: "state", data: {state}}` or `{type: "error", data: {message, code}}`.
+ * Messages admit no extra fields, as there.
+ */
+export const OpenEnvWsMessage = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('reset'), data: z.record(z.string(), z.unknown()).default({}) }),
+  z.strictObject({ type: z.literal('step'), data: z.record(z.string(), z.unknown()) }),
+  z.strictObject({ type: z.literal('state') }),
+  z.strictObject({ type: z.literal('close') }),
+]);
+export type OpenEnvWsMessageT = z.infer<typeof OpenEnvWsMessage>;
+
+/** The error codes of OpenEnv's WebSocket route, as its server names them. */
+export type OpenEnvWsErrorCode = 'INVALID_JSON' | 'UNKNOWN_TYPE' | 'VALIDATION_ERROR' | 'EXECUTION_ERROR' | 'CAPACITY_REACHED';
+
+/** Validation issues in OpenEnv's shape (`{loc, msg, type}`), under the location they came from. */
+export function openEnvIssues(issues: readonly z.core.$ZodIssue[], at: string): Array<{ loc: string[]; msg: string; type: string }> {
+  return issues.map((i) => ({ loc: [at, ...i.path.map(String)], msg: i.message, type: i.code }));
+}

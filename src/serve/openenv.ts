@@ -24,6 +24,9 @@ export interface OpenEnvResult {
   done: boolean;
 }
 
+/** A step's command timeout when the client gives none (OpenEnv's WebSocket step has no field for it). */
+export const STEP_TIMEOUT_SEC = 180;
+
 /** How long a finished episode's state is kept for GET /state. */
 const KEEP_DONE_MS = 3600_000;
 
@@ -78,7 +81,13 @@ export class OpenEnvEpisodes {
     return { observation: { ...observation, grade }, reward: g.reward, done: true };
   }
 
-  /** Ends an episode without a grade (a reset over it): its sandbox is removed. */
+  /** Ends a running episode without a grade (its WebSocket closed): its sandbox is removed. A done one stays as it is. */
+  async close(id: string): Promise<void> {
+    const ep = this.episodes.get(id);
+    if (ep && !ep.done) await this.end(ep);
+  }
+
+  /** Ends an episode without a grade (a reset over it, a close): its sandbox is removed. */
   private async end(ep: OpenEnvEpisode): Promise<void> {
     ep.done = true;
     ep.endedAt = Date.now();
