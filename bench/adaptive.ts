@@ -22,7 +22,13 @@
  * Targets: cold <= 0.6x, undrifted prior <= 0.35x the trials of fixed k = 16; the exact worst case
  * >= 97% for every earlier record; the GMS estimate unbiased within simulation error.
  */
-import { DEFAULT_ADAPTIVE_RULE, GmsEstimator, informedPrior, runAdaptive, type AdaptiveRule } from '../src/stats/adaptive.js';
+import {
+  DEFAULT_ADAPTIVE_RULE,
+  GmsEstimator,
+  informedPrior,
+  runAdaptive,
+  type AdaptiveRule,
+} from '../src/stats/adaptive.js';
 import { inBand } from '../src/stats/band.js';
 import { betaDraw, seededUniform, type Uniform } from '../src/stats/random.js';
 import { guardedPrior, worstAgreement } from '../src/stats/adaptive-risk.js';
@@ -54,7 +60,9 @@ type Scenario = { name: string; prior: 'cold (earlier)' | 'cold' | 'guarded' | '
 const SCENARIOS: Scenario[] = [
   { name: 'cold (earlier)', prior: 'cold (earlier)', drift: 'none' },
   { name: 'cold', prior: 'cold', drift: 'none' },
-  ...DRIFTS.flatMap((drift) => (['guarded', 'unguarded'] as const).map((prior) => ({ name: `${prior}: ${drift}`, prior, drift }))),
+  ...DRIFTS.flatMap((drift) =>
+    (['guarded', 'unguarded'] as const).map((prior) => ({ name: `${prior}: ${drift}`, prior, drift })),
+  ),
 ];
 const TARGET: Record<string, number> = { cold: 0.6, 'guarded: none': 0.35 };
 const inside = (p: number): boolean => inBand(p, rule.lo, rule.hi);
@@ -76,7 +84,13 @@ function drifted(old: number, drift: Drift, u: Uniform): number {
       return moves && inside(old) ? (u() < 0.5 ? between(0.26, 0.34, u) : between(0.66, 0.74, u)) : old;
     case 'crossed edge':
       if (!moves) return old;
-      return old < 0.5 ? (inside(old) ? between(0.15, 0.25, u) : between(0.25, 0.35, u)) : inside(old) ? between(0.75, 0.85, u) : between(0.65, 0.75, u);
+      return old < 0.5
+        ? inside(old)
+          ? between(0.15, 0.25, u)
+          : between(0.25, 0.35, u)
+        : inside(old)
+          ? between(0.75, 0.85, u)
+          : between(0.65, 0.75, u);
   }
 }
 
@@ -102,7 +116,8 @@ function estimatorOf(r: AdaptiveRule): GmsEstimator {
 function ruleOf(scenario: Scenario, earlierC: number): AdaptiveRule {
   if (scenario.prior === 'cold (earlier)') return legacy;
   if (scenario.prior === 'cold') return rule;
-  if (scenario.prior === 'unguarded') return { ...rule, yields: false, informed: informedPrior({ n: 16, c: earlierC }, { maxTrials: 16 }) };
+  if (scenario.prior === 'unguarded')
+    return { ...rule, yields: false, informed: informedPrior({ n: 16, c: earlierC }, { maxTrials: 16 }) };
   return { ...rule, informed: guardedPrior({ n: 16, c: earlierC }, rule, { maxTrials: 16 }) };
 }
 
@@ -138,10 +153,18 @@ function runSeed(seed: number, scenario: Scenario): SeedResult {
 }
 
 const pad = (s: string, n = 14): string => s.padStart(n);
-console.log(`synthetic pools: ${TASKS} tasks each, U-shaped true rates, ${SEEDS} seeds; band ${rule.lo}..${rule.hi}, k ${rule.kMax}`);
-console.log(`rule: Bayes-optimal stopping, one trial at a time, risk ${rule.risk} (a differing decision costs ${Math.round(1 / rule.risk)} trials); 'cold (earlier)': curtailment in pairs, risk ${legacy.risk}`);
-console.log('prior: the 16 earlier trials, counted as at most 16, mixed with Jeffreys Beta(1/2, 1/2): 0.97 / 0.03 for a one-sided record (<= 1 success or failure), else 0.9 / 0.1');
-console.log(`${'scenario'.padEnd(26)}${pad('trials/fixed')}${pad('agreement %')}${pad('worst seed %')}${pad('worst class %', 15)}  ${'worst class (earlier -> new p)'.padEnd(31)}${pad('bias / SE', 10)}  target`);
+console.log(
+  `synthetic pools: ${TASKS} tasks each, U-shaped true rates, ${SEEDS} seeds; band ${rule.lo}..${rule.hi}, k ${rule.kMax}`,
+);
+console.log(
+  `rule: Bayes-optimal stopping, one trial at a time, risk ${rule.risk} (a differing decision costs ${Math.round(1 / rule.risk)} trials); 'cold (earlier)': curtailment in pairs, risk ${legacy.risk}`,
+);
+console.log(
+  'prior: the 16 earlier trials, counted as at most 16, mixed with Jeffreys Beta(1/2, 1/2): 0.97 / 0.03 for a one-sided record (<= 1 success or failure), else 0.9 / 0.1',
+);
+console.log(
+  `${'scenario'.padEnd(26)}${pad('trials/fixed')}${pad('agreement %')}${pad('worst seed %')}${pad('worst class %', 15)}  ${'worst class (earlier -> new p)'.padEnd(31)}${pad('bias / SE', 10)}  target`,
+);
 for (const scenario of SCENARIOS) {
   const results = Array.from({ length: SEEDS }, (_, s) => runSeed(s + 1, scenario));
   const mean = (f: (r: SeedResult) => number): number => results.reduce((a, r) => a + f(r), 0) / results.length;
@@ -151,15 +174,21 @@ for (const scenario of SCENARIOS) {
   const ratio = mean((r) => r.ratio);
   const agreement = mean((r) => r.agreement);
   const classes = new Map<string, { n: number; agree: number }>();
-  for (const r of results) for (const [k, v] of r.classes) classes.set(k, { n: (classes.get(k)?.n ?? 0) + v.n, agree: (classes.get(k)?.agree ?? 0) + v.agree });
-  const worst = [...classes.entries()].filter(([, v]) => v.n >= 50).sort((x, y) => x[1].agree / x[1].n - y[1].agree / y[1].n)[0]!;
+  for (const r of results)
+    for (const [k, v] of r.classes)
+      classes.set(k, { n: (classes.get(k)?.n ?? 0) + v.n, agree: (classes.get(k)?.agree ?? 0) + v.agree });
+  const worst = [...classes.entries()]
+    .filter(([, v]) => v.n >= 50)
+    .sort((x, y) => x[1].agree / x[1].n - y[1].agree / y[1].n)[0]!;
   const target = TARGET[scenario.name];
   const verdict = target === undefined ? '' : `<= ${target}: ${ratio <= target ? 'met' : 'NOT met'}`;
   console.log(
-    `${scenario.name.padEnd(26)}${pad(ratio.toFixed(3))}${pad((100 * agreement).toFixed(2))}${pad((100 * Math.min(...results.map((r) => r.agreement))).toFixed(2))}${pad((100 * worst[1].agree / worst[1].n).toFixed(1), 15)}  ${`${worst[0]} (${worst[1].n} tasks)`.padEnd(31)}${pad((bias / (sd / Math.sqrt(n))).toFixed(2), 10)}  ${verdict}`,
+    `${scenario.name.padEnd(26)}${pad(ratio.toFixed(3))}${pad((100 * agreement).toFixed(2))}${pad((100 * Math.min(...results.map((r) => r.agreement))).toFixed(2))}${pad(((100 * worst[1].agree) / worst[1].n).toFixed(1), 15)}  ${`${worst[0]} (${worst[1].n} tasks)`.padEnd(31)}${pad((bias / (sd / Math.sqrt(n))).toFixed(2), 10)}  ${verdict}`,
   );
 }
-console.log('bias: mean of (GMS estimate - true p) over every task of every seed; |bias / SE| < 2 is unbiased within simulation error.');
+console.log(
+  'bias: mean of (GMS estimate - true p) over every task of every seed; |bias / SE| < 2 is unbiased within simulation error.',
+);
 console.log('');
 console.log('exact worst case over every new rate 0.005..0.995, by earlier record (agreement with fixed k = 16, %):');
 console.log(`${'earlier'.padEnd(9)}${pad('guarded', 10)}${pad('weight', 8)}${pad('unguarded', 11)}${pad('at p', 7)}`);
@@ -170,6 +199,10 @@ for (let c0 = 0; c0 <= 16; c0++) {
   const g = worstAgreement({ ...rule, informed });
   const un = worstAgreement({ ...rule, yields: false, informed: informedPrior({ n: 16, c: c0 }, { maxTrials: 16 }) });
   if (g.agreement < 0.97) floorMet = false;
-  console.log(`${`${c0}/16`.padEnd(9)}${pad((100 * g.agreement).toFixed(2), 10)}${pad(informed ? informed.weight.toFixed(2) : 'cold', 8)}${pad((100 * un.agreement).toFixed(2), 11)}${pad(un.p.toFixed(3), 7)}`);
+  console.log(
+    `${`${c0}/16`.padEnd(9)}${pad((100 * g.agreement).toFixed(2), 10)}${pad(informed ? informed.weight.toFixed(2) : 'cold', 8)}${pad((100 * un.agreement).toFixed(2), 11)}${pad(un.p.toFixed(3), 7)}`,
+  );
 }
-console.log(`cold: ${(100 * coldWorst.agreement).toFixed(2)}% at p = ${coldWorst.p}; guarded worst case >= 97% for every earlier record: ${floorMet ? 'met' : 'NOT met'}`);
+console.log(
+  `cold: ${(100 * coldWorst.agreement).toFixed(2)}% at p = ${coldWorst.p}; guarded worst case >= 97% for every earlier record: ${floorMet ? 'met' : 'NOT met'}`,
+);

@@ -74,12 +74,19 @@ const pct = (xs: number[], p: number): number => {
 async function measure(kind: 'terminus' | 'bash-tool'): Promise<void> {
   const script =
     kind === 'terminus'
-      ? [...Array.from({ length: TURNS }, (_, i) => turn([{ keystrokes: `echo turn-${i}\n`, duration: 0 }])), turn([], true), turn([], true)]
+      ? [
+          ...Array.from({ length: TURNS }, (_, i) => turn([{ keystrokes: `echo turn-${i}\n`, duration: 0 }])),
+          turn([], true),
+          turn([], true),
+        ]
       : [...Array.from({ length: TURNS }, (_, i) => bash(`echo turn-${i}`)), bash('echo TERMGRADE_TASK_COMPLETE')];
   const server = new ScriptedModelServer({ m: script });
   const baseUrl = await server.start();
   const client = new TimedClient(ModelConfigSchema.parse({ baseUrl, model: 'm' }));
-  const agent: Agent = kind === 'terminus' ? createTerminusAgent({ client, maxTurns: TURNS + 5 }) : createBashToolAgent({ client, maxTurns: TURNS + 5 });
+  const agent: Agent =
+    kind === 'terminus'
+      ? createTerminusAgent({ client, maxTurns: TURNS + 5 })
+      : createBashToolAgent({ client, maxTurns: TURNS + 5 });
   const task = await loadTask(path.join(ROOT, 'examples/tasks/csv-summary'));
   const provider = new DockerProvider();
   const prepared = await provider.prepare(task, { agentLayer: agent.imageLayer });
@@ -99,7 +106,8 @@ async function measure(kind: 'terminus' | 'bash-tool'): Promise<void> {
     };
     await agent.setup(ctx);
     const outcome = await agent.run(ctx);
-    if (outcome.exitReason !== 'completed') throw new Error(`${kind} ended with ${outcome.exitReason}: ${outcome.message}`);
+    if (outcome.exitReason !== 'completed')
+      throw new Error(`${kind} ended with ${outcome.exitReason}: ${outcome.message}`);
     // Turn i's overhead: from the end of model call i to the start of call i+1, less the command's
     // execution (bash-tool); terminus turns here ask for duration 0.
     const overhead: number[] = [];

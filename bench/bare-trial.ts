@@ -26,7 +26,10 @@ export interface BareOptions {
 }
 
 /** A bare attached shell: write a command, read until its end marker. No wrapper, no bounds. */
-export async function bareShell(docker: Docker, c: Docker.Container): Promise<{ run: (cmd: string) => Promise<void>; close: () => void }> {
+export async function bareShell(
+  docker: Docker,
+  c: Docker.Container,
+): Promise<{ run: (cmd: string) => Promise<void>; close: () => void }> {
   const ex = await c.exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true });
   const stream = (await ex.start({ hijack: true, stdin: true })) as unknown as Duplex;
   let buf = '';
@@ -78,7 +81,8 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
     sh.close();
     const command = { command: 'bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1', env: {} };
     const v = await docker.createContainer(verifierSpec(task, image, c.id, {}, command));
-    const upper = async (x: Docker.Container): Promise<string> => ((await x.inspect()) as unknown as { GraphDriver: { Data: { UpperDir: string } } }).GraphDriver.Data.UpperDir;
+    const upper = async (x: Docker.Container): Promise<string> =>
+      ((await x.inspect()) as unknown as { GraphDriver: { Data: { UpperDir: string } } }).GraphDriver.Data.UpperDir;
     const [from, to] = [await upper(c), await upper(v)];
     const freezer = await cgroupFreezer((await c.inspect()).State.Pid, c.id);
     await (freezer ? freezer.freeze() : c.pause());
@@ -99,4 +103,3 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
   sh.close();
   await c.remove({ force: true, v: true });
 }
-

@@ -49,8 +49,23 @@ try {
     'solution/solve.sh': '#!/bin/bash\ntrue\n',
     'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
   });
-  const run = async (name: string, provider: SandboxProvider, k: number, agent: 'bash-tool' | 'oracle' = 'bash-tool', concurrency?: number): Promise<{ wall: number; completed: number }> => {
-    const spec = parseSpec({ name, tasks: { paths: [path.join(work, 'tasks')] }, agents: [agent === 'bash-tool' ? { agent, model: { baseUrl, model: 'm' } } : { agent }], k, concurrency }, 'bench');
+  const run = async (
+    name: string,
+    provider: SandboxProvider,
+    k: number,
+    agent: 'bash-tool' | 'oracle' = 'bash-tool',
+    concurrency?: number,
+  ): Promise<{ wall: number; completed: number }> => {
+    const spec = parseSpec(
+      {
+        name,
+        tasks: { paths: [path.join(work, 'tasks')] },
+        agents: [agent === 'bash-tool' ? { agent, model: { baseUrl, model: 'm' } } : { agent }],
+        k,
+        concurrency,
+      },
+      'bench',
+    );
     const job = await openJob(spec, path.join(work, 'jobs'));
     const t = performance.now();
     const summary = await runJob({ spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir });
@@ -70,22 +85,36 @@ try {
   const b = await run('three-engines', three, n);
   await Promise.all([one.closeAll(), three.closeAll()]);
   const trialAlone = (latencyMs * turns) / 1000;
-  console.log(`scripted model: ${latencyMs} ms per turn, ${turns} turns per trial (bash-tool, real containers); ${n} trials per job`);
-  console.log(`  1 engine,  capacity ${capacity}: ${a.wall.toFixed(1)} s, ${(n / a.wall).toFixed(3)} trials/s (ideal ${(capacity / trialAlone).toFixed(3)})`);
-  console.log(`  3 engines, capacity ${capacity} each: ${b.wall.toFixed(1)} s, ${(n / b.wall).toFixed(3)} trials/s (ideal ${((3 * capacity) / trialAlone).toFixed(3)})`);
+  console.log(
+    `scripted model: ${latencyMs} ms per turn, ${turns} turns per trial (bash-tool, real containers); ${n} trials per job`,
+  );
+  console.log(
+    `  1 engine,  capacity ${capacity}: ${a.wall.toFixed(1)} s, ${(n / a.wall).toFixed(3)} trials/s (ideal ${(capacity / trialAlone).toFixed(3)})`,
+  );
+  console.log(
+    `  3 engines, capacity ${capacity} each: ${b.wall.toFixed(1)} s, ${(n / b.wall).toFixed(3)} trials/s (ideal ${((3 * capacity) / trialAlone).toFixed(3)})`,
+  );
   console.log(`  throughput ratio 3 engines / 1 engine: ${(a.wall / b.wall).toFixed(2)}  (ideal 3)`);
 
   // The scheduler alone: trials on the fake provider (no engine, no model), many at once.
   const fakeTrials = 2000;
   const fake = await run('scheduler-only', new FakeProvider(), fakeTrials, 'oracle', 16);
-  console.log(`  scheduler's own cost: ${((fake.wall * 1000) / fakeTrials).toFixed(2)} ms per trial (${fakeTrials} trials on the fake provider at concurrency 16, recording included)`);
+  console.log(
+    `  scheduler's own cost: ${((fake.wall * 1000) / fakeTrials).toFixed(2)} ms per trial (${fakeTrials} trials on the fake provider at concurrency 16, recording included)`,
+  );
 
   // An engine over ssh: dockerode's own transport (an ssh connection per request) against the
   // tunnel the pool uses (one ssh connection, a channel per HTTP connection), side by side.
   const sshd = await startSshEngine(engines[0]!.socket);
   try {
     const url = new URL(sshd.host);
-    const perRequest = new Docker({ protocol: 'ssh', host: url.hostname, port: Number(url.port), username: 'root', sshOptions: { privateKey: readFileSync(sshd.keyFile) } } as Docker.DockerOptions);
+    const perRequest = new Docker({
+      protocol: 'ssh',
+      host: url.hostname,
+      port: Number(url.port),
+      username: 'root',
+      sshOptions: { privateKey: readFileSync(sshd.keyFile) },
+    } as Docker.DockerOptions);
     const tunnel = connectEngine({ host: sshd.host, sshKey: sshd.keyFile, capacity: 1, labels: {} });
     const perCall = async (d: Docker): Promise<number> => {
       await d.ping();
@@ -96,7 +125,9 @@ try {
     const slow = await perCall(perRequest);
     const fast = await perCall(tunnel.docker);
     tunnel.close();
-    console.log(`  an engine over ssh, per API call: dockerode's ssh transport ${slow.toFixed(0)} ms, the pool's tunnel ${fast.toFixed(1)} ms (ratio ${(slow / fast).toFixed(0)})`);
+    console.log(
+      `  an engine over ssh, per API call: dockerode's ssh transport ${slow.toFixed(0)} ms, the pool's tunnel ${fast.toFixed(1)} ms (ratio ${(slow / fast).toFixed(0)})`,
+    );
   } finally {
     sshd.stop();
   }

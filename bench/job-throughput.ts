@@ -48,7 +48,16 @@ try {
   });
   const provider = new DockerProvider();
   const run = async (name: string, k: number, c: number) => {
-    const spec = parseSpec({ name, tasks: { paths: [path.join(work, 'tasks')] }, agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' } }], k, concurrency: c }, 'bench');
+    const spec = parseSpec(
+      {
+        name,
+        tasks: { paths: [path.join(work, 'tasks')] },
+        agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' } }],
+        k,
+        concurrency: c,
+      },
+      'bench',
+    );
     const job = await openJob(spec, path.join(work, 'jobs'));
     const t = performance.now();
     const starts: number[] = [];
@@ -69,7 +78,10 @@ try {
     const phases: Record<string, number[]> = {};
     const setups: Array<{ at: string; s: number }> = [];
     for (const dir of [...job.store.listTrials()].map((r) => r.trial_dir!)) {
-      const result = JSON.parse(await readFile(path.join(dir, 'result.json'), 'utf8')) as { startedAt: string; phases: Record<string, { durationMs: number }> };
+      const result = JSON.parse(await readFile(path.join(dir, 'result.json'), 'utf8')) as {
+        startedAt: string;
+        phases: Record<string, { durationMs: number }>;
+      };
       setups.push({ at: result.startedAt, s: (result.phases.environment_setup?.durationMs ?? 0) / 1000 });
       for (const [k, v] of Object.entries(result.phases)) (phases[k] ??= []).push(v.durationMs / 1000);
     }
@@ -93,8 +105,21 @@ try {
       const q = (f: number): string => v[Math.min(v.length - 1, Math.floor(f * v.length))]!.toFixed(2);
       return `p50 ${q(0.5)} p90 ${q(0.9)} max ${v[v.length - 1]!.toFixed(2)}`;
     };
-    const detail = `trial ${spread(durations)}; ${Object.entries(phases).map(([k, v]) => `${k} ${spread(v)}`).join('; ')}`;
-    return { detail, wall, steady, durations, setupMean, firstWaveSetup, fill, gap: gaps.length ? median(gaps) : 0, tail, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length])) };
+    const detail = `trial ${spread(durations)}; ${Object.entries(phases)
+      .map(([k, v]) => `${k} ${spread(v)}`)
+      .join('; ')}`;
+    return {
+      detail,
+      wall,
+      steady,
+      durations,
+      setupMean,
+      firstWaveSetup,
+      fill,
+      gap: gaps.length ? median(gaps) : 0,
+      tail,
+      phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length])),
+    };
   };
   await run('warm-up', 1, 1); // builds the image
   const alone = await run('alone', 3, 1);
@@ -105,17 +130,30 @@ try {
   const ideal = concurrency / T;
   console.log(`scripted model: ${latencyMs} ms per turn, ${turns} turns per trial (bash-tool, real containers)`);
   console.log(`  one trial alone: median ${T.toFixed(2)} s`);
-  console.log(`  ${n} trials at concurrency ${concurrency}: ${loaded.wall.toFixed(1)} s wall, median trial ${median(loaded.durations).toFixed(2)} s`);
-  const show = (p: Record<string, number>) => Object.entries(p).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+  console.log(
+    `  ${n} trials at concurrency ${concurrency}: ${loaded.wall.toFixed(1)} s wall, median trial ${median(loaded.durations).toFixed(2)} s`,
+  );
+  const show = (p: Record<string, number>) =>
+    Object.entries(p)
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+      .join(', ');
   console.log(`  mean phase seconds alone:  ${show(alone.phases)}`);
   console.log(`  mean phase seconds loaded: ${show(loaded.phases)}`);
   console.log(`  spread of seconds loaded: ${loaded.detail}`);
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-  console.log(`  mean trial ${mean(loaded.durations).toFixed(2)} s loaded, ${mean(alone.durations).toFixed(2)} s alone; mean environment_setup loaded ${loaded.setupMean.toFixed(2)} s, first wave ${loaded.firstWaveSetup.toFixed(2)} s`);
-  console.log(`  first wave started after ${loaded.fill.toFixed(2)} s; median gap from a trial's end to the next start ${(loaded.gap * 1000).toFixed(0)} ms; ${loaded.tail.toFixed(2)} s after the last trial`);
+  console.log(
+    `  mean trial ${mean(loaded.durations).toFixed(2)} s loaded, ${mean(alone.durations).toFixed(2)} s alone; mean environment_setup loaded ${loaded.setupMean.toFixed(2)} s, first wave ${loaded.firstWaveSetup.toFixed(2)} s`,
+  );
+  console.log(
+    `  first wave started after ${loaded.fill.toFixed(2)} s; median gap from a trial's end to the next start ${(loaded.gap * 1000).toFixed(0)} ms; ${loaded.tail.toFixed(2)} s after the last trial`,
+  );
   console.log(`  ideal ${ideal.toFixed(3)} trials/s (concurrency / trial duration alone)`);
-  console.log(`  sustained throughput (first completion to last start) ${loaded.steady.toFixed(3)} trials/s: ratio ${(loaded.steady / ideal).toFixed(3)}  (target >= 0.85)`);
-  console.log(`  whole job, fill-up and drain included ${actual.toFixed(3)} trials/s: ratio ${(actual / ideal).toFixed(3)}  (target >= 0.95)`);
+  console.log(
+    `  sustained throughput (first completion to last start) ${loaded.steady.toFixed(3)} trials/s: ratio ${(loaded.steady / ideal).toFixed(3)}  (target >= 0.85)`,
+  );
+  console.log(
+    `  whole job, fill-up and drain included ${actual.toFixed(3)} trials/s: ratio ${(actual / ideal).toFixed(3)}  (target >= 0.95)`,
+  );
   // The same job as bare engine calls (bench/bare-trial.ts: the same containers, turns and grading
   // protections, no harness): what this engine on these cores allows at all, against the same ideal.
   const task = await loadTask(path.join(work, 'tasks', 'throughput'));
@@ -139,9 +177,14 @@ try {
   };
   for (const protect of [true, false]) {
     const bare = await bareJob(protect);
-    const what = protect ? 'with the grading protections' : 'without them (tests in the agent\'s container)';
-    console.log(`  bare engine calls, same job, ${what}: one alone ${bare.alone.toFixed(2)} s; ${n} at concurrency ${concurrency} ${bare.wall.toFixed(1)} s wall: ratio ${(n / bare.wall / (concurrency / bare.alone)).toFixed(3)} of its ideal`);
-    if (protect) console.log(`  harness throughput / bare throughput with the same guarantees ${(actual / (n / bare.wall)).toFixed(3)}`);
+    const what = protect ? 'with the grading protections' : "without them (tests in the agent's container)";
+    console.log(
+      `  bare engine calls, same job, ${what}: one alone ${bare.alone.toFixed(2)} s; ${n} at concurrency ${concurrency} ${bare.wall.toFixed(1)} s wall: ratio ${(n / bare.wall / (concurrency / bare.alone)).toFixed(3)} of its ideal`,
+    );
+    if (protect)
+      console.log(
+        `  harness throughput / bare throughput with the same guarantees ${(actual / (n / bare.wall)).toFixed(3)}`,
+      );
   }
 } finally {
   await server.close();

@@ -27,7 +27,9 @@ try {
   }
   await new Promise<void>((res) => ws.end(() => res()));
   const mb = (await stat(file)).size / 1e6;
-  console.log(`${count} trial records (${configs.length} configurations x ${tasks} tasks x k=${k}), ${mb.toFixed(0)} MB of JSONL`);
+  console.log(
+    `${count} trial records (${configs.length} configurations x ${tasks} tasks x k=${k}), ${mb.toFixed(0)} MB of JSONL`,
+  );
   for (const args of [
     ['stats', file],
     ['stats', file, '--tasks', '--json'],
@@ -38,7 +40,9 @@ try {
     const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', maxBuffer: 1 << 30 });
     const s = (performance.now() - t) / 1000;
     if (r.status !== 0) throw new Error(`${args[0]} failed: ${r.stderr}`);
-    console.log(`  termgrade ${args[0]!.padEnd(8)} ${args.includes('--tasks') ? '--tasks --json' : ''.padEnd(14)} ${s.toFixed(2)} s  (${Math.round(count / s).toLocaleString('en')} records/s)`);
+    console.log(
+      `  termgrade ${args[0]!.padEnd(8)} ${args.includes('--tasks') ? '--tasks --json' : ''.padEnd(14)} ${s.toFixed(2)} s  (${Math.round(count / s).toLocaleString('en')} records/s)`,
+    );
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

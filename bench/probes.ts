@@ -23,8 +23,14 @@ const provider = new DockerProvider();
 
 async function timed(dirs: string[], probes: 'none' | 'fast' | 'all'): Promise<number> {
   const t = performance.now();
-  const r = await checkTasks(dirs, { provider, outDir: path.join(work, `out-${probes}-${dirs.length}-${Date.now()}`), probes, concurrency: 2 });
-  if (r.summary.admissible !== dirs.length) throw new Error(`expected every task admissible, got ${JSON.stringify(r.summary.reasons)}`);
+  const r = await checkTasks(dirs, {
+    provider,
+    outDir: path.join(work, `out-${probes}-${dirs.length}-${Date.now()}`),
+    probes,
+    concurrency: 2,
+  });
+  if (r.summary.admissible !== dirs.length)
+    throw new Error(`expected every task admissible, got ${JSON.stringify(r.summary.reasons)}`);
   return (performance.now() - t) / 1000;
 }
 
@@ -61,9 +67,15 @@ try {
   console.log(`growth with the number of tasks (--probes fast, concurrency 2)`);
   console.log(`  ${n} tasks    ${tSmall.toFixed(1)} s  (${(tSmall / n).toFixed(2)} s per task)`);
   console.log(`  ${10 * n} tasks   ${tLarge.toFixed(1)} s  (${(tLarge / (10 * n)).toFixed(2)} s per task)`);
-  console.log(`  per-task ratio ${10 * n}/${n}   ${((tLarge / (10 * n)) / (tSmall / n)).toFixed(2)}`);
+  console.log(`  per-task ratio ${10 * n}/${n}   ${(tLarge / (10 * n) / (tSmall / n)).toFixed(2)}`);
 
-  const candidates = (k: number) => Array.from({ length: k }, (_, i) => ({ name: `t${i}`, environment: `e${i}`, tests: `t${i}`, instruction: `Task ${i}: transform the file number ${i} into the format the tests ask for, keeping order ${i % 97}.` }));
+  const candidates = (k: number) =>
+    Array.from({ length: k }, (_, i) => ({
+      name: `t${i}`,
+      environment: `e${i}`,
+      tests: `t${i}`,
+      instruction: `Task ${i}: transform the file number ${i} into the format the tests ask for, keeping order ${i % 97}.`,
+    }));
   for (const k of [1000, 10000]) {
     const t = performance.now();
     findDuplicates(candidates(k));

@@ -28,7 +28,15 @@ try {
   for (const r of syntheticRecords({ configs, tasks, k })) {
     if (n++ >= N) break;
     const { result, config } = asStoredTrial(r);
-    batch.push({ result, extra: { slot: { config, task: result.task.name, attempt: result.attempt }, trialDir: path.join(jobDir, 'trials', result.trialId), infraAttempts: 1, retryReasons: [] } });
+    batch.push({
+      result,
+      extra: {
+        slot: { config, task: result.task.name, attempt: result.attempt },
+        trialDir: path.join(jobDir, 'trials', result.trialId),
+        infraAttempts: 1,
+        retryReasons: [],
+      },
+    });
     if (batch.length === 5000) store.recordMany(batch.splice(0));
   }
   if (batch.length) store.recordMany(batch.splice(0));
@@ -50,25 +58,42 @@ try {
   });
   const [tFirst, first] = await time(async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
-    const page = (await (await fetch(`${viewer.url}/api/trials?status=completed&sort=duration_ms&dir=desc&limit=50`, { headers: { authorization: `Bearer ${viewer.token}` } })).json()) as { total: number; rows: unknown[] };
+    const page = (await (
+      await fetch(`${viewer.url}/api/trials?status=completed&sort=duration_ms&dir=desc&limit=50`, {
+        headers: { authorization: `Bearer ${viewer.token}` },
+      })
+    ).json()) as { total: number; rows: unknown[] };
     await viewer.close();
     return page;
   });
   const [tPage, paged] = await time(async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
     const t = performance.now();
-    for (let i = 0; i < 20; i++) await (await fetch(`${viewer.url}/api/trials?test=test_3&reward=fail&sort=task&offset=${i * 50}&limit=50`, { headers: { authorization: `Bearer ${viewer.token}` } })).json();
+    for (let i = 0; i < 20; i++)
+      await (
+        await fetch(`${viewer.url}/api/trials?test=test_3&reward=fail&sort=task&offset=${i * 50}&limit=50`, {
+          headers: { authorization: `Bearer ${viewer.token}` },
+        })
+      ).json();
     const ms = (performance.now() - t) / 20;
     await viewer.close();
     return ms;
   });
   void tPage;
-  console.log(`${records.length} trial records (${configs.length} configurations x ${tasks} tasks x k=${k}); store ${(((await stat(path.join(jobDir, 'job.db'))).size) / 1e6).toFixed(0)} MB`);
+  console.log(
+    `${records.length} trial records (${configs.length} configurations x ${tasks} tasks x k=${k}); store ${((await stat(path.join(jobDir, 'job.db'))).size / 1e6).toFixed(0)} MB`,
+  );
   console.log(`  records as stats reads them      ${tRecords.toFixed(2)} s`);
-  console.log(`  report build (page + charts)     ${tReport.toFixed(2)} s   ratio ${(tReport / tRecords).toFixed(2)}  (${(((await stat(built.index)).size) / 1e6).toFixed(1)} MB page)`);
+  console.log(
+    `  report build (page + charts)     ${tReport.toFixed(2)} s   ratio ${(tReport / tRecords).toFixed(2)}  (${((await stat(built.index)).size / 1e6).toFixed(1)} MB page)`,
+  );
   console.log(`  store rows listed alone          ${tRows.toFixed(2)} s   (${rows.length} rows)`);
-  console.log(`  viewer first page (open+index+query over HTTP) ${tFirst.toFixed(2)} s   ratio ${(tFirst / tRows).toFixed(2)}  (${first.total} matching, ${first.rows.length} shown)`);
-  console.log(`  viewer, a later page with filters (failing test, reward) and sorting: ${paged.toFixed(1)} ms per page`);
+  console.log(
+    `  viewer first page (open+index+query over HTTP) ${tFirst.toFixed(2)} s   ratio ${(tFirst / tRows).toFixed(2)}  (${first.total} matching, ${first.rows.length} shown)`,
+  );
+  console.log(
+    `  viewer, a later page with filters (failing test, reward) and sorting: ${paged.toFixed(1)} ms per page`,
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

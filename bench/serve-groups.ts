@@ -18,7 +18,8 @@ import { writeTask } from './write-task.js';
 const size = Number(process.argv[2] ?? 8);
 const batch = Number(process.argv[3] ?? 32);
 const execsEach = Number(process.argv[4] ?? 6);
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 const secs = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
 const work = await mkdtemp(path.join(tmpdir(), 'termgrade-serve-groups-'));
@@ -31,10 +32,20 @@ try {
     'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
     'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
   });
-  const server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([taskDir]), dataDir: path.join(work, 'data'), maxSessions: size * batch, idleTtlSec: 600 });
+  const server = await startServer({
+    provider: new DockerProvider(),
+    tasks: await loadServedTasks([taskDir]),
+    dataDir: path.join(work, 'data'),
+    maxSessions: size * batch,
+    idleTtlSec: 600,
+  });
   const auth = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
   const call = async (method: string, url: string, body?: unknown): Promise<any> => {
-    const res = await fetch(`${server.url}${url}`, { method, headers: auth, body: method === 'GET' ? undefined : body === undefined ? '' : JSON.stringify(body) });
+    const res = await fetch(`${server.url}${url}`, {
+      method,
+      headers: auth,
+      body: method === 'GET' ? undefined : body === undefined ? '' : JSON.stringify(body),
+    });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
     return text ? JSON.parse(text) : null;
@@ -75,9 +86,15 @@ try {
   const left = all.filter((c) => sessionIds.includes(c.Labels['io.termgrade.session'] ?? ''));
   starts.sort((a, b) => a - b);
   execs.sort((a, b) => a - b);
-  console.log(`groups of ${size}, ${batch} at once, ${execsEach} exec each: ${sessionIds.length} sessions in ${secs(wall)}`);
-  if (starts.length) console.log(`group start latency p50 ${secs(quantile(starts, 0.5))}, p99 ${secs(quantile(starts, 0.99))}`);
-  if (execs.length) console.log(`exec latency p50 ${secs(quantile(execs, 0.5))}, p99 ${secs(quantile(execs, 0.99))} (${execs.length} calls)`);
+  console.log(
+    `groups of ${size}, ${batch} at once, ${execsEach} exec each: ${sessionIds.length} sessions in ${secs(wall)}`,
+  );
+  if (starts.length)
+    console.log(`group start latency p50 ${secs(quantile(starts, 0.5))}, p99 ${secs(quantile(starts, 0.99))}`);
+  if (execs.length)
+    console.log(
+      `exec latency p50 ${secs(quantile(execs, 0.5))}, p99 ${secs(quantile(execs, 0.99))} (${execs.length} calls)`,
+    );
   console.log(`errors: ${errors.length}${errors.length ? `\n  ${errors.slice(0, 5).join('\n  ')}` : ''}`);
   console.log(`containers of these sessions left after the server stopped: ${left.length}`);
   process.exitCode = errors.length || left.length ? 1 : 0;

@@ -36,7 +36,11 @@ const episodes = Number(process.argv[4] ?? 1000);
 function client(server: RunningServer): (method: string, url: string, body?: unknown) => Promise<any> {
   const auth = { authorization: `Bearer ${server.token}` };
   return async (method, url, body) => {
-    const res = await fetch(`${server.url}${url}`, { method, headers: body ? { ...auth, 'content-type': 'application/json' } : auth, body: body ? JSON.stringify(body) : undefined });
+    const res = await fetch(`${server.url}${url}`, {
+      method,
+      headers: body ? { ...auth, 'content-type': 'application/json' } : auth,
+      body: body ? JSON.stringify(body) : undefined,
+    });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
     return text ? JSON.parse(text) : null;
@@ -44,7 +48,8 @@ function client(server: RunningServer): (method: string, url: string, body?: unk
 }
 
 /** The q-quantile of sorted values (nearest rank). */
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 const mb = (n: number): string => `${(n / 1e6).toFixed(1)} MB`;
 function memory(): { rss: number; heap: number; external: number } {
   global.gc?.();
@@ -64,7 +69,13 @@ try {
   });
   const provider = new DockerProvider();
   if (execs > 0 && sessions > 0) {
-    const server = await startServer({ provider, tasks: await loadServedTasks([taskDir]), dataDir: path.join(work, 'data'), maxSessions: sessions + 1, idleTtlSec: 600 });
+    const server = await startServer({
+      provider,
+      tasks: await loadServedTasks([taskDir]),
+      dataDir: path.join(work, 'data'),
+      maxSessions: sessions + 1,
+      idleTtlSec: 600,
+    });
     const call = client(server);
 
     // 1. exec round trip: through the server vs on a sandbox directly, the same command and timeout.
@@ -84,35 +95,37 @@ try {
         viaServer.push(a);
         onSandbox.push(b);
       }
-  }
-  await direct.close();
-  await call('DELETE', `/v1/sessions/${id}`);
-  const s = median(viaServer);
-  const d = median(onSandbox);
-  console.log(`exec round trip, ${execs} interleaved calls each`);
-  console.log(`  through serve (HTTP)   median ${s.toFixed(2)} ms`);
-  console.log(`  sandbox.exec directly  median ${d.toFixed(2)} ms`);
-  console.log(`  ratio serve/direct     ${(s / d).toFixed(2)}  (target <= 1.10)`);
+    }
+    await direct.close();
+    await call('DELETE', `/v1/sessions/${id}`);
+    const s = median(viaServer);
+    const d = median(onSandbox);
+    console.log(`exec round trip, ${execs} interleaved calls each`);
+    console.log(`  through serve (HTTP)   median ${s.toFixed(2)} ms`);
+    console.log(`  sandbox.exec directly  median ${d.toFixed(2)} ms`);
+    console.log(`  ratio serve/direct     ${(s / d).toFixed(2)}  (target <= 1.10)`);
 
-  // 2. many sessions asked for at once.
-  const t0 = performance.now();
-  const started = await Promise.all(
-    Array.from({ length: sessions }, async () => {
-      const t = performance.now();
-      const r = await call('POST', '/v1/sessions', { task: 'bench' });
-      return { id: r.session_id as string, ms: performance.now() - t };
-    }),
-  );
-  const all = performance.now() - t0;
-  const docker = new Docker();
-  const live = (await docker.listContainers({ filters: { label: ['io.termgrade.session'] } })).length;
-  await Promise.all(started.map((x) => call('DELETE', `/v1/sessions/${x.id}`)));
-  const left = (await docker.listContainers({ all: true, filters: { label: ['io.termgrade.session'] } })).length;
-  const latencies = started.map((x) => x.ms).sort((a, b) => a - b);
-  console.log(`${sessions} sessions asked for at once`);
-  console.log(`  start latency p50 / p99  ${(quantile(latencies, 0.5) / 1000).toFixed(2)} s / ${(quantile(latencies, 0.99) / 1000).toFixed(2)} s  (all started in ${(all / 1000).toFixed(1)} s)`);
-  console.log(`  containers live / left   ${live} / ${left}`);
-  await server.close();
+    // 2. many sessions asked for at once.
+    const t0 = performance.now();
+    const started = await Promise.all(
+      Array.from({ length: sessions }, async () => {
+        const t = performance.now();
+        const r = await call('POST', '/v1/sessions', { task: 'bench' });
+        return { id: r.session_id as string, ms: performance.now() - t };
+      }),
+    );
+    const all = performance.now() - t0;
+    const docker = new Docker();
+    const live = (await docker.listContainers({ filters: { label: ['io.termgrade.session'] } })).length;
+    await Promise.all(started.map((x) => call('DELETE', `/v1/sessions/${x.id}`)));
+    const left = (await docker.listContainers({ all: true, filters: { label: ['io.termgrade.session'] } })).length;
+    const latencies = started.map((x) => x.ms).sort((a, b) => a - b);
+    console.log(`${sessions} sessions asked for at once`);
+    console.log(
+      `  start latency p50 / p99  ${(quantile(latencies, 0.5) / 1000).toFixed(2)} s / ${(quantile(latencies, 0.99) / 1000).toFixed(2)} s  (all started in ${(all / 1000).toFixed(1)} s)`,
+    );
+    console.log(`  containers live / left   ${live} / ${left}`);
+    await server.close();
   }
 
   // 3. memory over many episodes (fake sandboxes, a scripted endpoint on loopback).
@@ -125,11 +138,33 @@ try {
   });
   const modelUrl = await model.start();
   const fake = new FakeProvider({ grade: () => 1 });
-  const epServer = await startServer({ provider: fake, tasks: await loadServedTasks([taskDir]), dataDir: path.join(work, 'episodes-data'), maxSessions: 16, models: await servedModels({ model: [`m@${modelUrl}`], apiKeyEnv: 'TG_BENCH_NO_KEY', requestTimeout: 60, modelRetries: 0 }) });
+  const epServer = await startServer({
+    provider: fake,
+    tasks: await loadServedTasks([taskDir]),
+    dataDir: path.join(work, 'episodes-data'),
+    maxSessions: 16,
+    models: await servedModels({
+      model: [`m@${modelUrl}`],
+      apiKeyEnv: 'TG_BENCH_NO_KEY',
+      requestTimeout: 60,
+      modelRetries: 0,
+    }),
+  });
   const ep = client(epServer);
   const runEpisodes = async (n: number, prefix: string): Promise<void> => {
     for (let i = 0; i < n; i += 16) {
-      await Promise.all(Array.from({ length: Math.min(16, n - i) }, (_, j) => ep('POST', '/v1/episodes', { task: 'bench', agent: 'bash-tool', model: { model: 'm' }, max_turns: 2, episode_id: `${prefix}-${i + j}`, session_id: `s-${i + j}` })));
+      await Promise.all(
+        Array.from({ length: Math.min(16, n - i) }, (_, j) =>
+          ep('POST', '/v1/episodes', {
+            task: 'bench',
+            agent: 'bash-tool',
+            model: { model: 'm' },
+            max_turns: 2,
+            episode_id: `${prefix}-${i + j}`,
+            session_id: `s-${i + j}`,
+          }),
+        ),
+      );
       // The stand-in endpoint's own log of requests is not the server's memory.
       model.requests.length = 0;
     }
@@ -142,11 +177,24 @@ try {
   const after = memory();
   await runEpisodes(episodes, 'more');
   const again = memory();
-  const answered = await ep('POST', '/v1/episodes', { task: 'bench', agent: 'bash-tool', model: { model: 'm' }, episode_id: 'ep-0' });
-  console.log(`${episodes} episodes (bash-tool, 2 turns each with token ids and logprobs; fake sandboxes) in ${(took / 1000).toFixed(1)} s`);
-  console.log(`  server RSS  before / after / after ${episodes} more  ${mb(before.rss)} / ${mb(after.rss)} / ${mb(again.rss)}`);
-  console.log(`  server heap before / after / after ${episodes} more  ${mb(before.heap)} / ${mb(after.heap)} / ${mb(again.heap)}  (external ${mb(before.external)} / ${mb(after.external)} / ${mb(again.external)})`);
-  console.log(`  the first episode answered again from disk: reward ${answered.reward}, ${answered.turns.length} turns`);
+  const answered = await ep('POST', '/v1/episodes', {
+    task: 'bench',
+    agent: 'bash-tool',
+    model: { model: 'm' },
+    episode_id: 'ep-0',
+  });
+  console.log(
+    `${episodes} episodes (bash-tool, 2 turns each with token ids and logprobs; fake sandboxes) in ${(took / 1000).toFixed(1)} s`,
+  );
+  console.log(
+    `  server RSS  before / after / after ${episodes} more  ${mb(before.rss)} / ${mb(after.rss)} / ${mb(again.rss)}`,
+  );
+  console.log(
+    `  server heap before / after / after ${episodes} more  ${mb(before.heap)} / ${mb(after.heap)} / ${mb(again.heap)}  (external ${mb(before.external)} / ${mb(after.external)} / ${mb(again.external)})`,
+  );
+  console.log(
+    `  the first episode answered again from disk: reward ${answered.reward}, ${answered.turns.length} turns`,
+  );
   await epServer.close();
   await model.close();
 } finally {

@@ -26,7 +26,12 @@ function items(): Array<{ result: TrialResult; config: string }> {
 const dir = await mkdtemp(path.join(tmpdir(), 'termgrade-store-'));
 try {
   const data = items();
-  const extra = (r: TrialResult, config: string) => ({ slot: { config, task: r.task.name, attempt: r.attempt }, trialDir: `/jobs/x/trials/${r.trialId}`, infraAttempts: 1, retryReasons: [] });
+  const extra = (r: TrialResult, config: string) => ({
+    slot: { config, task: r.task.name, attempt: r.attempt },
+    trialDir: `/jobs/x/trials/${r.trialId}`,
+    infraAttempts: 1,
+    retryReasons: [],
+  });
 
   const one = JobStore.open(path.join(dir, 'one', 'job.db'));
   let t = performance.now();
@@ -35,7 +40,8 @@ try {
 
   const batch = JobStore.open(path.join(dir, 'batch', 'job.db'));
   t = performance.now();
-  for (let i = 0; i < data.length; i += 5000) batch.recordMany(data.slice(i, i + 5000).map(({ result, config }) => ({ result, extra: extra(result, config) })));
+  for (let i = 0; i < data.length; i += 5000)
+    batch.recordMany(data.slice(i, i + 5000).map(({ result, config }) => ({ result, extra: extra(result, config) })));
   const batched = (performance.now() - t) / 1000;
 
   t = performance.now();
@@ -48,10 +54,18 @@ try {
   const listing = (performance.now() - t) / 1000;
   if (listed !== data.length) throw new Error(`listed ${listed}, wrote ${data.length}`);
   const rate = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en')} records/s`;
-  console.log(`${data.length} trial records with 4 tests each, ${shape.configs.length} configurations x ${shape.tasks} tasks x k=${shape.k}`);
-  console.log(`  ingest, one transaction per trial (the runner's path)  ${perTrial.toFixed(2)} s  ${rate(data.length, perTrial)}`);
-  console.log(`  ingest, batches of 5,000 (the import path)             ${batched.toFixed(2)} s  ${rate(data.length, batched)}`);
-  console.log(`  list as JSON lines (trials --json)                     ${listing.toFixed(2)} s  ${rate(listed, listing)}  (${(bytes / 1e6).toFixed(0)} MB)`);
+  console.log(
+    `${data.length} trial records with 4 tests each, ${shape.configs.length} configurations x ${shape.tasks} tasks x k=${shape.k}`,
+  );
+  console.log(
+    `  ingest, one transaction per trial (the runner's path)  ${perTrial.toFixed(2)} s  ${rate(data.length, perTrial)}`,
+  );
+  console.log(
+    `  ingest, batches of 5,000 (the import path)             ${batched.toFixed(2)} s  ${rate(data.length, batched)}`,
+  );
+  console.log(
+    `  list as JSON lines (trials --json)                     ${listing.toFixed(2)} s  ${rate(listed, listing)}  (${(bytes / 1e6).toFixed(0)} MB)`,
+  );
   one.close();
   batch.close();
 } finally {

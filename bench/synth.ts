@@ -36,7 +36,9 @@ const args = process.argv.slice(2);
 const flag = (name: string): string[] => args.flatMap((a, i) => (args[i - 1] === name ? [a] : []));
 const engines = flag('--engine');
 const extraEngines = Number(flag('--extra-engines')[0] ?? 0);
-const n = Number(args.find((a, i) => /^\d+$/.test(a) && !['--engine', '--concurrency', '--extra-engines'].includes(args[i - 1]!)) ?? 6);
+const n = Number(
+  args.find((a, i) => /^\d+$/.test(a) && !['--engine', '--concurrency', '--extra-engines'].includes(args[i - 1]!)) ?? 6,
+);
 const MIX: CandidateKind[] = ['good', 'build_error', 'wrong_solution', 'weak_tests', 'good', 'never_builds'];
 const ENGINE_STAGES = new Set(['build', 'observe', 'execute', 'check']);
 const GENERATION_STAGES = new Set(['scenario', 'environment', 'instruction', 'solution', 'tests']);
@@ -54,7 +56,13 @@ interface CheckProfile {
 }
 
 interface CheckJson {
-  tasks: Array<{ durationMs: number; buildMs: number | null; probeMs: number | null; oracle: { runs: number }; trials: string[] }>;
+  tasks: Array<{
+    durationMs: number;
+    buildMs: number | null;
+    probeMs: number | null;
+    oracle: { runs: number };
+    trials: string[];
+  }>;
 }
 interface TrialJson {
   durationMs: number;
@@ -66,7 +74,16 @@ async function readJson<T>(file: string): Promise<T> {
 }
 
 async function checkProfile(workDir: string): Promise<CheckProfile> {
-  const p: CheckProfile = { checks: 0, totalMs: 0, buildMs: 0, oracleMs: 0, nopMs: 0, probeMs: 0, oracleRuns: 0, phases: {} };
+  const p: CheckProfile = {
+    checks: 0,
+    totalMs: 0,
+    buildMs: 0,
+    oracleMs: 0,
+    nopMs: 0,
+    probeMs: 0,
+    oracleRuns: 0,
+    phases: {},
+  };
   for (const candidate of await readdir(workDir)) {
     for (const dir of (await readdir(path.join(workDir, candidate))).filter((d) => d.startsWith('check-'))) {
       const checkDir = path.join(workDir, candidate, dir);
@@ -81,7 +98,8 @@ async function checkProfile(workDir: string): Promise<CheckProfile> {
           const r = await readJson<TrialJson>(path.join(checkDir, 'trials', id, 'result.json'));
           if (i < t.oracle.runs) p.oracleMs += r.durationMs;
           else p.nopMs += r.durationMs;
-          for (const [phase, timing] of Object.entries(r.phases ?? {})) p.phases[phase] = (p.phases[phase] ?? 0) + (timing.durationMs ?? 0);
+          for (const [phase, timing] of Object.entries(r.phases ?? {}))
+            p.phases[phase] = (p.phases[phase] ?? 0) + (timing.durationMs ?? 0);
         }
       }
     }
@@ -106,7 +124,10 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
     }
   };
   try {
-    const seeds = Array.from({ length: n }, (_, i) => seedFor(MIX[i % MIX.length]!, i)).map((s) => ({ id: s.id, seed: s }));
+    const seeds = Array.from({ length: n }, (_, i) => seedFor(MIX[i % MIX.length]!, i)).map((s) => ({
+      id: s.id,
+      seed: s,
+    }));
     const load0 = loadavg()[0]!;
     const t0 = performance.now();
     const report = await synthesize({
@@ -121,7 +142,8 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
     });
     const wallS = (performance.now() - t0) / 1000;
     const gapsMs = [...lastDone].reduce((acc, [c, end]) => acc + end - firstStart.get(c)!, 0) - stageMs;
-    const sum = (pred: (s: string) => boolean): number => report.stages.filter((s) => pred(s.stage)).reduce((a, s) => a + s.wallMs, 0);
+    const sum = (pred: (s: string) => boolean): number =>
+      report.stages.filter((s) => pred(s.stage)).reduce((a, s) => a + s.wallMs, 0);
     const engineMs = sum((s) => ENGINE_STAGES.has(s));
     const generationMs = sum((s) => GENERATION_STAGES.has(s));
     const ownStagesMs = sum((s) => !ENGINE_STAGES.has(s) && !GENERATION_STAGES.has(s));
@@ -131,19 +153,38 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
     const share = (ms: number): string => `${((100 * ms) / prof.totalMs).toFixed(0)}%`;
     console.log(formatFunnel(report));
     console.log('');
-    console.log(`synth bench: ${n} scripted candidates on ${engines.length || 1} engine(s), concurrency ${concurrency}`);
-    console.log(`  load average              ${load0.toFixed(1)} at start, ${loadavg()[0]!.toFixed(1)} at end (1 min; ${cpus().length} cores)`);
+    console.log(
+      `synth bench: ${n} scripted candidates on ${engines.length || 1} engine(s), concurrency ${concurrency}`,
+    );
+    console.log(
+      `  load average              ${load0.toFixed(1)} at start, ${loadavg()[0]!.toFixed(1)} at end (1 min; ${cpus().length} cores)`,
+    );
     console.log(`  wall time                 ${wallS.toFixed(1)} s`);
     console.log(`  candidates per hour       ${((n / wallS) * 3600).toFixed(0)}`);
     console.log(`  admitted per hour         ${((report.admitted / wallS) * 3600).toFixed(0)}`);
-    console.log(`  per candidate, engine work (build, observe, execute, check)   ${(engineMs / n / 1000).toFixed(2)} s`);
-    console.log(`  per candidate, harness own (lint, write, recording, scripted generator calls)   ${(harnessMs / n / 1000).toFixed(3)} s`);
+    console.log(
+      `  per candidate, engine work (build, observe, execute, check)   ${(engineMs / n / 1000).toFixed(2)} s`,
+    );
+    console.log(
+      `  per candidate, harness own (lint, write, recording, scripted generator calls)   ${(harnessMs / n / 1000).toFixed(3)} s`,
+    );
     console.log(`    of which recording and scheduling between stages   ${(gapsMs / n / 1000).toFixed(3)} s`);
     console.log(`  harness own / engine work  ${(harnessMs / engineMs).toFixed(4)} (target <= 0.10)`);
-    console.log(`  time per stage: ${report.stages.filter((x) => x.runs).map((x) => `${x.stage} ${(100 * x.timeShare).toFixed(1)}%`).join(', ')}`);
-    console.log(`  check, ${prof.checks} runs (${s(prof.totalMs)}): build ${share(prof.buildMs)}, oracle ${share(prof.oracleMs)} (${prof.oracleRuns} runs), do-nothing ${share(prof.nopMs)}, probes ${share(prof.probeMs)}; per check ${s(prof.totalMs / Math.max(1, prof.checks))}`);
+    console.log(
+      `  time per stage: ${report.stages
+        .filter((x) => x.runs)
+        .map((x) => `${x.stage} ${(100 * x.timeShare).toFixed(1)}%`)
+        .join(', ')}`,
+    );
+    console.log(
+      `  check, ${prof.checks} runs (${s(prof.totalMs)}): build ${share(prof.buildMs)}, oracle ${share(prof.oracleMs)} (${prof.oracleRuns} runs), do-nothing ${share(prof.nopMs)}, probes ${share(prof.probeMs)}; per check ${s(prof.totalMs / Math.max(1, prof.checks))}`,
+    );
     const phaseTotal = Object.values(prof.phases).reduce((a, b) => a + b, 0);
-    console.log(`  check's trials by phase: ${Object.entries(prof.phases).map(([k, v]) => `${k} ${((100 * v) / phaseTotal).toFixed(0)}%`).join(', ')}`);
+    console.log(
+      `  check's trials by phase: ${Object.entries(prof.phases)
+        .map(([k, v]) => `${k} ${((100 * v) / phaseTotal).toFixed(0)}%`)
+        .join(', ')}`,
+    );
   } finally {
     await provider.closeAll();
     await rm(work, { recursive: true, force: true });

@@ -11,7 +11,12 @@ export function scaleShape(n: number): { configs: string[]; tasks: number; k: nu
 /** A synthetic record as a job store takes it: four per-test results (the share passed follows its summary) and its configuration label. */
 export function asStoredTrial(record: Record<string, unknown>): { result: TrialResult; config: string } {
   const result = record as unknown as TrialResult;
-  result.tests = Array.from({ length: 4 }, (_, i) => ({ name: `test_outputs.py::test_${i}`, status: i < result.testsSummary.passed / 2.5 ? 'passed' : 'failed', durationMs: 3, message: null }));
+  result.tests = Array.from({ length: 4 }, (_, i) => ({
+    name: `test_outputs.py::test_${i}`,
+    status: i < result.testsSummary.passed / 2.5 ? 'passed' : 'failed',
+    durationMs: 3,
+    message: null,
+  }));
   return { result, config: result.agent.model ? `${result.agent.name}/${result.agent.model}` : result.agent.name };
 }
 
@@ -20,7 +25,12 @@ export function asStoredTrial(record: Record<string, unknown>): { result: TrialR
  * bulk of a real record), with known true rates per task: for benchmarks and tests of the
  * measurement commands at scale.
  */
-export function* syntheticRecords(options: { configs: string[]; tasks: number; k: number; seed?: number }): Generator<Record<string, unknown>> {
+export function* syntheticRecords(options: {
+  configs: string[];
+  tasks: number;
+  k: number;
+  seed?: number;
+}): Generator<Record<string, unknown>> {
   const u = seededUniform(options.seed ?? 11);
   const truth = Array.from({ length: options.tasks }, () => {
     const m = u();
@@ -48,7 +58,13 @@ export function* syntheticRecords(options: { configs: string[]; tasks: number; k
           tests: [],
           testsSource: 'ctrf',
           testsSourceCounts: { ctrf: testsTotal },
-          testsSummary: { total: testsTotal, passed: testsPassed, failed: testsTotal - testsPassed, skipped: 0, other: 0 },
+          testsSummary: {
+            total: testsTotal,
+            passed: testsPassed,
+            failed: testsTotal - testsPassed,
+            skipped: 0,
+            other: 0,
+          },
           error: infra ? { class: 'environment_error', message: 'sandbox lost', phase: 'environment_setup' } : null,
           errors: [],
           exitReason: 'completed',

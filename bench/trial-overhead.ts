@@ -30,7 +30,8 @@ function makeTrivialTask(dir: string): Promise<void> {
     'instruction.md': 'Write hello into /app/out.txt.\n',
     'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
     'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
-    'tests/test.sh': '#!/bin/bash\n[ "$(cat /app/out.txt)" = hello ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
+    'tests/test.sh':
+      '#!/bin/bash\n[ "$(cat /app/out.txt)" = hello ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
   });
 }
 

@@ -21,8 +21,13 @@ const FORBIDDEN = [
 ];
 const edges = new Map();
 const broken = [];
-for (const folder of readdirSync(src, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name)) {
-  const walk = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+for (const folder of readdirSync(src, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)) {
+  const walk = (dir) =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
+    );
   for (const file of walk(path.join(src, folder))) {
     for (const m of readFileSync(file, 'utf8').matchAll(/^(?:import|export)[^'"]*?from\s+'([^']+)'/gm)) {
       if (!m[1].startsWith('.')) continue;
@@ -30,7 +35,8 @@ for (const folder of readdirSync(src, { withFileTypes: true }).filter((d) => d.i
       if (target === folder || target.endsWith('.js')) continue;
       const key = `${folder} -> ${target}`;
       edges.set(key, (edges.get(key) ?? 0) + 1);
-      if (FORBIDDEN.some(([a, b]) => a === folder && b === target)) broken.push(`${path.relative(src, file)}: imports ${m[1]} (${key})`);
+      if (FORBIDDEN.some(([a, b]) => a === folder && b === target))
+        broken.push(`${path.relative(src, file)}: imports ${m[1]} (${key})`);
     }
   }
 }

@@ -16,10 +16,33 @@ export { loadTask, findTaskDirs } from './task/load.js';
 export { TaskConfigSchema, type TaskConfig } from './task/schema.js';
 
 // Sandboxes
-export type { Sandbox, SandboxProvider, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, PrepareOptions, StartOptions, ProviderHealth, ImageSource } from './sandbox/sandbox.js';
+export type {
+  Sandbox,
+  SandboxProvider,
+  ExecOptions,
+  ExecResult,
+  FileEntry,
+  FsChange,
+  PreparedEnvironment,
+  PrepareOptions,
+  StartOptions,
+  ProviderHealth,
+  ImageSource,
+} from './sandbox/sandbox.js';
 export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';
-export { EnginePool, PoolEventSchema, type PoolEvent, type EnginePoolOptions, type EngineState } from './sandbox/pool/provider.js';
-export { EngineSpecSchema, parseEngineFlag, type EngineSpec, type EngineSpecInput } from './sandbox/pool/engine-spec.js';
+export {
+  EnginePool,
+  PoolEventSchema,
+  type PoolEvent,
+  type EnginePoolOptions,
+  type EngineState,
+} from './sandbox/pool/provider.js';
+export {
+  EngineSpecSchema,
+  parseEngineFlag,
+  type EngineSpec,
+  type EngineSpecInput,
+} from './sandbox/pool/engine-spec.js';
 export { engineReport, type EngineReport } from './sandbox/pool/inspect.js';
 export { providerFor } from './sandbox/engines.js';
 export { BACKENDS, backendNamed, createProvider, type Backend, type BackendOptions } from './sandbox/registry.js';
@@ -30,7 +53,17 @@ export type { ProviderCapabilities } from './sandbox/sandbox.js';
 // Agents and models
 export type { Agent, AgentContext, AgentOutcome, AgentExitReason, AgentUsage } from './agent/agent.js';
 export { oracleAgent, nopAgent } from './agent/oracle.js';
-export { createAgent, loadPrices, AGENT_NAMES, registerAgent, loadAgentModule, loadAgentModules, knownAgents, type AgentPlugin, type AgentOptions } from './agent/registry.js';
+export {
+  createAgent,
+  loadPrices,
+  AGENT_NAMES,
+  registerAgent,
+  loadAgentModule,
+  loadAgentModules,
+  knownAgents,
+  type AgentPlugin,
+  type AgentOptions,
+} from './agent/registry.js';
 export { parseEnvFile, agentEnvOf } from './agent/env.js';
 export { ModelClient, type Completion, type Message } from './model/client.js';
 export { preflightModel, preflightModels, type PreflightResult } from './model/preflight.js';

@@ -15,7 +15,13 @@ import { makeScrub, REDACTED } from '../src/util/scrub.js';
 import { findTampering } from '../src/verifier/tampering.js';
 import { tempDir } from './helpers.js';
 
-const rec = (config: string, task: string, i: number, reward: number | null, errorClass: string | null = null): StatsRecord => ({
+const rec = (
+  config: string,
+  task: string,
+  i: number,
+  reward: number | null,
+  errorClass: string | null = null,
+): StatsRecord => ({
   trialId: `${config}-${task}-${i}`,
   task,
   config,
@@ -66,7 +72,10 @@ describe('one accounting policy', () => {
   });
 
   it('writes an infinite statistic as "Infinity" in JSON, not null', () => {
-    const r = pairedCompare([{ task: 'a', a: 1, b: 0 }, { task: 'b', a: 1, b: 0 }]);
+    const r = pairedCompare([
+      { task: 'a', a: 1, b: 0 },
+      { task: 'b', a: 1, b: 0 },
+    ]);
     assert.equal(r.tStat, Number.POSITIVE_INFINITY);
     const json = JSON.parse(statsJson(r));
     assert.equal(json.tStat, 'Infinity');
@@ -76,7 +85,10 @@ describe('one accounting policy', () => {
   it('keeps tiny p-values exact (df 1 has a closed form: p = 2/pi * atan(1/|t|))', () => {
     const a = 0.5;
     const b = 0.5 + 2 ** -50;
-    const r = pairedCompare([{ task: 'x', a, b: 0 }, { task: 'y', a: b, b: 0 }]);
+    const r = pairedCompare([
+      { task: 'x', a, b: 0 },
+      { task: 'y', a: b, b: 0 },
+    ]);
     const exact = (2 / Math.PI) * Math.atan(1 / Math.abs(r.tStat));
     assert.ok(exact < 1e-15, `a p below double precision's 1 - x resolution: ${exact}`);
     assert.ok(r.p > 0);
@@ -102,7 +114,7 @@ describe('one accounting policy', () => {
           }
           n = Math.min(n, cut);
           // Probability of this path: only its first n trials matter; the rest of the mask sums out.
-          if (n < cut && (mask >> n) !== 0) continue;
+          if (n < cut && mask >> n !== 0) continue;
           const prob = p ** c * (1 - p) ** (n - c);
           expectation += prob * gms.estimateAnywhere(n, c);
           fallbackOld += prob * (Math.min(c, 2) / Math.min(n, 2));
@@ -115,7 +127,9 @@ describe('one accounting policy', () => {
 
   it('adaptive: a cut-off task of 1 success in 12 trials reads near 1/12, not 50%', () => {
     const rule = { ...DEFAULT_ADAPTIVE_RULE, risk: 0.0001 };
-    const counts = countByTask(Array.from({ length: 12 }, (_, i) => ({ ...rec('m', 't', i, i === 0 ? 1 : 0), adaptive: rule })));
+    const counts = countByTask(
+      Array.from({ length: 12 }, (_, i) => ({ ...rec('m', 't', i, i === 0 ? 1 : 0), adaptive: rule })),
+    );
     const [rate] = taskRates(counts);
     assert.ok(rate!.rate < 0.15, `rate ${rate!.rate} (${rate!.rateMethod})`);
     assert.equal(rate!.wilson, null, "Wilson's fixed-n interval is not given for adaptive trials");
@@ -126,7 +140,13 @@ describe('secrets', () => {
   it('scrubs a key in its raw, JSON-escaped (once and twice), URL-encoded and base64 forms', () => {
     const key = 'sk-"quoted"\\back/slash+plus';
     const scrub = makeScrub([key]);
-    const forms = [key, JSON.stringify(key), JSON.stringify(JSON.stringify(key)), encodeURIComponent(key), Buffer.from(key).toString('base64')];
+    const forms = [
+      key,
+      JSON.stringify(key),
+      JSON.stringify(JSON.stringify(key)),
+      encodeURIComponent(key),
+      Buffer.from(key).toString('base64'),
+    ];
     for (const f of forms) assert.equal(scrub(`<${f}>`).includes(REDACTED), true, `form ${f} scrubbed`);
     assert.ok(!scrub(JSON.stringify({ error: `bad key ${key}` })).includes('quoted'));
   });
@@ -171,7 +191,10 @@ describe('tamper rules', () => {
 });
 
 describe('Harbor import accounting', () => {
-  async function harborJob(root: string, trials: Array<{ name: string; reward?: number; exception?: string }>): Promise<void> {
+  async function harborJob(
+    root: string,
+    trials: Array<{ name: string; reward?: number; exception?: string }>,
+  ): Promise<void> {
     for (const t of trials) {
       const dir = path.join(root, t.name);
       await mkdir(dir, { recursive: true });
@@ -201,13 +224,24 @@ describe('Harbor import accounting', () => {
       ]);
       assert.equal((await importHarbor(first, store)).imported, 4);
       const second = path.join(dir, 'h2');
-      await harborJob(second, [{ name: 'b1', reward: 1 }, { name: 'b2', exception: 'EnvironmentStartTimeoutError' }]);
+      await harborJob(second, [
+        { name: 'b1', reward: 1 },
+        { name: 'b2', exception: 'EnvironmentStartTimeoutError' },
+      ]);
       assert.equal((await importHarbor(second, store)).imported, 2);
       assert.equal((await importHarbor(first, store)).imported, 0, 'a folder imported again adds nothing');
       const rows = [...store.listTrials()];
-      assert.deepEqual(rows.map((r) => r.attempt), [0, 1, 2, 3, 4, 5]);
-      assert.deepEqual(rows.map((r) => r.reward), [1, 0, 0, 0, 1, null]);
-      const [s] = configStats(rows.map((r) => ({ ...rec(r.config, r.task, r.attempt, r.reward, r.error_class), trialId: r.trial_id })));
+      assert.deepEqual(
+        rows.map((r) => r.attempt),
+        [0, 1, 2, 3, 4, 5],
+      );
+      assert.deepEqual(
+        rows.map((r) => r.reward),
+        [1, 0, 0, 0, 1, null],
+      );
+      const [s] = configStats(
+        rows.map((r) => ({ ...rec(r.config, r.task, r.attempt, r.reward, r.error_class), trialId: r.trial_id })),
+      );
       assert.equal(s!.trials, 5);
       assert.equal(s!.coverage.infra, 1);
     } finally {
@@ -219,7 +253,12 @@ describe('Harbor import accounting', () => {
 describe('drift while training', () => {
   it('flags selected tasks that left the band over their recent rollouts, by policy, infra grades not counted', async () => {
     const { driftReport } = await import('../src/report/drift.js');
-    const g = (task: string, policy: string, reward: number | null, i: number) => ({ task, policy, reward, at: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString() });
+    const g = (task: string, policy: string, reward: number | null, i: number) => ({
+      task,
+      policy,
+      reward,
+      at: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString(),
+    });
     const grades = [
       // t1: solved half the time at step-1, always by step-2 (its last 8)
       ...Array.from({ length: 8 }, (_, i) => g('t1', 'step-1', i % 2, i)),
@@ -230,8 +269,18 @@ describe('drift while training', () => {
       ...Array.from({ length: 20 }, (_, i) => g('t4', 'step-2', 0, i)),
       ...Array.from({ length: 8 }, (_, i) => g('t4', 'step-2', i < 4 ? 1 : 0, 200 + i)),
     ];
-    const rows = driftReport(grades, { band: [0.25, 0.75], recent: 8, minTrials: 4, selected: new Set(['t1', 't2', 't4']) });
+    const rows = driftReport(grades, {
+      band: [0.25, 0.75],
+      recent: 8,
+      minTrials: 4,
+      selected: new Set(['t1', 't2', 't4']),
+    });
     const v = Object.fromEntries(rows.map((r) => [`${r.policy}/${r.task}`, [r.n, r.c, r.verdict]]));
-    assert.deepEqual(v, { 'step-1/t1': [8, 4, 'in_band'], 'step-2/t1': [8, 8, 'always_solved'], 'step-2/t2': [8, 0, 'never_solved'], 'step-2/t4': [8, 4, 'in_band'] });
+    assert.deepEqual(v, {
+      'step-1/t1': [8, 4, 'in_band'],
+      'step-2/t1': [8, 8, 'always_solved'],
+      'step-2/t2': [8, 0, 'never_solved'],
+      'step-2/t4': [8, 4, 'in_band'],
+    });
   });
 });

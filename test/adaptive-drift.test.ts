@@ -5,7 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { contradictsPrior, CutInsideStepError, decide, DEFAULT_ADAPTIVE_RULE, GmsEstimator, informedPrior, type AdaptiveRule } from '../src/stats/adaptive.js';
+import {
+  contradictsPrior,
+  CutInsideStepError,
+  decide,
+  DEFAULT_ADAPTIVE_RULE,
+  GmsEstimator,
+  informedPrior,
+  type AdaptiveRule,
+} from '../src/stats/adaptive.js';
 import { agreementWithFixed, guardedPrior, stopTable, worstAgreement } from '../src/stats/adaptive-risk.js';
 import { estimateRate } from '../src/report/aggregate.js';
 import { priorConfigOf } from '../src/records/sampling.js';
@@ -23,7 +31,10 @@ describe('a prior that yields to evidence', () => {
     for (let c0 = 0; c0 <= 16; c0++) {
       const informed = guardedPrior({ n: 16, c: c0 }, cold, { maxTrials: 16 });
       const worst = worstAgreement({ ...cold, informed });
-      assert.ok(worst.agreement >= 0.97, `earlier ${c0}/16: ${worst.agreement} at p = ${worst.p} (weight ${informed?.weight})`);
+      assert.ok(
+        worst.agreement >= 0.97,
+        `earlier ${c0}/16: ${worst.agreement} at p = ${worst.p} (weight ${informed?.weight})`,
+      );
     }
   });
 
@@ -34,7 +45,9 @@ describe('a prior that yields to evidence', () => {
     // makes that decision wrong too often, whatever the prior says.
     const early = new Map(table);
     early.set('6/0', false);
-    const worst = Math.min(...Array.from({ length: 199 }, (_, i) => agreementWithFixed(cold, (i + 1) / 200, early).agreement));
+    const worst = Math.min(
+      ...Array.from({ length: 199 }, (_, i) => agreementWithFixed(cold, (i + 1) / 200, early).agreement),
+    );
     assert.ok(worst < 0.97, `stopping after 6 failures: ${worst}`);
   });
 
@@ -46,7 +59,11 @@ describe('a prior that yields to evidence', () => {
         for (let c = 0; c <= n; c++) {
           if (!contradictsPrior(n, c, rule)) continue;
           contradicted += 1;
-          assert.deepEqual(decide(n, c, rule), decide(n, c, { ...rule, informed: null }), `${c}/${n} against a prior of ${c0}/16`);
+          assert.deepEqual(
+            decide(n, c, rule),
+            decide(n, c, { ...rule, informed: null }),
+            `${c}/${n} against a prior of ${c0}/16`,
+          );
         }
       }
       assert.ok(contradicted > 10, `prior ${c0}/16: ${contradicted} contradicting points checked`);
@@ -83,7 +100,10 @@ describe('a prior that yields to evidence', () => {
 
   it('a prior from a configuration with another label is refused unless named', () => {
     assert.deepEqual(priorConfigOf('gpt-b', ['gpt-a'], undefined).hasOwnProperty('problem'), true);
-    assert.match((priorConfigOf('gpt-b', ['gpt-a'], undefined) as { problem: string }).problem, /no configuration labelled "gpt-b".*name it/);
+    assert.match(
+      (priorConfigOf('gpt-b', ['gpt-a'], undefined) as { problem: string }).problem,
+      /no configuration labelled "gpt-b".*name it/,
+    );
     assert.deepEqual(priorConfigOf('gpt-b', ['gpt-a'], 'gpt-a'), { from: 'gpt-a' });
     assert.deepEqual(priorConfigOf('gpt-a', ['gpt-a', 'gpt-b'], undefined), { from: 'gpt-a' });
     assert.ok('problem' in priorConfigOf('gpt-a', ['gpt-a'], 'gpt-c'));
@@ -112,7 +132,11 @@ describe('budget cut inside a step (pairs run at once)', () => {
           mean += pr * (quickSuccess * estimate(n + 1, c + 1) + (1 - quickSuccess) * estimate(n + 1, c));
           continue;
         }
-        for (const [j, q] of [[0, (1 - p) ** 2], [1, 2 * p * (1 - p)], [2, p * p]] as const) {
+        for (const [j, q] of [
+          [0, (1 - p) ** 2],
+          [1, 2 * p * (1 - p)],
+          [2, p * p],
+        ] as const) {
           if (decide(n + 2, c + j, pairs).stop) mean += pr * q * estimate(n + 2, c + j);
           else next.set(c + j, (next.get(c + j) ?? 0) + pr * q);
         }
@@ -127,7 +151,16 @@ describe('budget cut inside a step (pairs run at once)', () => {
     const raw = cutDuringPair(0.3, 1, (n, c) => c / n);
     assert.ok(raw > 0.3 + 0.05, `raw ${raw}`);
     assert.throws(() => gms.estimateAnywhere(3, 1), CutInsideStepError);
-    const rate = estimateRate({ config: 'm', task: 't', n: 3, c: 1, errors: 0, infra: 0, ungraded: 0, adaptive: pairs });
+    const rate = estimateRate({
+      config: 'm',
+      task: 't',
+      n: 3,
+      c: 1,
+      errors: 0,
+      infra: 0,
+      ungraded: 0,
+      adaptive: pairs,
+    });
     assert.equal(rate.method, 'cut-inside-step');
     assert.ok(Number.isNaN(rate.rate));
   });
@@ -141,7 +174,11 @@ describe('budget cut inside a step (pairs run at once)', () => {
         for (let pair = 0; pair < cut; pair++) {
           const next = new Map<number, number>();
           for (const [c, pr] of live) {
-            for (const [j, q] of [[0, (1 - p) ** 2], [1, 2 * p * (1 - p)], [2, p * p]] as const) {
+            for (const [j, q] of [
+              [0, (1 - p) ** 2],
+              [1, 2 * p * (1 - p)],
+              [2, p * p],
+            ] as const) {
               if (decide(2 * pair + 2, c + j, pairs).stop) mean += pr * q * gms.estimate(2 * pair + 2, c + j);
               else next.set(c + j, (next.get(c + j) ?? 0) + pr * q);
             }

@@ -9,9 +9,14 @@ describe('terminus reply parsing', () => {
   const good = { analysis: 'a', plan: 'p', commands: [{ keystrokes: 'ls\n', duration: 0.5 }], task_complete: false };
 
   it('reads a clean reply with no warnings, defaulting and capping durations', () => {
-    const r = parseTurn(JSON.stringify({ ...good, commands: [{ keystrokes: 'a\n' }, { keystrokes: 'b\n', duration: 500 }] }));
+    const r = parseTurn(
+      JSON.stringify({ ...good, commands: [{ keystrokes: 'a\n' }, { keystrokes: 'b\n', duration: 500 }] }),
+    );
     assert.ok(r.ok);
-    assert.deepEqual(r.turn.commands, [{ keystrokes: 'a\n', duration: 1 }, { keystrokes: 'b\n', duration: 60 }]);
+    assert.deepEqual(r.turn.commands, [
+      { keystrokes: 'a\n', duration: 1 },
+      { keystrokes: 'b\n', duration: 60 },
+    ]);
     assert.deepEqual(r.warnings, []);
   });
 
@@ -44,8 +49,14 @@ describe('tmux keystrokes and screen diffs', () => {
   it('sends text literally, newlines as Enter, and lone key names as keys', () => {
     assert.equal(sendKeysCommand('s', 'ls -la\n'), `tmux send-keys -t s -l -- 'ls -la' \\; send-keys -t s Enter`);
     assert.equal(sendKeysCommand('s', 'C-c'), 'tmux send-keys -t s C-c');
-    assert.equal(sendKeysCommand('s', "echo 'hi'\n"), `tmux send-keys -t s -l -- 'echo '\\''hi'\\''' \\; send-keys -t s Enter`);
-    assert.equal(sendKeysCommand('s', 'a\n\nb'), `tmux send-keys -t s -l -- 'a' \\; send-keys -t s Enter \\; send-keys -t s Enter \\; send-keys -t s -l -- 'b'`);
+    assert.equal(
+      sendKeysCommand('s', "echo 'hi'\n"),
+      `tmux send-keys -t s -l -- 'echo '\\''hi'\\''' \\; send-keys -t s Enter`,
+    );
+    assert.equal(
+      sendKeysCommand('s', 'a\n\nb'),
+      `tmux send-keys -t s -l -- 'a' \\; send-keys -t s Enter \\; send-keys -t s Enter \\; send-keys -t s -l -- 'b'`,
+    );
     assert.equal(sendKeysCommand('s', ''), null);
   });
 

@@ -38,7 +38,11 @@ before(async () => {
 after(async () => {
   listener.close();
   // The images built here only: each has its own nonce.
-  for (const image of made) await engine.getImage(image).remove({ force: true }).catch(() => undefined);
+  for (const image of made)
+    await engine
+      .getImage(image)
+      .remove({ force: true })
+      .catch(() => undefined);
 });
 
 /** A task whose build sends its nonce to the host's loopback listener if it can, and succeeds either way. */
@@ -70,7 +74,11 @@ describe('image builds and the host network', () => {
   it('reach the host loopback only on the host network, asked for by name', async () => {
     const host = await buildOn({ name: 'host', from: 'this test' });
     assert.equal(host.error, null);
-    assert.equal(host.reached, true, 'a build on the host network reaches the host loopback (the test can see a connection)');
+    assert.equal(
+      host.reached,
+      true,
+      'a build on the host network reaches the host loopback (the test can see a connection)',
+    );
     assert.match(host.log, /build network: host \(from this test\)/);
 
     const none = await buildOn({ name: 'none', from: 'this test' });
@@ -102,20 +110,46 @@ describe('image builds and the host network', () => {
     await writeFile(settings, JSON.stringify({ build_network: 'host', reason: 'test' }));
     const trial = async (args: string[], env: Record<string, string | undefined>) => {
       const nonce = randomBytes(6).toString('hex');
-      const r = await runCli(['run-trial', await probingTask(nonce), '-o', path.join(dir, 'trials'), '--json', ...args], { env: { TERMGRADE_BUILD_NETWORK: undefined, ...env } });
+      const r = await runCli(
+        ['run-trial', await probingTask(nonce), '-o', path.join(dir, 'trials'), '--json', ...args],
+        { env: { TERMGRADE_BUILD_NETWORK: undefined, ...env } },
+      );
       assert.equal(r.status, 0, r.stderr);
       made.push((JSON.parse(r.stdout) as { image: string }).image);
       await new Promise((res) => setTimeout(res, 200));
       return reached.has(nonce);
     };
-    assert.equal(await trial([], { TERMGRADE_ENGINE_SETTINGS: settings }), true, 'the settings file asks for the host network');
-    assert.equal(await trial([], { TERMGRADE_ENGINE_SETTINGS: settings, TERMGRADE_BUILD_NETWORK: 'none' }), false, 'the variable overrides the file');
-    assert.equal(await trial(['--build-network', 'none'], { TERMGRADE_ENGINE_SETTINGS: settings, TERMGRADE_BUILD_NETWORK: 'host' }), false, 'the flag overrides both');
-    assert.equal(await trial(['--build-network', 'host'], { TERMGRADE_ENGINE_SETTINGS: path.join(dir, 'absent.json') }), true);
+    assert.equal(
+      await trial([], { TERMGRADE_ENGINE_SETTINGS: settings }),
+      true,
+      'the settings file asks for the host network',
+    );
+    assert.equal(
+      await trial([], { TERMGRADE_ENGINE_SETTINGS: settings, TERMGRADE_BUILD_NETWORK: 'none' }),
+      false,
+      'the variable overrides the file',
+    );
+    assert.equal(
+      await trial(['--build-network', 'none'], {
+        TERMGRADE_ENGINE_SETTINGS: settings,
+        TERMGRADE_BUILD_NETWORK: 'host',
+      }),
+      false,
+      'the flag overrides both',
+    );
+    assert.equal(
+      await trial(['--build-network', 'host'], { TERMGRADE_ENGINE_SETTINGS: path.join(dir, 'absent.json') }),
+      true,
+    );
 
     await writeFile(settings, JSON.stringify({ build_network: 'host; rm -rf /' }));
-    const bad = await runCli(['run-trial', await trivialTask(), '-o', path.join(dir, 'trials')], { env: { TERMGRADE_ENGINE_SETTINGS: settings, TERMGRADE_BUILD_NETWORK: undefined } });
+    const bad = await runCli(['run-trial', await trivialTask(), '-o', path.join(dir, 'trials')], {
+      env: { TERMGRADE_ENGINE_SETTINGS: settings, TERMGRADE_BUILD_NETWORK: undefined },
+    });
     assert.equal(bad.status, 2, bad.stderr);
-    assert.match(bad.stderr, new RegExp(`${settings.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: build_network: a Docker network name`));
+    assert.match(
+      bad.stderr,
+      new RegExp(`${settings.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: build_network: a Docker network name`),
+    );
   });
 });

@@ -36,23 +36,57 @@ describe('termgrade check', () => {
 
   it('rejects each broken fixture with exactly its reason code', async () => {
     // 12 oracle runs make the coin-flip fixture disagree with itself with probability 1 - 2^-11.
-    const r = cli(['check', BROKEN, '--json', '--quiet', '--repeat', '12', '--concurrency', '3', '-o', await tempDir()]);
+    const r = cli([
+      'check',
+      BROKEN,
+      '--json',
+      '--quiet',
+      '--repeat',
+      '12',
+      '--concurrency',
+      '3',
+      '-o',
+      await tempDir(),
+    ]);
     const report = parseReport(r.stdout);
     assert.equal(r.status, 1);
     const byFolder = Object.fromEntries(report.tasks.map((t) => [path.basename(t.path), t]));
-    for (const code of ['invalid_task', 'build_failed', 'oracle_failed', 'nop_passed', 'flaky', 'verifier_error', 'timeout']) {
+    for (const code of [
+      'invalid_task',
+      'build_failed',
+      'oracle_failed',
+      'nop_passed',
+      'flaky',
+      'verifier_error',
+      'timeout',
+    ]) {
       const t = byFolder[code];
       assert.ok(t, `fixture ${code} was checked`);
       assert.equal(t.verdict, 'rejected');
       assert.deepEqual(t.reasons, [code], `${code}: ${t.details.join(' | ')}`);
     }
     assert.equal(report.summary.rejected, 7);
-    assert.deepEqual(report.summary.reasons, { invalid_task: 1, build_failed: 1, oracle_failed: 1, nop_passed: 1, flaky: 1, verifier_error: 1, timeout: 1 });
+    assert.deepEqual(report.summary.reasons, {
+      invalid_task: 1,
+      build_failed: 1,
+      oracle_failed: 1,
+      nop_passed: 1,
+      flaky: 1,
+      verifier_error: 1,
+      timeout: 1,
+    });
     assert.match(byFolder.invalid_task!.details[0]!, /invalid_task: task\.toml: not valid TOML at line 3/);
   });
 
   it('prints a readable summary with yield and reasons', async () => {
-    const r = cli(['check', path.join(BROKEN, 'invalid_task'), path.join(BROKEN, 'nop_passed'), '-q', '-o', await tempDir()]);
+    const r = cli([
+      'check',
+      path.join(BROKEN, 'invalid_task'),
+      path.join(BROKEN, 'nop_passed'),
+      '-q',
+      '-o',
+      await tempDir(),
+    ]);
     assert.equal(r.status, 1);
     assert.match(r.stdout, /0 of 2 admissible \(yield 0\.0%\)/);
     assert.match(r.stdout, /rejections: (invalid_task 1, nop_passed 1|nop_passed 1, invalid_task 1)/);
@@ -70,7 +104,15 @@ describe('termgrade check', () => {
   });
 
   it('runs one trial and reports its reward', async () => {
-    const r = cli(['run-trial', path.join(EXAMPLES, 'log-errors'), '--agent', 'oracle', '--json', '-o', await tempDir()]);
+    const r = cli([
+      'run-trial',
+      path.join(EXAMPLES, 'log-errors'),
+      '--agent',
+      'oracle',
+      '--json',
+      '-o',
+      await tempDir(),
+    ]);
     assert.equal(r.status, 0, r.stderr);
     const result = JSON.parse(r.stdout);
     assert.equal(result.reward, 1);
@@ -82,12 +124,16 @@ describe('interrupting a check', () => {
   const docker = new Docker();
   // The owner label is host:pid:start-time; the start time is not ours to know here.
   const owned = async (pid: number) =>
-    (await docker.listContainers({ all: true, filters: { label: [LABEL_OWNER] } })).filter((c) => c.Labels[LABEL_OWNER]!.startsWith(`${hostname()}:${pid}:`));
+    (await docker.listContainers({ all: true, filters: { label: [LABEL_OWNER] } })).filter((c) =>
+      c.Labels[LABEL_OWNER]!.startsWith(`${hostname()}:${pid}:`),
+    );
 
   /** Starts a check and resolves once it has a container running. */
   async function startCheck(): Promise<{ child: ReturnType<typeof spawn>; exited: Promise<number | null> }> {
     const out = await tempDir();
-    const child = spawn(process.execPath, [CLI, 'check', EXAMPLES, '--quiet', '--repeat', '3', '-o', out], { stdio: 'ignore' });
+    const child = spawn(process.execPath, [CLI, 'check', EXAMPLES, '--quiet', '--repeat', '3', '-o', out], {
+      stdio: 'ignore',
+    });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const deadline = Date.now() + 120_000;
     while ((await owned(child.pid!)).length === 0) {
@@ -97,7 +143,10 @@ describe('interrupting a check', () => {
     return { child, exited };
   }
 
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     it(`${signal} mid-run exits ${code} and leaves no container`, async () => {
       const { child, exited } = await startCheck();
       child.kill(signal);
@@ -132,7 +181,22 @@ describe('termgrade run-trial with a model', () => {
     const baseUrl = await server.start();
     try {
       const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [CLI, 'run-trial', path.join(EXAMPLES, 'log-errors'), '--agent', 'bash-tool', '--model', 'scripted-m', '--base-url', baseUrl, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(
+          process.execPath,
+          [
+            CLI,
+            'run-trial',
+            path.join(EXAMPLES, 'log-errors'),
+            '--agent',
+            'bash-tool',
+            '--model',
+            'scripted-m',
+            '--base-url',
+            baseUrl,
+            '--json',
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (d) => (stdout += d));

@@ -16,7 +16,12 @@ const tasks: CurriculumTask[] = [
   { task: 'held-out', split: 'validation', measured: { n: 16, c: 8 } },
 ];
 
-function picks(c: Curriculum, policy: string, times: number, split: 'train' | 'validation' | undefined = 'train'): Map<string, number> {
+function picks(
+  c: Curriculum,
+  policy: string,
+  times: number,
+  split: 'train' | 'validation' | undefined = 'train',
+): Map<string, number> {
   const out = new Map<string, number>();
   for (let i = 0; i < times; i++) {
     const t = c.pick(policy, split);
@@ -40,10 +45,21 @@ describe('live curriculum', () => {
     const c = new Curriculum(tasks, DEFAULT_CURRICULUM, seededUniform(2));
     const n = picks(c, 'p', 1000);
     assert.ok(n.get('mid')! > 850, `mid ${n.get('mid')}`);
-    assert.ok(n.get('never')! >= 20 && n.get('always')! >= 20, `exploration: never ${n.get('never')}, always ${n.get('always')}`);
+    assert.ok(
+      n.get('never')! >= 20 && n.get('always')! >= 20,
+      `exploration: never ${n.get('never')}, always ${n.get('always')}`,
+    );
     assert.equal(n.get('held-out'), undefined, 'validation tasks are not served for training');
     assert.deepEqual([...picks(c, 'p', 10, 'validation').keys()], ['held-out']);
-    assert.throws(() => new Curriculum(tasks.filter((t) => t.split === 'validation'), DEFAULT_CURRICULUM, seededUniform(1)).pick('p', 'train'), /no task in split "train"/);
+    assert.throws(
+      () =>
+        new Curriculum(
+          tasks.filter((t) => t.split === 'validation'),
+          DEFAULT_CURRICULUM,
+          seededUniform(1),
+        ).pick('p', 'train'),
+      /no task in split "train"/,
+    );
   });
 
   it('every graded rollout moves the posterior, older ones weigh less', () => {
@@ -88,6 +104,9 @@ describe('a simulated training run (scripted policy whose success rates rise)', 
     const fixed = simulate('fixed', options);
     assert.ok(live.inBand > 0.75, `live: ${JSON.stringify(live)}`);
     assert.ok(live.inBand > fixed.inBand + 0.25, `live ${live.inBand} against fixed ${fixed.inBand}`);
-    assert.ok(live.flatGroups < fixed.flatGroups, `groups without signal: live ${live.flatGroups}, fixed ${fixed.flatGroups}`);
+    assert.ok(
+      live.flatGroups < fixed.flatGroups,
+      `groups without signal: live ${live.flatGroups}, fixed ${fixed.flatGroups}`,
+    );
   });
 });

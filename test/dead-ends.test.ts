@@ -14,7 +14,10 @@ import { processAlive } from '../src/util/process-alive.js';
 import { BROKEN, CLI, makeTask, ROOT, runShell, tempDir, trivialTask } from './helpers.js';
 
 /** Runs the built binary itself, as its shebang says (the way npx and an installed bin run it). */
-function runBin(args: string[], options: { cwd?: string } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function runBin(
+  args: string[],
+  options: { cwd?: string } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(CLI, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -28,7 +31,9 @@ function runBin(args: string[], options: { cwd?: string } = {}): Promise<{ statu
 /** A folder of two tasks: "good" (which loads, with typo'd task.toml tables) and "broken" (task.toml is not TOML). */
 async function mixedTasks(): Promise<{ root: string; broken: string }> {
   const root = await tempDir();
-  const good = await trivialTask({ 'task.toml': '[task]\nname = "good"\n[agnet]\ntimeout_sec = 30\n[environment]\ncpu = 1\n' });
+  const good = await trivialTask({
+    'task.toml': '[task]\nname = "good"\n[agnet]\ntimeout_sec = 30\n[environment]\ncpu = 1\n',
+  });
   await symlink(good, path.join(root, 'good'));
   const broken = path.join(root, 'broken');
   await mkdir(broken);
@@ -43,11 +48,41 @@ describe('no dead ends: run', () => {
     const jobsDir = path.join(await tempDir(), 'jobs');
 
     // The broken folder is left out by the filter: it is never judged.
-    const filtered = await runBin(['run', '--name', 'filtered', '--tasks', root, '--exclude-task', 'broken', '-a', 'nop', '--jobs-dir', jobsDir, '-q']);
+    const filtered = await runBin([
+      'run',
+      '--name',
+      'filtered',
+      '--tasks',
+      root,
+      '--exclude-task',
+      'broken',
+      '-a',
+      'nop',
+      '--jobs-dir',
+      jobsDir,
+      '-q',
+    ]);
     assert.equal(filtered.status, 0, filtered.stderr);
-    assert.match(filtered.stderr, /task\.toml: unknown section \[agnet\]; did you mean \[agent\]\?/, 'the typo is a warning naming the file and the section meant');
+    assert.match(
+      filtered.stderr,
+      /task\.toml: unknown section \[agnet\]; did you mean \[agent\]\?/,
+      'the typo is a warning naming the file and the section meant',
+    );
     assert.match(filtered.stderr, /unknown key "cpu" in \[environment\]; did you mean "cpus"\?/);
-    const included = await runBin(['run', '--name', 'included', '--tasks', root, '--task', 'good', '-a', 'nop', '--jobs-dir', jobsDir, '-q']);
+    const included = await runBin([
+      'run',
+      '--name',
+      'included',
+      '--tasks',
+      root,
+      '--task',
+      'good',
+      '-a',
+      'nop',
+      '--jobs-dir',
+      jobsDir,
+      '-q',
+    ]);
     assert.equal(included.status, 0, included.stderr);
 
     // Kept by the filters, the broken folder refuses the run: exit 2, named, and no job made.
@@ -59,15 +94,32 @@ describe('no dead ends: run', () => {
     assert.equal(existsSync(path.join(jobsDir, 'x')), false, 'the refused run left no job folder');
 
     // The retry under the same name starts afresh (it is not told to resume) and skips the broken folder.
-    const skipped = await runBin(['run', '--name', 'x', '--tasks', root, '-a', 'nop', '--skip-invalid', '--jobs-dir', jobsDir, '--jsonl']);
+    const skipped = await runBin([
+      'run',
+      '--name',
+      'x',
+      '--tasks',
+      root,
+      '-a',
+      'nop',
+      '--skip-invalid',
+      '--jobs-dir',
+      jobsDir,
+      '--jsonl',
+    ]);
     assert.equal(skipped.status, 0, skipped.stderr);
-    const events = skipped.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; tasks?: Array<{ path: string; message: string }> });
+    const events = skipped.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; tasks?: Array<{ path: string; message: string }> });
     const skipEvent = events.find((e) => e.type === 'tasks-skipped');
     assert.ok(skipEvent, 'the skipped folders are an event of --jsonl');
     assert.equal(skipEvent.tasks!.length, 1);
     assert.equal(skipEvent.tasks![0]!.path, broken);
     assert.match(skipEvent.tasks![0]!.message, /not valid TOML/);
-    const done = events.find((e) => e.type === 'job-done') as unknown as { summary: { total: number; completed: number } };
+    const done = events.find((e) => e.type === 'job-done') as unknown as {
+      summary: { total: number; completed: number };
+    };
     assert.equal(done.summary.total, 1, 'the good task ran');
     assert.equal(done.summary.completed, 1);
   });
@@ -75,33 +127,70 @@ describe('no dead ends: run', () => {
   it('--skip-invalid says what it skipped on stderr, each folder with its error, and in the closing line', async () => {
     const { root, broken } = await mixedTasks();
     const jobsDir = path.join(await tempDir(), 'jobs');
-    const r = await runBin(['run', '--name', 'y', '--tasks', root, '-a', 'nop', '--skip-invalid', '--jobs-dir', jobsDir]);
+    const r = await runBin([
+      'run',
+      '--name',
+      'y',
+      '--tasks',
+      root,
+      '-a',
+      'nop',
+      '--skip-invalid',
+      '--jobs-dir',
+      jobsDir,
+    ]);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stderr, new RegExp(`skipped 1 task folder\\(s\\) that cannot be used \\(--skip-invalid\\):\\n  ${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: task\\.toml: not valid TOML`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `skipped 1 task folder\\(s\\) that cannot be used \\(--skip-invalid\\):\\n  ${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: task\\.toml: not valid TOML`,
+      ),
+    );
     assert.match(r.stdout, /1 invalid task folder\(s\) skipped/);
   });
 
-  it('a missing --env-file is exit 2 naming the file (not Node\'s own exit 9), and leaves no job', async () => {
+  it("a missing --env-file is exit 2 naming the file (not Node's own exit 9), and leaves no job", async () => {
     const task = await trivialTask();
     const jobsDir = path.join(await tempDir(), 'jobs');
     const missing = path.join(await tempDir(), 'no-such.env');
-    const r = await runBin(['run', '--name', 'env', '--tasks', task, '-a', 'nop', '--env-file', missing, '--jobs-dir', jobsDir]);
+    const r = await runBin([
+      'run',
+      '--name',
+      'env',
+      '--tasks',
+      task,
+      '-a',
+      'nop',
+      '--env-file',
+      missing,
+      '--jobs-dir',
+      jobsDir,
+    ]);
     assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stderr, new RegExp(`termgrade: ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot read the env file \\(ENOENT\\)`));
+    assert.match(
+      r.stderr,
+      new RegExp(`termgrade: ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot read the env file \\(ENOENT\\)`),
+    );
     assert.equal(existsSync(path.join(jobsDir, 'env')), false);
   });
 
   it('a job file with several unknown keys names every one at once, each with the key meant', async () => {
     const dir = await tempDir();
     const file = path.join(dir, 'job.yaml');
-    await writeFile(file, `name: typos\ntasks: { paths: [${await trivialTask()}] }\nagents: [{ agent: nop, concurency: 2 }]\nkk: 4\nbudgetsec: 10\n`);
+    await writeFile(
+      file,
+      `name: typos\ntasks: { paths: [${await trivialTask()}] }\nagents: [{ agent: nop, concurency: 2 }]\nkk: 4\nbudgetsec: 10\n`,
+    );
     const r = await runBin(['run', file, '--jobs-dir', path.join(dir, 'jobs')]);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /3 problems/);
     assert.match(r.stderr, /unknown key "kk" in \(top level\); did you mean "k"\?/);
     assert.match(r.stderr, /unknown key "budgetsec" in \(top level\); did you mean "budgetSec"\?/);
     assert.match(r.stderr, /unknown key "concurency" in agents\.0; did you mean "concurrency"\?/);
-    assert.throws(() => parseSpec({ name: 'x', tasks: { paths: ['a'] }, agents: [{ agent: 'nop' }], kk: 1, kkk: 2 }, 'here'), /kk"[^]*kkk"/);
+    assert.throws(
+      () => parseSpec({ name: 'x', tasks: { paths: ['a'] }, agents: [{ agent: 'nop' }], kk: 1, kkk: 2 }, 'here'),
+      /kk"[^]*kkk"/,
+    );
   });
 });
 
@@ -169,14 +258,21 @@ describe('CLI friction', () => {
 
   it('overlap says why a grid is all "-": too few trials per task', async () => {
     const file = path.join(await tempDir(), 'trials.jsonl');
-    const row = (config: string, task: string, reward: number): string => JSON.stringify({ trial_id: `${config}-${task}`, task, agent: config, attempt: 0, status: 'completed', reward });
+    const row = (config: string, task: string, reward: number): string =>
+      JSON.stringify({ trial_id: `${config}-${task}`, task, agent: config, attempt: 0, status: 'completed', reward });
     await writeFile(file, `${[row('a', 't1', 1), row('a', 't2', 0), row('b', 't1', 1)].join('\n')}\n`);
     const r = await runBin(['overlap', file]);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /a: none of its 2 task\(s\) has 4 graded trials \(at most 1\); run more trials \(-k\) or lower --min-trials/);
+    assert.match(
+      r.stdout,
+      /a: none of its 2 task\(s\) has 4 graded trials \(at most 1\); run more trials \(-k\) or lower --min-trials/,
+    );
     assert.match(r.stdout, /b: none of its 1 task\(s\) has 4 graded trials/);
     const inBand = await runBin(['overlap', file, '--min-trials', '1']);
-    assert.match(inBand.stdout, /a: none of its 2 task\(s\) with >= 1 trials has a rate in band 0\.25-0\.75 \(1 below, 1 above\)/);
+    assert.match(
+      inBand.stdout,
+      /a: none of its 2 task\(s\) with >= 1 trials has a rate in band 0\.25-0\.75 \(1 below, 1 above\)/,
+    );
   });
 });
 
@@ -202,10 +298,16 @@ describe('serve stops cleanly', () => {
     const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
     const recipe = /^ {4}(\S*termgrade serve [^\n]*&)\s*(#[^\n]*)?$/m.exec(readme);
     assert.ok(recipe, 'the README shows how to run serve in the background');
-    const command = recipe[1]!.replace(/--tasks \S+/, `--tasks ${await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' })}`).replace(/--port \d+/, '--port 0').replace(/ &$/, ` --data-dir ${await tempDir()} &`);
+    const command = recipe[1]!
+      .replace(/--tasks \S+/, `--tasks ${await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' })}`)
+      .replace(/--port \d+/, '--port 0')
+      .replace(/ &$/, ` --data-dir ${await tempDir()} &`);
     assert.match(command, /--port 0/);
     // The shell prints the pid it would kill ($!), then waits for the server.
-    const sh = spawn('sh', ['-c', `${command}\necho "pid $!"\nwait`], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+    const sh = spawn('sh', ['-c', `${command}\necho "pid $!"\nwait`], {
+      cwd: project,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     sh.stderr.on('data', (d: Buffer) => (stderr += d));
@@ -219,7 +321,11 @@ describe('serve stops cleanly', () => {
       sh.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
     });
     const port = Number(new URL(started.url).port);
-    const created = await fetch(`${started.url}/v1/sessions`, { method: 'POST', headers: { authorization: `Bearer ${started.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ task: 'hello' }) });
+    const created = await fetch(`${started.url}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${started.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'hello' }),
+    });
     assert.equal(created.status, 201, await created.clone().text());
     const id = ((await created.json()) as { session_id: string }).session_id;
     const engine = new Docker();

@@ -33,7 +33,8 @@ describe('engine turns (the order an engine serves heavy requests)', () => {
     const removal = turns.run(turns.place(true), async () => void ran.push('background'));
     const all = [holding, removal];
     // Trials that began waiting right after the background request: they go first.
-    for (let i = 0; i < BACKGROUND_LAG - 1; i++) all.push(turns.run(turns.place(), async () => void ran.push(`soon ${i}`)));
+    for (let i = 0; i < BACKGROUND_LAG - 1; i++)
+      all.push(turns.run(turns.place(), async () => void ran.push(`soon ${i}`)));
     // Trials that came much later: the background request is not held back behind them.
     for (let i = 0; i < 3; i++) all.push(turns.run(turns.place(), async () => void ran.push(`later ${i}`)));
     busy.open();

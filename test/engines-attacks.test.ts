@@ -17,4 +17,7 @@ after(async () => {
   await Promise.all(engines.map((e) => e.destroy()));
 });
 
-gradingAttacksWithTools('engine pool', () => (shared ??= new EnginePool(engines.map((e) => ({ name: e.name, host: e.host, capacity: 3, labels: {} })))));
+gradingAttacksWithTools(
+  'engine pool',
+  () => (shared ??= new EnginePool(engines.map((e) => ({ name: e.name, host: e.host, capacity: 3, labels: {} })))),
+);

@@ -22,11 +22,15 @@ import { ScriptedModelServer } from './support/scripted-model-server.js';
 /** Read back with a different Parquet implementation (parquet-wasm, via Arrow) than the writer. */
 async function readRows(file: string): Promise<Array<Record<string, any>>> {
   const table = tableFromIPC(readParquet(new Uint8Array(await readFile(file))).intoIPCStream());
-  return table.toArray().map((r) => JSON.parse(JSON.stringify(r.toJSON(), (_k, v) => (typeof v === 'bigint' ? Number(v) : v))));
+  return table
+    .toArray()
+    .map((r) => JSON.parse(JSON.stringify(r.toJSON(), (_k, v) => (typeof v === 'bigint' ? Number(v) : v))));
 }
 
 describe('termgrade export', () => {
-  const model = new ScriptedModelServer({ m: [bash('echo hello > /app/out.txt'), bash('echo TERMGRADE_TASK_COMPLETE')] });
+  const model = new ScriptedModelServer({
+    m: [bash('echo hello > /app/out.txt'), bash('echo TERMGRADE_TASK_COMPLETE')],
+  });
   after(() => model.close());
 
   it('writes trials as a Parquet dataset: record, tests, messages ready for a chat template, ATIF; read back by another implementation', async () => {
@@ -44,7 +48,10 @@ describe('termgrade export', () => {
     assert.equal(tool.reward, 1);
     assert.equal(tool.status, 'graded');
     assert.deepEqual(tool.tests, [{ name: 't.py::test_hello', status: 'passed', message: null }]);
-    assert.deepEqual(tool.messages.map((m: { role: string }) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
+    assert.deepEqual(
+      tool.messages.map((m: { role: string }) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'assistant', 'tool'],
+    );
     const call = tool.messages[2].tool_calls[0];
     assert.equal(call.function.name, 'bash');
     assert.equal(typeof call.function.arguments, 'string', 'arguments stay JSON text');
@@ -60,17 +67,42 @@ describe('termgrade export', () => {
 
   it('exports a job folder, with trials that have no reward as null (never 0), JSONL on request', async () => {
     const jobsDir = await tempDir();
-    const spec = parseSpec({ name: 'exp', tasks: { paths: [await trivialTask({ 'task.toml': '[task]\nname = "a"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "b"\n' })] }, agents: [{ agent: 'oracle' }], k: 2, infraRetries: 0 }, 'test');
+    const spec = parseSpec(
+      {
+        name: 'exp',
+        tasks: {
+          paths: [
+            await trivialTask({ 'task.toml': '[task]\nname = "a"\n' }),
+            await trivialTask({ 'task.toml': '[task]\nname = "b"\n' }),
+          ],
+        },
+        agents: [{ agent: 'oracle' }],
+        k: 2,
+        infraRetries: 0,
+      },
+      'test',
+    );
     const opened = await openJob(spec, jobsDir);
     try {
-      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider({ startFails: (t) => t.name === 'b' }), jobDir: opened.jobDir });
+      await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: new FakeProvider({ startFails: (t) => t.name === 'b' }),
+        jobDir: opened.jobDir,
+      });
     } finally {
       await opened.close();
     }
     const out = await tempDir();
     await exportTrials([path.join(jobsDir, 'exp')], out);
     const rows = await readRows(path.join(out, 'data', 'trials.parquet'));
-    assert.deepEqual(rows.map((x) => [x.task, x.attempt, x.reward, x.status]).sort(), [['a', 0, 1, 'graded'], ['a', 1, 1, 'graded'], ['b', 0, null, 'infra'], ['b', 1, null, 'infra']]);
+    assert.deepEqual(rows.map((x) => [x.task, x.attempt, x.reward, x.status]).sort(), [
+      ['a', 0, 1, 'graded'],
+      ['a', 1, 1, 'graded'],
+      ['b', 0, null, 'infra'],
+      ['b', 1, null, 'infra'],
+    ]);
     const jsonl = await tempDir();
     await exportTrials([path.join(jobsDir, 'exp')], jsonl, { format: 'jsonl' });
     assert.equal((await readFile(path.join(jsonl, 'data', 'trials.jsonl'), 'utf8')).trim().split('\n').length, 4);
@@ -88,16 +120,24 @@ describe('termgrade export', () => {
       path.join(selection, 'manifest.json'),
       JSON.stringify({
         model: 'bash-tool/m1',
-        training: [{ task: 't1', trials: 8, successes: 4, rate: 0.5, interval: [0.2, 0.8] }, { task: 't2', trials: 8, successes: 3, rate: 0.375, interval: [0.12, 0.7] }],
+        training: [
+          { task: 't1', trials: 8, successes: 4, rate: 0.5, interval: [0.2, 0.8] },
+          { task: 't2', trials: 8, successes: 3, rate: 0.375, interval: [0.12, 0.7] },
+        ],
         validation: [{ task: 't3', trials: 8, successes: 2, rate: 0.25, interval: [0.05, 0.6], target: 0.25 }],
       }),
     );
     const out = await tempDir();
     const counts = await exportSelection(selection, [tasksDir], out);
     assert.deepEqual(counts, { train: 2, validation: 1 });
-    const toml = parseToml(await readFile(path.join(out, 'train', 't1', 'task.toml'), 'utf8')) as { metadata: Record<string, any> };
+    const toml = parseToml(await readFile(path.join(out, 'train', 't1', 'task.toml'), 'utf8')) as {
+      metadata: Record<string, any>;
+    };
     assert.equal(toml.metadata.difficulty, 'medium', 'existing metadata kept');
-    assert.deepEqual({ ...toml.metadata.termgrade }, { rate: 0.5, interval: [0.2, 0.8], trials: 8, successes: 4, config: 'bash-tool/m1', split: 'train' });
+    assert.deepEqual(
+      { ...toml.metadata.termgrade },
+      { rate: 0.5, interval: [0.2, 0.8], trials: 8, successes: 4, config: 'bash-tool/m1', split: 'train' },
+    );
     await loadTask(path.join(out, 'validation', 't3'));
     const rows = await readRows(path.join(out, 'rl', 'train.parquet'));
     assert.equal(rows.length, 2);

@@ -9,9 +9,19 @@ const ID = 'a'.repeat(64);
 
 describe('cgroup freezer', () => {
   it('finds cgroup v1 freezer and v2 unified files of the container named, and nothing for another', () => {
-    assert.equal(filesOf(`12:freezer:/docker/${ID}\n1:name=systemd:/docker/${ID}\n`, ID)?.control, `/sys/fs/cgroup/freezer/docker/${ID}/freezer.state`);
-    assert.equal(filesOf(`0::/system.slice/docker-${ID}.scope\n`, ID)?.control, `/sys/fs/cgroup/system.slice/docker-${ID}.scope/cgroup.freeze`);
-    assert.equal(filesOf(`12:freezer:/docker/${'b'.repeat(64)}\n`, ID), null, 'another container\'s cgroup is never touched');
+    assert.equal(
+      filesOf(`12:freezer:/docker/${ID}\n1:name=systemd:/docker/${ID}\n`, ID)?.control,
+      `/sys/fs/cgroup/freezer/docker/${ID}/freezer.state`,
+    );
+    assert.equal(
+      filesOf(`0::/system.slice/docker-${ID}.scope\n`, ID)?.control,
+      `/sys/fs/cgroup/system.slice/docker-${ID}.scope/cgroup.freeze`,
+    );
+    assert.equal(
+      filesOf(`12:freezer:/docker/${'b'.repeat(64)}\n`, ID),
+      null,
+      "another container's cgroup is never touched",
+    );
     assert.equal(filesOf('0::/\n', ID), null);
   });
 

@@ -35,22 +35,36 @@ describe("Harbor's job config and job folder", () => {
   const servers: ScriptedModelServer[] = [];
   after(() => Promise.all(servers.map((s) => s.close())));
 
-  it('runs a Harbor job.yaml through the real binary, writes the job in Harbor\'s layout, and Harbor\'s models read back what the store holds', async () => {
+  it("runs a Harbor job.yaml through the real binary, writes the job in Harbor's layout, and Harbor's models read back what the store holds", async () => {
     const solve = TERMINUS_SOLVES['log-errors']!;
     const server = new ScriptedModelServer({ 'scripted-m': [...solve, ...solve] });
     servers.push(server);
     const baseUrl = await server.start();
     const cwd = await tempDir();
     await symlink(EXAMPLES, path.join(cwd, 'tasks'));
-    await writeFile(path.join(cwd, 'job.yaml'), (await readFile(path.join(FIXTURES, 'job.yaml'), 'utf8')).replace('api_base: API_BASE', `api_base: ${baseUrl}`));
+    await writeFile(
+      path.join(cwd, 'job.yaml'),
+      (await readFile(path.join(FIXTURES, 'job.yaml'), 'utf8')).replace('api_base: API_BASE', `api_base: ${baseUrl}`),
+    );
 
     const run = await runCli(['run', '-c', 'job.yaml', '-q'], { cwd, env: { OPENAI_API_KEY: KEY } });
     assert.equal(run.status, 0, run.stderr);
     // One warning, naming each field that has no equivalent (and the agent that runs as another).
     const warnings = run.stderr.split('\n').filter((l) => l.startsWith('termgrade: warning:'));
     assert.equal(warnings.length, 1, run.stderr);
-    for (const field of ['environment.override_cpus', 'agents[1].kwargs.parser_name', 'agents[1].env.OPENAI_API_KEY', 'agents[1].name', 'metrics']) assert.match(run.stderr, new RegExp(`\\n  ${field.replace(/[[\].]/g, '\\$&')}: `), `${field} named`);
-    assert.doesNotMatch(run.stderr, /orchestrator|timeout_multiplier|n_attempts|datasets/, 'fields carried over are not listed');
+    for (const field of [
+      'environment.override_cpus',
+      'agents[1].kwargs.parser_name',
+      'agents[1].env.OPENAI_API_KEY',
+      'agents[1].name',
+      'metrics',
+    ])
+      assert.match(run.stderr, new RegExp(`\\n  ${field.replace(/[[\].]/g, '\\$&')}: `), `${field} named`);
+    assert.doesNotMatch(
+      run.stderr,
+      /orchestrator|timeout_multiplier|n_attempts|datasets/,
+      'fields carried over are not listed',
+    );
 
     // Harbor's jobs_dir (relative to the working directory) and job_name; n_attempts as k.
     const jobDir = path.join(cwd, 'jobs', 'harbor-fixture');
@@ -61,11 +75,31 @@ describe("Harbor's job config and job folder", () => {
     assert.equal(spec.k, 2);
     assert.equal(spec.concurrency, 1);
     assert.deepEqual(spec.tasks.include, ['log-errors']);
-    assert.deepEqual(spec.agents.map((a: { agent: string; model?: { model: string; baseUrl: string; temperature: number } }) => [a.agent, a.model?.model ?? null, a.model?.temperature ?? null]), [['oracle', null, null], ['terminus', 'scripted-m', 0]]);
-    assert.deepEqual(rows.map((r) => [r.config, r.task, r.attempt, r.reward]), [['oracle', 'log-errors', 0, 1], ['oracle', 'log-errors', 1, 1], ['terminus/scripted-m', 'log-errors', 0, 1], ['terminus/scripted-m', 'log-errors', 1, 1]]);
+    assert.deepEqual(
+      spec.agents.map((a: { agent: string; model?: { model: string; baseUrl: string; temperature: number } }) => [
+        a.agent,
+        a.model?.model ?? null,
+        a.model?.temperature ?? null,
+      ]),
+      [
+        ['oracle', null, null],
+        ['terminus', 'scripted-m', 0],
+      ],
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.config, r.task, r.attempt, r.reward]),
+      [
+        ['oracle', 'log-errors', 0, 1],
+        ['oracle', 'log-errors', 1, 1],
+        ['terminus/scripted-m', 'log-errors', 0, 1],
+        ['terminus/scripted-m', 'log-errors', 1, 1],
+      ],
+    );
 
     const out = path.join(cwd, 'harbor-out');
-    const exp = await runCli(['export', 'trials', jobDir, '--format', 'harbor-job', '--out', out], { env: { OPENAI_API_KEY: KEY } });
+    const exp = await runCli(['export', 'trials', jobDir, '--format', 'harbor-job', '--out', out], {
+      env: { OPENAI_API_KEY: KEY },
+    });
     assert.equal(exp.status, 0, exp.stderr);
     const h = await readHarborJobFolder(path.join(out, 'harbor-fixture'));
 
@@ -73,8 +107,17 @@ describe("Harbor's job config and job folder", () => {
     assert.equal(h.config.job_name, 'harbor-fixture');
     assert.equal(h.config.n_attempts, 2);
     assert.equal(h.config.n_concurrent_trials, 1);
-    assert.deepEqual(h.config.datasets?.map((d) => [d.path, d.task_names]), [[path.join(cwd, 'tasks'), ['log-errors']]]);
-    assert.deepEqual(h.config.agents?.map((a) => [a.name, a.model_name, a.kwargs?.api_base]), [['oracle', null, undefined], ['terminus', 'scripted-m', baseUrl]]);
+    assert.deepEqual(
+      h.config.datasets?.map((d) => [d.path, d.task_names]),
+      [[path.join(cwd, 'tasks'), ['log-errors']]],
+    );
+    assert.deepEqual(
+      h.config.agents?.map((a) => [a.name, a.model_name, a.kwargs?.api_base]),
+      [
+        ['oracle', null, undefined],
+        ['terminus', 'scripted-m', baseUrl],
+      ],
+    );
     assert.ok(!(await allText(out)).includes(KEY), 'the API key appears nowhere in the export');
 
     // Trials: one folder per stored trial; rewards, tokens, cost and per-phase timings as recorded.
@@ -95,7 +138,12 @@ describe("Harbor's job config and job folder", () => {
       assert.equal(r.agent_result?.cost_usd ?? null, row.cost_usd);
       assert.equal(Date.parse(r.started_at!), Date.parse(own.startedAt));
       assert.equal(Date.parse(r.finished_at!), Date.parse(own.finishedAt));
-      for (const [harbor, ours] of [['environment_setup', 'environment_setup'], ['agent_setup', 'agent_setup'], ['agent_execution', 'agent_run'], ['verifier', 'verification']] as const) {
+      for (const [harbor, ours] of [
+        ['environment_setup', 'environment_setup'],
+        ['agent_setup', 'agent_setup'],
+        ['agent_execution', 'agent_run'],
+        ['verifier', 'verification'],
+      ] as const) {
         assert.equal(Date.parse(r[harbor]!.started_at!), Date.parse(own.phases[ours]!.startedAt), `${harbor} start`);
         assert.equal(Date.parse(r[harbor]!.finished_at!), Date.parse(own.phases[ours]!.finishedAt), `${harbor} end`);
       }
@@ -103,8 +151,17 @@ describe("Harbor's job config and job folder", () => {
       assert.ok((await readFile(path.join(t.dir, 'verifier', 'test-stdout.txt'), 'utf8')).length >= 0);
     }
     const terminus = h.trials.filter((t) => t.result.agent_info.name === 'terminus');
-    assert.ok(terminus.every((t) => (t.result.agent_result?.n_input_tokens ?? 0) > 0), 'a model trial carries its tokens');
-    assert.equal(JSON.parse(await readFile(path.join(terminus[0]!.dir, 'agent', 'trajectory.json'), 'utf8')).schema_version.startsWith('ATIF'), true, "the agent's trajectory is copied");
+    assert.ok(
+      terminus.every((t) => (t.result.agent_result?.n_input_tokens ?? 0) > 0),
+      'a model trial carries its tokens',
+    );
+    assert.equal(
+      JSON.parse(
+        await readFile(path.join(terminus[0]!.dir, 'agent', 'trajectory.json'), 'utf8'),
+      ).schema_version.startsWith('ATIF'),
+      true,
+      "the agent's trajectory is copied",
+    );
 
     // Job result: counts and reward tallies per agent x model x dataset equal the store's.
     assert.equal(h.result.n_total_trials, rows.length);
@@ -116,7 +173,10 @@ describe("Harbor's job config and job folder", () => {
     assert.equal(ev.n_trials, 2);
     assert.deepEqual(ev.reward_stats, { reward: { 1: terminus.map((t) => t.result.trial_name).sort() } });
     assert.deepEqual(ev.metrics, [{ mean: 1 }]);
-    assert.equal(h.result.stats.n_input_tokens, rows.reduce((a, r) => a + (r.input_tokens ?? 0), 0));
+    assert.equal(
+      h.result.stats.n_input_tokens,
+      rows.reduce((a, r) => a + (r.input_tokens ?? 0), 0),
+    );
     assert.equal(Date.parse(h.result.started_at), Math.min(...h.trials.map((t) => Date.parse(t.result.started_at!))));
 
     // The other direction still reads it: import the exported folder and get the same rewards.
@@ -125,15 +185,38 @@ describe("Harbor's job config and job folder", () => {
     const again = JobStore.open(path.join(cwd, 'jobs', 'back', 'job.db'), { readonly: true });
     const imported = [...again.listTrials()];
     again.close();
-    assert.deepEqual(imported.map((r) => [r.config, r.task, r.reward]).sort(), rows.map((r) => [`${r.agent}${r.model ? `/${r.model}` : ''}`, r.task, r.reward]).sort());
+    assert.deepEqual(
+      imported.map((r) => [r.config, r.task, r.reward]).sort(),
+      rows.map((r) => [`${r.agent}${r.model ? `/${r.model}` : ''}`, r.task, r.reward]).sort(),
+    );
   });
 
   it('writes trials without a reward as Harbor does an exception (no verifier_result, never a 0), and import reads them back as infrastructure', async () => {
     const jobsDir = await tempDir();
-    const spec = parseSpec({ name: 'mixed', tasks: { paths: [await trivialTask({ 'task.toml': '[task]\nname = "a"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "b"\n' })] }, agents: [{ agent: 'oracle' }], k: 2, infraRetries: 0 }, 'test');
+    const spec = parseSpec(
+      {
+        name: 'mixed',
+        tasks: {
+          paths: [
+            await trivialTask({ 'task.toml': '[task]\nname = "a"\n' }),
+            await trivialTask({ 'task.toml': '[task]\nname = "b"\n' }),
+          ],
+        },
+        agents: [{ agent: 'oracle' }],
+        k: 2,
+        infraRetries: 0,
+      },
+      'test',
+    );
     const opened = await openJob(spec, jobsDir);
     try {
-      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider({ startFails: (t) => t.name === 'b', grade: (t, n) => (n === 0 ? 1 : 0) }), jobDir: opened.jobDir });
+      await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: new FakeProvider({ startFails: (t) => t.name === 'b', grade: (t, n) => (n === 0 ? 1 : 0) }),
+        jobDir: opened.jobDir,
+      });
     } finally {
       await opened.close();
     }
@@ -141,9 +224,21 @@ describe("Harbor's job config and job folder", () => {
     await exportHarborJobs([path.join(jobsDir, 'mixed')], out);
     const h = await readHarborJobFolder(path.join(out, 'mixed'));
     const byTask = (task: string) => h.trials.filter((t) => t.result.task_name === task).map((t) => t.result);
-    assert.deepEqual(byTask('a').map((r) => r.verifier_result?.rewards), [{ reward: 1 }, { reward: 0 }]);
-    assert.deepEqual(byTask('b').map((r) => [r.verifier_result ?? null, r.exception_info?.exception_type]), [[null, 'EnvironmentStartError'], [null, 'EnvironmentStartError']]);
-    assert.match(await readFile(path.join(out, 'mixed', byTask('b')[0]!.trial_name, 'exception.txt'), 'utf8'), /did not start/);
+    assert.deepEqual(
+      byTask('a').map((r) => r.verifier_result?.rewards),
+      [{ reward: 1 }, { reward: 0 }],
+    );
+    assert.deepEqual(
+      byTask('b').map((r) => [r.verifier_result ?? null, r.exception_info?.exception_type]),
+      [
+        [null, 'EnvironmentStartError'],
+        [null, 'EnvironmentStartError'],
+      ],
+    );
+    assert.match(
+      await readFile(path.join(out, 'mixed', byTask('b')[0]!.trial_name, 'exception.txt'), 'utf8'),
+      /did not start/,
+    );
     const s = h.result.stats;
     assert.deepEqual([h.result.n_total_trials, s.n_completed_trials, s.n_errored_trials, s.n_errors], [4, 4, 2, 2]);
     const ev = s.evals!['oracle__adhoc']!;
@@ -155,7 +250,12 @@ describe("Harbor's job config and job folder", () => {
     const store = JobStore.open(path.join(jobsDir, 'back', 'job.db'));
     try {
       await importHarbor(out, store);
-      assert.deepEqual([...store.listTrials()].map((r) => [r.task, r.reward]).sort(), [['a', 0], ['a', 1], ['b', null], ['b', null]]);
+      assert.deepEqual([...store.listTrials()].map((r) => [r.task, r.reward]).sort(), [
+        ['a', 0],
+        ['a', 1],
+        ['b', null],
+        ['b', null],
+      ]);
     } finally {
       store.close();
     }
@@ -183,9 +283,17 @@ describe("Harbor's job config and job folder", () => {
       'retry.max_retries',
       'verifier.override_timeout_sec',
     ]);
-    assert.ok(c.ignored.every((i) => i.why.length > 10), 'each says why');
+    assert.ok(
+      c.ignored.every((i) => i.why.length > 10),
+      'each says why',
+    );
     // A key neither Harbor nor termgrade knows is named too, never dropped silently.
-    assert.deepEqual(harborConfigToSpec({ ...raw, n_attempt: 3 }, 'f', '/w', 'x').ignored.map((i) => i.field).filter((f) => f === 'n_attempt'), ['n_attempt']);
+    assert.deepEqual(
+      harborConfigToSpec({ ...raw, n_attempt: 3 }, 'f', '/w', 'x')
+        .ignored.map((i) => i.field)
+        .filter((f) => f === 'n_attempt'),
+      ['n_attempt'],
+    );
     // A termgrade job file is not taken for Harbor's.
     assert.equal(isHarborJobConfig({ name: 'j', tasks: { paths: ['t'] }, agents: [{ agent: 'oracle' }], k: 2 }), false);
   });
@@ -193,10 +301,22 @@ describe("Harbor's job config and job folder", () => {
   it('refuses, with exit 2 and the field, what would change which trials run: a registry dataset, a Python agent, an agent termgrade lacks', async () => {
     const cwd = await tempDir();
     const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [{ agents: [{ name: 'oracle' }], datasets: [{ name: 'terminal-bench', version: '2.0' }] }, /datasets\[0\]: dataset terminal-bench@2\.0 comes from a registry/],
-      [{ agents: [{ import_path: 'my_pkg.agents:MyAgent' }], datasets: [{ path: 'tasks' }] }, /agents\[0\]\.import_path: "my_pkg\.agents:MyAgent" is a Python agent class/],
-      [{ agents: [{ name: 'claude-code', model_name: 'anthropic/claude-sonnet-4' }], datasets: [{ path: 'tasks' }] }, /agents\[0\]\.name: Harbor agent "claude-code" has no termgrade equivalent/],
-      [{ agents: [{ name: 'terminus-2', model_name: 'anthropic/claude-sonnet-4' }], datasets: [{ path: 'tasks' }] }, /agents\[0\]\.model_name: "anthropic\/claude-sonnet-4": .*kwargs\.api_base/],
+      [
+        { agents: [{ name: 'oracle' }], datasets: [{ name: 'terminal-bench', version: '2.0' }] },
+        /datasets\[0\]: dataset terminal-bench@2\.0 comes from a registry/,
+      ],
+      [
+        { agents: [{ import_path: 'my_pkg.agents:MyAgent' }], datasets: [{ path: 'tasks' }] },
+        /agents\[0\]\.import_path: "my_pkg\.agents:MyAgent" is a Python agent class/,
+      ],
+      [
+        { agents: [{ name: 'claude-code', model_name: 'anthropic/claude-sonnet-4' }], datasets: [{ path: 'tasks' }] },
+        /agents\[0\]\.name: Harbor agent "claude-code" has no termgrade equivalent/,
+      ],
+      [
+        { agents: [{ name: 'terminus-2', model_name: 'anthropic/claude-sonnet-4' }], datasets: [{ path: 'tasks' }] },
+        /agents\[0\]\.model_name: "anthropic\/claude-sonnet-4": .*kwargs\.api_base/,
+      ],
     ];
     for (const [i, [config, message]] of cases.entries()) {
       // Harbor writes both: job.yaml by hand, config.json in every job folder.
@@ -216,10 +336,26 @@ describe("Harbor's job config and job folder", () => {
   });
 
   it('exports no secret in an agent config: stored secret-looking variables become ${NAME}, endpoints lose their user and password', () => {
-    const a = harborAgentConfig({ agent: 'bash-tool', env: { MODE: 'eval', API_TOKEN: 'tok-123456789' }, envFiles: [], model: { baseUrl: 'http://user:pw-secret@127.0.0.1:9/v1?api_key=k-secret', model: 'm', apiKeyEnv: 'OPENAI_API_KEY', extraBody: {}, headers: { Authorization: 'Bearer h-secret' }, requestTimeoutSec: 600, maxRetries: 6, backoffBaseSec: 1, backoffMaxSec: 60 } });
+    const a = harborAgentConfig({
+      agent: 'bash-tool',
+      env: { MODE: 'eval', API_TOKEN: 'tok-123456789' },
+      envFiles: [],
+      model: {
+        baseUrl: 'http://user:pw-secret@127.0.0.1:9/v1?api_key=k-secret',
+        model: 'm',
+        apiKeyEnv: 'OPENAI_API_KEY',
+        extraBody: {},
+        headers: { Authorization: 'Bearer h-secret' },
+        requestTimeoutSec: 600,
+        maxRetries: 6,
+        backoffBaseSec: 1,
+        backoffMaxSec: 60,
+      },
+    });
     assert.deepEqual(a.env, { MODE: 'eval', API_TOKEN: '${API_TOKEN}' });
     const text = JSON.stringify(a);
-    for (const s of ['tok-123456789', 'pw-secret', 'k-secret', 'h-secret']) assert.ok(!text.includes(s), `${s} not exported`);
+    for (const s of ['tok-123456789', 'pw-secret', 'k-secret', 'h-secret'])
+      assert.ok(!text.includes(s), `${s} not exported`);
     assert.equal(a.kwargs.api_key_env, 'OPENAI_API_KEY');
   });
 });

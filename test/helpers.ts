@@ -7,7 +7,10 @@ import { after, describe } from 'node:test';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 
 /** The repository root, from dist/test/helpers.js or test/helpers.ts alike. */
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), fileURLToPath(import.meta.url).includes('/dist/') ? '../..' : '..');
+export const ROOT = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  fileURLToPath(import.meta.url).includes('/dist/') ? '../..' : '..',
+);
 export const EXAMPLES = path.join(ROOT, 'examples', 'tasks');
 export const BROKEN = path.join(ROOT, 'test', 'fixtures', 'broken');
 export const BUILDKIT = path.join(ROOT, 'test', 'fixtures', 'buildkit');
@@ -71,14 +74,19 @@ export function onEachDockerExecPath(register: (label: string, provider: () => D
 export const DOCKER_EXEC_PATHS = ['helper shell', 'engine exec'] as const;
 
 /** Registers suites for one command path of the Docker backend (a long suite gets a file per path). */
-export function onDockerExecPath(via: (typeof DOCKER_EXEC_PATHS)[number], register: (label: string, provider: () => DockerProvider) => void): void {
+export function onDockerExecPath(
+  via: (typeof DOCKER_EXEC_PATHS)[number],
+  register: (label: string, provider: () => DockerProvider) => void,
+): void {
   describe(`docker backend, commands via ${via}`, () => {
     let mine: DockerProvider | null = null;
     after(() => mine?.closeAll());
-    register(`docker, ${via}`, () => (mine ??= new DockerProvider({ execVia: via === 'engine exec' ? 'engine' : 'shell' })));
+    register(
+      `docker, ${via}`,
+      () => (mine ??= new DockerProvider({ execVia: via === 'engine exec' ? 'engine' : 'shell' })),
+    );
   });
 }
-
 
 export interface Run {
   status: number | null;
@@ -86,12 +94,20 @@ export interface Run {
   stderr: string;
 }
 
-type RunOptions = { env?: Record<string, string | undefined>; cwd?: string; killOn?: (e: Record<string, unknown>) => boolean };
+type RunOptions = {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  killOn?: (e: Record<string, unknown>) => boolean;
+};
 
 /** Runs a program and collects its output; `killOn` SIGKILLs it at the first JSON event on stdout that matches. */
 function runProcess(file: string, args: string[], options: RunOptions): Promise<Run & { killed: boolean }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, {
+      env: { ...process.env, ...options.env },
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let pending = '';
@@ -119,7 +135,10 @@ function runProcess(file: string, args: string[], options: RunOptions): Promise<
 }
 
 /** Runs the CLI (`nodeArgs` go to node before it); `killOn` as for runProcess. */
-export function runCli(args: string[], options: RunOptions & { nodeArgs?: string[] } = {}): Promise<Run & { killed: boolean }> {
+export function runCli(
+  args: string[],
+  options: RunOptions & { nodeArgs?: string[] } = {},
+): Promise<Run & { killed: boolean }> {
   return runProcess(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], options);
 }
 

@@ -19,7 +19,8 @@ describe('image source', () => {
   const files = (image: string) => ({
     'task.toml': `[environment]\ndocker_image = "${image}"\n`,
     'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN touch /from-dockerfile\nWORKDIR /app\n',
-    'tests/test.sh': '#!/bin/bash\nif [ -f /from-dockerfile ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+    'tests/test.sh':
+      '#!/bin/bash\nif [ -f /from-dockerfile ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
   });
 
   it('runs on the named prebuilt image when it is here, and says so', async () => {
@@ -50,14 +51,26 @@ describe('task image identity', () => {
     const engine = new Docker();
     const base = `termgrade-test/base-${process.pid}`;
     await engine.getImage('debian:bookworm-slim').tag({ repo: base, tag: '1' });
-    const task = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM ${base}:1\nWORKDIR /app\n`, 'tests/test.sh': '#!/bin/bash\nif [ -f /v2 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n' }));
+    const task = await loadTask(
+      await trivialTask({
+        'environment/Dockerfile': `FROM ${base}:1\nWORKDIR /app\n`,
+        'tests/test.sh': '#!/bin/bash\nif [ -f /v2 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+      }),
+    );
     const first = await docker().prepare(task);
     assert.equal((await docker().prepare(task)).cached, true);
     // The tag moves to a new image (what a registry push or a re-made base image does).
     const { packEntries } = await import('../src/sandbox/docker/tar.js');
     const { Readable } = await import('node:stream');
-    const stream = await engine.buildImage(Readable.from([await packEntries([{ path: 'Dockerfile', content: 'FROM debian:bookworm-slim\nRUN touch /v2\n' }])]) as unknown as NodeJS.ReadableStream, { t: `${base}:1` });
-    await new Promise((resolve, reject) => engine.modem.followProgress(stream, (err) => (err ? reject(err) : resolve(null))));
+    const stream = await engine.buildImage(
+      Readable.from([
+        await packEntries([{ path: 'Dockerfile', content: 'FROM debian:bookworm-slim\nRUN touch /v2\n' }]),
+      ]) as unknown as NodeJS.ReadableStream,
+      { t: `${base}:1` },
+    );
+    await new Promise((resolve, reject) =>
+      engine.modem.followProgress(stream, (err) => (err ? reject(err) : resolve(null))),
+    );
     const second = await docker().prepare(task);
     assert.equal(second.cached, false, 'rebuilt on the new base');
     assert.notEqual(second.image, first.image);
@@ -65,7 +78,10 @@ describe('task image identity', () => {
     assert.equal(r.reward, 1, 'the trial ran on the new base');
     assert.equal(r.imageId, second.imageId);
     assert.match(r.imageId ?? '', /^sha256:/);
-    await engine.getImage(`${base}:1`).remove({ force: true }).catch(() => undefined);
+    await engine
+      .getImage(`${base}:1`)
+      .remove({ force: true })
+      .catch(() => undefined);
   });
 });
 
@@ -77,7 +93,10 @@ describe('BuildKit-only Dockerfiles', () => {
     const dir = path.join(await tempDir(), 'heredocs');
     await cp(path.join(BUILDKIT, 'heredocs'), dir, { recursive: true });
     // A fresh build every run: a line no cache holds.
-    await appendFile(path.join(dir, 'environment', 'Dockerfile'), `RUN <<EOF\necho ${Date.now()}-${process.pid} > /stamp\nEOF\n`);
+    await appendFile(
+      path.join(dir, 'environment', 'Dockerfile'),
+      `RUN <<EOF\necho ${Date.now()}-${process.pid} > /stamp\nEOF\n`,
+    );
     const out = await tempDir();
     const report = await checkTasks([dir], { provider: docker(), outDir: out, repeat: 1 });
     const t = report.tasks[0]!;

@@ -20,7 +20,20 @@ function cli(args: string[]): { status: number | null; stdout: string; stderr: s
 describe('every input is validated where it enters', () => {
   it('re-validates flags merged into a job spec: --infra-retries abc is bad usage, not an endless retry', async () => {
     const task = await trivialTask();
-    const r = cli(['run', '--name', 'x', '--tasks', task, '--agent', 'nop', '--infra-retries', 'abc', '--jobs-dir', await tempDir(), '-q']);
+    const r = cli([
+      'run',
+      '--name',
+      'x',
+      '--tasks',
+      task,
+      '--agent',
+      'nop',
+      '--infra-retries',
+      'abc',
+      '--jobs-dir',
+      await tempDir(),
+      '-q',
+    ]);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /infraRetries/);
   });
@@ -49,17 +62,25 @@ describe('every input is validated where it enters', () => {
         return true;
       });
     }
-    assert.deepEqual(await loadPrices(await (async () => {
-      const f = path.join(dir, 'ok.json');
-      await writeFile(f, '{"m": {"input": 1, "output": 2}}');
-      return f;
-    })()), { m: { input: 1, output: 2 } });
+    assert.deepEqual(
+      await loadPrices(
+        await (async () => {
+          const f = path.join(dir, 'ok.json');
+          await writeFile(f, '{"m": {"input": 1, "output": 2}}');
+          return f;
+        })(),
+      ),
+      { m: { input: 1, output: 2 } },
+    );
   });
 
   it('says a damaged job store is damaged (exit 5), not that the job does not exist', async () => {
     const jobsDir = await tempDir();
     await mkdir(path.join(jobsDir, 'broken'), { recursive: true });
-    await writeFile(path.join(jobsDir, 'broken', 'job.db'), 'this is not a database, just text long enough to look like a file header '.repeat(20));
+    await writeFile(
+      path.join(jobsDir, 'broken', 'job.db'),
+      'this is not a database, just text long enough to look like a file header '.repeat(20),
+    );
     const r = cli(['trials', '--job', 'broken', '--jobs-dir', jobsDir]);
     assert.equal(r.status, 5, r.stderr);
     assert.match(r.stderr, /damaged|not a termgrade store/);
@@ -70,7 +91,10 @@ describe('every input is validated where it enters', () => {
 
   it('refuses a second run of the same job while the first holds it (exit 2, a clear message)', async () => {
     const jobsDir = await tempDir();
-    const spec = parseSpec({ name: 'busy', tasks: { paths: [await trivialTask()] }, agents: [{ agent: 'nop' }] }, 'test');
+    const spec = parseSpec(
+      { name: 'busy', tasks: { paths: [await trivialTask()] }, agents: [{ agent: 'nop' }] },
+      'test',
+    );
     const held = await openJob(spec, jobsDir);
     try {
       const r = cli(['run', '--job', 'busy', '--jobs-dir', jobsDir, '-q']);
@@ -86,18 +110,30 @@ describe('secrets never reach a record', () => {
   it('keeps a key out of the store and the listing, raw or JSON-escaped, even in error messages', async () => {
     const SECRET = 'sk-"tricky\\key"-0123456789';
     const jobsDir = await tempDir();
-    const spec = parseSpec({ name: 'secret', tasks: { paths: [await trivialTask()] }, agents: [{ agent: 'nop' }] }, 'test');
+    const spec = parseSpec(
+      { name: 'secret', tasks: { paths: [await trivialTask()] }, agents: [{ agent: 'nop' }] },
+      'test',
+    );
     const leaky: Agent = {
       name: 'leaky',
       model: null,
       setup: async () => {},
       run: async () => {
-        throw new Error(`endpoint said: invalid key ${SECRET} (${JSON.stringify(SECRET)}, ${encodeURIComponent(SECRET)})`);
+        throw new Error(
+          `endpoint said: invalid key ${SECRET} (${JSON.stringify(SECRET)}, ${encodeURIComponent(SECRET)})`,
+        );
       },
     };
     const opened = await openJob(spec, jobsDir);
     try {
-      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir, agentFactory: () => ({ agent: leaky, secrets: [SECRET] }) });
+      await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: new FakeProvider(),
+        jobDir: opened.jobDir,
+        agentFactory: () => ({ agent: leaky, secrets: [SECRET] }),
+      });
     } finally {
       await opened.close();
     }
@@ -106,7 +142,8 @@ describe('secrets never reach a record', () => {
     assert.match(listing.stdout, /REDACTED/);
     const db = await readFile(path.join(jobsDir, 'secret', 'job.db'));
     for (const text of [listing.stdout, db.toString('latin1')]) {
-      for (const form of [SECRET, JSON.stringify(SECRET).slice(1, -1), encodeURIComponent(SECRET), 'tricky']) assert.ok(!text.includes(form), `found ${form}`);
+      for (const form of [SECRET, JSON.stringify(SECRET).slice(1, -1), encodeURIComponent(SECRET), 'tricky'])
+        assert.ok(!text.includes(form), `found ${form}`);
     }
   });
 });
@@ -116,8 +153,14 @@ describe('usual mistakes get a clear message and exit 2, never a stack trace', (
     const dir = await tempDir();
     const task = await trivialTask();
     for (const [text, want] of [
-      [`name: typo\ntasks: { paths: [${task}] }\nagents: [{ agent: nop }]\nkk: 4\n`, /unknown key "kk" in \(top level\); did you mean "k"\?/],
-      [`name: typo\ntasks: { paths: [${task}] }\nagents: [{ agent: nop, concurency: 3 }]\n`, /unknown key "concurency" in agents\.0; did you mean "concurrency"\?/],
+      [
+        `name: typo\ntasks: { paths: [${task}] }\nagents: [{ agent: nop }]\nkk: 4\n`,
+        /unknown key "kk" in \(top level\); did you mean "k"\?/,
+      ],
+      [
+        `name: typo\ntasks: { paths: [${task}] }\nagents: [{ agent: nop, concurency: 3 }]\n`,
+        /unknown key "concurency" in agents\.0; did you mean "concurrency"\?/,
+      ],
     ] as const) {
       const file = path.join(dir, 'job.yaml');
       await writeFile(file, text);
@@ -132,7 +175,10 @@ describe('usual mistakes get a clear message and exit 2, never a stack trace', (
   it('--name of an existing job is refused (resume is said with --job); a task missing tests/ is refused even with -q', async () => {
     const jobsDir = await tempDir();
     const task = await trivialTask();
-    assert.equal(cli(['run', '--name', 'once', '--tasks', task, '--agent', 'nop', '--jobs-dir', jobsDir, '-q']).status, 0);
+    assert.equal(
+      cli(['run', '--name', 'once', '--tasks', task, '--agent', 'nop', '--jobs-dir', jobsDir, '-q']).status,
+      0,
+    );
     const again = cli(['run', '--name', 'once', '--tasks', task, '--agent', 'nop', '--jobs-dir', jobsDir, '-q']);
     assert.equal(again.status, 2);
     assert.match(again.stderr, /already exists.*--job once/);
@@ -155,7 +201,16 @@ describe('usual mistakes get a clear message and exit 2, never a stack trace', (
 
   it('stats piped into a reader that stops early ends quietly', async () => {
     const file = path.join(await tempDir(), 'records.jsonl');
-    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ trial_id: `t${i}`, task: `task-${i % 1000}`, agent: 'a', model: 'm', reward: i % 2, error_class: null }));
+    const lines = Array.from({ length: 3000 }, (_, i) =>
+      JSON.stringify({
+        trial_id: `t${i}`,
+        task: `task-${i % 1000}`,
+        agent: 'a',
+        model: 'm',
+        reward: i % 2,
+        error_class: null,
+      }),
+    );
     await writeFile(file, `${lines.join('\n')}\n`);
     const r = spawnSync('bash', ['-c', `node ${CLI} stats ${file} --tasks | head -1`], { encoding: 'utf8' });
     assert.equal(r.status, 0);
@@ -171,8 +226,14 @@ describe('run: choosing tasks from flags, and a clear ending', () => {
       await (await import('node:fs/promises')).cp(t, path.join(root, `t${i}`), { recursive: true });
     }
     const jobsDir = await tempDir();
-    const listed = (job: string) => new Set(JSON.parse(`[${spawnSync(process.execPath, [CLI, 'trials', '--job', job, '--jobs-dir', jobsDir, '--json'], { encoding: 'utf8' }).stdout.trim().split('\n').join(',')}]`).map((r: { task: string }) => r.task));
-    const run = (name: string, extra: string[]) => cli(['run', '--name', name, '--tasks', root, '--agent', 'nop', '--jobs-dir', jobsDir, ...extra]);
+    const listed = (job: string) =>
+      new Set(
+        JSON.parse(
+          `[${spawnSync(process.execPath, [CLI, 'trials', '--job', job, '--jobs-dir', jobsDir, '--json'], { encoding: 'utf8' }).stdout.trim().split('\n').join(',')}]`,
+        ).map((r: { task: string }) => r.task),
+      );
+    const run = (name: string, extra: string[]) =>
+      cli(['run', '--name', name, '--tasks', root, '--agent', 'nop', '--jobs-dir', jobsDir, ...extra]);
     assert.equal(run('filtered', ['--task', 't[1-4]', '--exclude-task', 't2', '--n-tasks', '2', '-q']).status, 0);
     assert.deepEqual([...listed('filtered')].sort(), ['t1', 't3']);
     assert.equal(run('s1', ['--sample', '3', '--seed', '7', '-q']).status, 0);

@@ -28,7 +28,8 @@ function assertExactSlots(list: ReturnType<typeof rows>, expected: number): void
 }
 
 const docker = new Docker();
-const termgradeContainers = async () => docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } });
+const termgradeContainers = async () =>
+  docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } });
 
 describe('evaluation jobs', () => {
   const servers: ScriptedModelServer[] = [];
@@ -62,17 +63,45 @@ describe('evaluation jobs', () => {
     assert.equal(r.status, 0, r.stderr);
     const list = rows(jobsDir, 'examples-k4');
     assertExactSlots(list, 8 * 3 * 4);
-    assert.ok(list.every((t) => t.status === 'completed'), list.filter((t) => t.status !== 'completed').map((t) => `${t.trial_id}: ${t.error_message}`).join('\n'));
+    assert.ok(
+      list.every((t) => t.status === 'completed'),
+      list
+        .filter((t) => t.status !== 'completed')
+        .map((t) => `${t.trial_id}: ${t.error_message}`)
+        .join('\n'),
+    );
     assert.equal(list.filter((t) => t.config === 'oracle' && t.reward === 1).length, 32);
     assert.equal(list.filter((t) => t.config === 'scripted').length, 32);
-    assert.ok(list.filter((t) => t.config === 'scripted').every((t) => t.model === 'scripted-m' && t.exit_reason === 'completed'));
+    assert.ok(
+      list
+        .filter((t) => t.config === 'scripted')
+        .every((t) => t.model === 'scripted-m' && t.exit_reason === 'completed'),
+    );
 
-    const listing = spawnSync(process.execPath, [CLI, 'trials', '--job', 'examples-k4', '--jobs-dir', jobsDir, '--json'], { encoding: 'utf8' });
-    const lines = listing.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const listing = spawnSync(
+      process.execPath,
+      [CLI, 'trials', '--job', 'examples-k4', '--jobs-dir', jobsDir, '--json'],
+      { encoding: 'utf8' },
+    );
+    const lines = listing.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(lines.length, 96);
-    for (const key of ['trial_id', 'task', 'agent', 'model', 'attempt', 'status', 'reward']) assert.ok(key in lines[0], `listing has ${key}`);
-    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'examples-k4'), '--json'], { encoding: 'utf8' }).stdout);
-    assert.deepEqual(stats.configs.map((c: { config: string; trials: number }) => [c.config, c.trials]), [['nop', 32], ['oracle', 32], ['scripted', 32]]);
+    for (const key of ['trial_id', 'task', 'agent', 'model', 'attempt', 'status', 'reward'])
+      assert.ok(key in lines[0], `listing has ${key}`);
+    const stats = JSON.parse(
+      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'examples-k4'), '--json'], { encoding: 'utf8' })
+        .stdout,
+    );
+    assert.deepEqual(
+      stats.configs.map((c: { config: string; trials: number }) => [c.config, c.trials]),
+      [
+        ['nop', 32],
+        ['oracle', 32],
+        ['scripted', 32],
+      ],
+    );
 
     const again = await runCli(['run', '--job', 'examples-k4', '--jobs-dir', jobsDir]);
     assert.equal(again.status, 0, again.stderr);
@@ -85,25 +114,53 @@ describe('evaluation jobs', () => {
     const base = {
       'instruction.md': 'Write hello into /app/out.txt.\n',
       'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
-      'tests/test.sh': '#!/bin/bash\nif [ "$(cat /app/out.txt)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+      'tests/test.sh':
+        '#!/bin/bash\nif [ "$(cat /app/out.txt)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
       'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
     };
     const root = await tempDir();
     const make = async (name: string, files: Record<string, string>) => {
-      const dir = await makeTask({ ...base, 'task.toml': `[task]\nname = "${name}"\n[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 60\n`, ...files });
+      const dir = await makeTask({
+        ...base,
+        'task.toml': `[task]\nname = "${name}"\n[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 60\n`,
+        ...files,
+      });
       await mkdir(path.join(root, 'tasks'), { recursive: true });
       execFileSync('cp', ['-r', dir, path.join(root, 'tasks', name)]);
     };
-    await make('slow-build', { 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp && sleep 4\nWORKDIR /app\n` });
+    await make('slow-build', {
+      'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp && sleep 4\nWORKDIR /app\n`,
+    });
     await make('slow-agent', { 'solution/solve.sh': '#!/bin/bash\nsleep 3\necho hello > /app/out.txt\n' });
     await make('slow-verify', { 'tests/test.sh': '#!/bin/bash\nsleep 3\necho 1 > /logs/verifier/reward.txt\n' });
     const jobsDir = path.join(root, 'jobs');
-    const args = ['run', '--job', 'crashy', '--tasks', path.join(root, 'tasks'), '--agent', 'oracle', '-k', '2', '-c', '2', '--jobs-dir', jobsDir, '--jsonl'];
+    const args = [
+      'run',
+      '--job',
+      'crashy',
+      '--tasks',
+      path.join(root, 'tasks'),
+      '--agent',
+      'oracle',
+      '-k',
+      '2',
+      '-c',
+      '2',
+      '--jobs-dir',
+      jobsDir,
+      '--jsonl',
+    ];
 
     const points: Array<[string, (e: Record<string, unknown>) => boolean, Record<string, string>?]> = [
       ['during a build', (e) => e.type === 'build-start' && e.task === 'slow-build'],
-      ['mid-agent', (e) => e.type === 'phase' && e.phase === 'agent_run' && (e.slot as { task: string }).task === 'slow-agent'],
-      ['mid-verify', (e) => e.type === 'phase' && e.phase === 'verification' && (e.slot as { task: string }).task === 'slow-verify'],
+      [
+        'mid-agent',
+        (e) => e.type === 'phase' && e.phase === 'agent_run' && (e.slot as { task: string }).task === 'slow-agent',
+      ],
+      [
+        'mid-verify',
+        (e) => e.type === 'phase' && e.phase === 'verification' && (e.slot as { task: string }).task === 'slow-verify',
+      ],
       ['mid-write', (e) => e.type === 'store-write-stalled', { TERMGRADE_FAULT_STORE_WRITE_DELAY_MS: '5000' }],
     ];
     let before = 0;
@@ -120,10 +177,17 @@ describe('evaluation jobs', () => {
     assert.equal(final.status, 0, final.stderr);
     const list = rows(jobsDir, 'crashy');
     assertExactSlots(list, 3 * 2);
-    assert.ok(list.every((t) => t.status === 'completed' && t.reward === 1), JSON.stringify(list.map((t) => [t.trial_id, t.status, t.error_message])));
+    assert.ok(
+      list.every((t) => t.status === 'completed' && t.reward === 1),
+      JSON.stringify(list.map((t) => [t.trial_id, t.status, t.error_message])),
+    );
     // Other test files run alongside; only containers whose owning process is gone are leftovers.
     const leftovers = (await termgradeContainers()).filter((c) => !ownerIsAlive(c.Labels[LABEL_OWNER]));
-    assert.deepEqual(leftovers.map((c) => c.Id), [], 'containers of the killed runs were removed');
+    assert.deepEqual(
+      leftovers.map((c) => c.Id),
+      [],
+      'containers of the killed runs were removed',
+    );
   });
 
   it('refuses to go on with a spec that would mix incomparable trials', async () => {
@@ -139,7 +203,24 @@ describe('evaluation jobs', () => {
       'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(root, 'jobs');
-    const args = (temp: string) => ['run', '--job', 'strict', '--tasks', task, '--agent', 'bash-tool', '--model', 'm', '--base-url', baseUrl, '--temperature', temp, '--jobs-dir', jobsDir, '-q'];
+    const args = (temp: string) => [
+      'run',
+      '--job',
+      'strict',
+      '--tasks',
+      task,
+      '--agent',
+      'bash-tool',
+      '--model',
+      'm',
+      '--base-url',
+      baseUrl,
+      '--temperature',
+      temp,
+      '--jobs-dir',
+      jobsDir,
+      '-q',
+    ];
     assert.equal((await runCli(args('0.5'))).status, 0);
     const changed = await runCli(args('1.0'));
     assert.equal(changed.status, 2);
@@ -153,7 +234,12 @@ describe('evaluation jobs', () => {
 
   it('retries infrastructure failures a bounded number of times, and never retries outcomes', async () => {
     const root = await tempDir();
-    const common = { 'instruction.md': 'x\n', 'environment/Dockerfile': 'FROM debian:bookworm-slim\n', 'solution/solve.sh': '#!/bin/bash\nsleep 30\n', 'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n' };
+    const common = {
+      'instruction.md': 'x\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\n',
+      'solution/solve.sh': '#!/bin/bash\nsleep 30\n',
+      'tests/test.sh': '#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n',
+    };
     for (const [name, toml] of [
       ['no-room', '[task]\nname = "no-room"\n[environment]\nmemory_mb = 1\n'],
       ['too-slow', '[task]\nname = "too-slow"\n[agent]\ntimeout_sec = 1\n'],
@@ -163,7 +249,18 @@ describe('evaluation jobs', () => {
       execFileSync('cp', ['-r', dir, path.join(root, 'tasks', name!)]);
     }
     const jobsDir = path.join(root, 'jobs');
-    const r = await runCli(['run', '--name', 'retries', '--tasks', path.join(root, 'tasks'), '--agent', 'oracle', '--jobs-dir', jobsDir, '-q']);
+    const r = await runCli([
+      'run',
+      '--name',
+      'retries',
+      '--tasks',
+      path.join(root, 'tasks'),
+      '--agent',
+      'oracle',
+      '--jobs-dir',
+      jobsDir,
+      '-q',
+    ]);
     assert.equal(r.status, 0, r.stderr);
     const byTask = Object.fromEntries(rows(jobsDir, 'retries').map((t) => [t.task, t]));
     assert.equal(byTask['no-room']!.status, 'error');
@@ -183,7 +280,22 @@ describe('evaluation jobs', () => {
       'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(await tempDir(), 'jobs');
-    const args = ['run', '--job', 'budget', '--tasks', task, '--agent', 'oracle', '-k', '4', '-c', '1', '--jobs-dir', jobsDir, '-q'];
+    const args = [
+      'run',
+      '--job',
+      'budget',
+      '--tasks',
+      task,
+      '--agent',
+      'oracle',
+      '-k',
+      '4',
+      '-c',
+      '1',
+      '--jobs-dir',
+      jobsDir,
+      '-q',
+    ];
     // Four trials of at least 3 s one after another cannot all end within 12 s; one trial (a
     // grading snapshots and starts the verifier's sandbox: ~1.5 s more) does, with room for a busy engine.
     const r = await runCli([...args, '--budget', '12']);
@@ -193,7 +305,9 @@ describe('evaluation jobs', () => {
     const done = first.filter((t) => t.status === 'completed').length;
     assert.ok(done >= 1 && done < 4, `finished ${done}`);
     assert.ok(first.filter((t) => t.status === 'not_run').every((t) => t.reward === null));
-    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'budget'), '--json'], { encoding: 'utf8' }).stdout);
+    const stats = JSON.parse(
+      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'budget'), '--json'], { encoding: 'utf8' }).stdout,
+    );
     assert.equal(stats.configs[0].trials, done, 'not-run slots are not trials');
     assert.equal((await runCli(args)).status, 0);
     const final = rows(jobsDir, 'budget');
@@ -228,7 +342,20 @@ describe('evaluation jobs', () => {
       if (!mnt) return t.skip('cannot mount a tmpfs here');
       const task = await tinyTask();
       const jobsDir = path.join(mnt, 'full');
-      const args = (k: string) => ['run', '--job', 'full', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
+      const args = (k: string) => [
+        'run',
+        '--job',
+        'full',
+        '--tasks',
+        task,
+        '--agent',
+        'oracle',
+        '-k',
+        k,
+        '--jobs-dir',
+        jobsDir,
+        '-q',
+      ];
       assert.equal((await runCli(args('2'))).status, 0);
       spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, 'filler')}`, 'bs=64k']);
       try {
@@ -246,7 +373,20 @@ describe('evaluation jobs', () => {
       if (!mnt) return t.skip('cannot mount a tmpfs here');
       const task = await tinyTask();
       const jobsDir = path.join(mnt, 'ro');
-      const args = (k: string) => ['run', '--job', 'ro', '--tasks', task, '--agent', 'oracle', '-k', k, '--jobs-dir', jobsDir, '-q'];
+      const args = (k: string) => [
+        'run',
+        '--job',
+        'ro',
+        '--tasks',
+        task,
+        '--agent',
+        'oracle',
+        '-k',
+        k,
+        '--jobs-dir',
+        jobsDir,
+        '-q',
+      ];
       assert.equal((await runCli(args('2'))).status, 0);
       execFileSync('mount', ['-o', 'remount,ro', mnt]);
       try {
@@ -269,30 +409,71 @@ describe('evaluation jobs', () => {
     };
     // The job-level summary Harbor writes beside the trial folders: not a trial, skipped.
     await mkdir(path.join(root, 'job-1'), { recursive: true });
-    await writeFile(path.join(root, 'job-1', 'result.json'), JSON.stringify({ started_at: '2026-01-01T00:00:00Z', n_total_trials: 3 }));
+    await writeFile(
+      path.join(root, 'job-1', 'result.json'),
+      JSON.stringify({ started_at: '2026-01-01T00:00:00Z', n_total_trials: 3 }),
+    );
     const agent = { agent_info: { name: 'terminus-2', model_info: { name: 'm1' } } };
-    await trial('hello__a1', { ...agent, task_name: 'hello', trial_name: 'hello__a1', verifier_result: { rewards: { reward: 1 } }, agent_result: { n_input_tokens: 100, n_output_tokens: 20, cost_usd: 0.01 }, started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:01:00Z' }, { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed', duration: 3 }] } });
-    await trial('hello__a2', { ...agent, task_name: 'hello', trial_name: 'hello__a2', verifier_result: { rewards: { reward: 0 } }, exception_info: { exception_type: 'AgentTimeoutError', exception_message: 'timed out' } });
-    await trial('hello__a3', { ...agent, task_name: 'hello', trial_name: 'hello__a3', verifier_result: null, exception_info: { exception_type: 'RewardFileNotFoundError', exception_message: 'no reward' } });
+    await trial(
+      'hello__a1',
+      {
+        ...agent,
+        task_name: 'hello',
+        trial_name: 'hello__a1',
+        verifier_result: { rewards: { reward: 1 } },
+        agent_result: { n_input_tokens: 100, n_output_tokens: 20, cost_usd: 0.01 },
+        started_at: '2026-01-01T00:00:00Z',
+        finished_at: '2026-01-01T00:01:00Z',
+      },
+      { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed', duration: 3 }] } },
+    );
+    await trial('hello__a2', {
+      ...agent,
+      task_name: 'hello',
+      trial_name: 'hello__a2',
+      verifier_result: { rewards: { reward: 0 } },
+      exception_info: { exception_type: 'AgentTimeoutError', exception_message: 'timed out' },
+    });
+    await trial('hello__a3', {
+      ...agent,
+      task_name: 'hello',
+      trial_name: 'hello__a3',
+      verifier_result: null,
+      exception_info: { exception_type: 'RewardFileNotFoundError', exception_message: 'no reward' },
+    });
     // Reward 1 while Harbor's CTRF shows a failed test: imported with its reward and a finding.
-    await trial('hello__a4', { ...agent, task_name: 'hello', trial_name: 'hello__a4', verifier_result: { rewards: { reward: 1 } } }, { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'failed', duration: 3 }] } });
+    await trial(
+      'hello__a4',
+      { ...agent, task_name: 'hello', trial_name: 'hello__a4', verifier_result: { rewards: { reward: 1 } } },
+      { results: { tests: [{ name: 'test_outputs.py::test_a', status: 'failed', duration: 3 }] } },
+    );
     await writeFile(path.join(root, 'job-1', 'hello__a4', 'verifier', 'reward.txt'), '1\n');
     const jobsDir = path.join(root, 'jobs');
-    const r = spawnSync(process.execPath, [CLI, 'import', root, '--job', 'harbor', '--jobs-dir', jobsDir], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [CLI, 'import', root, '--job', 'harbor', '--jobs-dir', jobsDir], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /imported 4 Harbor trials/);
     const list = rows(jobsDir, 'harbor');
-    assert.deepEqual(list.map((t) => [t.config, t.task, t.attempt, t.status, t.reward, t.error_class]), [
-      ['terminus-2/m1', 'hello', 0, 'completed', 1, null],
-      ['terminus-2/m1', 'hello', 1, 'completed', 0, 'agent_timeout'],
-      // Harbor counts a trial with no reward file as 0: an import keeps Harbor's accounting.
-      ['terminus-2/m1', 'hello', 2, 'completed', 0, 'verifier_no_reward'],
-      ['terminus-2/m1', 'hello', 3, 'completed', 1, null],
-    ]);
-    assert.deepEqual(list.map((t) => JSON.parse(t.findings_json).map((f: { code: string }) => f.code)), [[], [], [], ['reward_with_failed_tests']]);
+    assert.deepEqual(
+      list.map((t) => [t.config, t.task, t.attempt, t.status, t.reward, t.error_class]),
+      [
+        ['terminus-2/m1', 'hello', 0, 'completed', 1, null],
+        ['terminus-2/m1', 'hello', 1, 'completed', 0, 'agent_timeout'],
+        // Harbor counts a trial with no reward file as 0: an import keeps Harbor's accounting.
+        ['terminus-2/m1', 'hello', 2, 'completed', 0, 'verifier_no_reward'],
+        ['terminus-2/m1', 'hello', 3, 'completed', 1, null],
+      ],
+    );
+    assert.deepEqual(
+      list.map((t) => JSON.parse(t.findings_json).map((f: { code: string }) => f.code)),
+      [[], [], [], ['reward_with_failed_tests']],
+    );
     assert.equal(list[0]!.tests_passed, 1);
     assert.equal(list[0]!.duration_ms, 60_000);
-    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'harbor'), '--json'], { encoding: 'utf8' }).stdout);
+    const stats = JSON.parse(
+      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'harbor'), '--json'], { encoding: 'utf8' }).stdout,
+    );
     assert.equal(stats.configs[0].trials, 4);
     assert.deepEqual(stats.configs[0].findings, { inconsistentTrials: 1, byCode: { reward_with_failed_tests: 1 } });
     assert.deepEqual(stats.configs[0].errorsByClass, {});
@@ -307,10 +488,27 @@ describe('adaptive jobs', () => {
       'instruction.md': 'Write hello into /app/out.txt.\n',
       'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
       'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
-      'tests/test.sh': '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+      'tests/test.sh':
+        '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
     });
     const jobsDir = path.join(await tempDir(), 'jobs');
-    const args = ['run', '--job', 'adaptive', '--tasks', dir, '--agent', 'oracle', 'nop', '-k', '16', '-c', '4', '--adaptive', '--jobs-dir', jobsDir];
+    const args = [
+      'run',
+      '--job',
+      'adaptive',
+      '--tasks',
+      dir,
+      '--agent',
+      'oracle',
+      'nop',
+      '-k',
+      '16',
+      '-c',
+      '4',
+      '--adaptive',
+      '--jobs-dir',
+      jobsDir,
+    ];
     const r = await runCli(args);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /not needed \(settled early by adaptive sampling\)/);
@@ -318,10 +516,20 @@ describe('adaptive jobs', () => {
     for (const config of ['oracle', 'nop']) {
       const mine = list.filter((t) => t.config === config);
       assert.ok(mine.length >= 1 && mine.length < 16, `${config}: ${mine.length} trials, fewer than k`);
-      assert.deepEqual(mine.map((t) => t.attempt).sort((a, b) => a - b), mine.map((_, i) => i), 'attempts are a prefix');
+      assert.deepEqual(
+        mine.map((t) => t.attempt).sort((a, b) => a - b),
+        mine.map((_, i) => i),
+        'attempts are a prefix',
+      );
     }
-    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'adaptive'), '--json', '--tasks'], { encoding: 'utf8' }).stdout);
-    const byConfig = Object.fromEntries(stats.tasks.map((t: { config: string; rate: number; rateMethod: string }) => [t.config, t]));
+    const stats = JSON.parse(
+      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'adaptive'), '--json', '--tasks'], {
+        encoding: 'utf8',
+      }).stdout,
+    );
+    const byConfig = Object.fromEntries(
+      stats.tasks.map((t: { config: string; rate: number; rateMethod: string }) => [t.config, t]),
+    );
     assert.equal(byConfig.oracle.rateMethod, 'gms');
     assert.equal(byConfig.oracle.rate, 1);
     assert.equal(byConfig.nop.rate, 0);
@@ -338,16 +546,42 @@ describe('adaptive jobs', () => {
     // always or never solved gains nothing: a prior that stopped a run of failures before cold does
     // would be wrong too often for a task that drifted; test/adaptive-drift.test.ts).
     const coldCounts = Object.fromEntries(['oracle', 'nop'].map((c) => [c, list.filter((t) => t.config === c).length]));
-    const informedArgs = ['run', '--job', 'informed', '--tasks', dir, '--agent', 'oracle', 'nop', '-k', '16', '-c', '4', '--prior', path.join(jobsDir, 'adaptive'), '--jobs-dir', jobsDir];
+    const informedArgs = [
+      'run',
+      '--job',
+      'informed',
+      '--tasks',
+      dir,
+      '--agent',
+      'oracle',
+      'nop',
+      '-k',
+      '16',
+      '-c',
+      '4',
+      '--prior',
+      path.join(jobsDir, 'adaptive'),
+      '--jobs-dir',
+      jobsDir,
+    ];
     const informed = await runCli([...informedArgs, '-q']);
     assert.equal(informed.status, 0, informed.stderr);
     const after = rows(jobsDir, 'informed');
     for (const config of ['oracle', 'nop']) {
       const n = after.filter((t) => t.config === config).length;
-      assert.ok(n >= 1 && n <= coldCounts[config]!, `${config}: ${n} trials with the prior, ${coldCounts[config]} cold`);
+      assert.ok(
+        n >= 1 && n <= coldCounts[config]!,
+        `${config}: ${n} trials with the prior, ${coldCounts[config]} cold`,
+      );
     }
-    const informedStats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'informed'), '--json', '--tasks'], { encoding: 'utf8' }).stdout);
-    const rates = Object.fromEntries(informedStats.tasks.map((t: { config: string; rate: number; adaptive: { informed: unknown } }) => [t.config, t]));
+    const informedStats = JSON.parse(
+      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'informed'), '--json', '--tasks'], {
+        encoding: 'utf8',
+      }).stdout,
+    );
+    const rates = Object.fromEntries(
+      informedStats.tasks.map((t: { config: string; rate: number; adaptive: { informed: unknown } }) => [t.config, t]),
+    );
     assert.equal(rates.oracle.rate, 1, 'the GMS estimate for the informed rule');
     assert.equal(rates.nop.rate, 0);
     assert.ok(rates.oracle.adaptive.informed, "each task's own rule, prior included, is the one its rate comes from");

@@ -22,7 +22,12 @@ after(() => provider.closeAll());
 
 /** This test's containers, by the label each acquire gives its own. */
 const containers = async (mark: string): Promise<number> =>
-  (await engine.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `io.termgrade.lease-test=${mark}`] } })).length;
+  (
+    await engine.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `io.termgrade.lease-test=${mark}`] },
+    })
+  ).length;
 
 async function until(what: string, cond: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
@@ -49,16 +54,22 @@ function slowToAnswer(lateMs: number): SandboxProvider & { answered: () => boole
 describe('acquireSandbox on Docker', () => {
   const mark = (what: string): string => `${what}-${process.pid}-${Date.now()}`;
 
-  it('a start past its deadline fails as the environment\'s, and the container that arrives late is removed', async () => {
+  it("a start past its deadline fails as the environment's, and the container that arrives late is removed", async () => {
     const task = await loadTask(await trivialTask());
     const label = mark('deadline');
     const slow = slowToAnswer(3000);
     await assert.rejects(
       acquireSandbox({ provider: slow, task, deadlineMs: 800, labels: { 'io.termgrade.lease-test': label } }),
-      (err: unknown) => err instanceof TermgradeError && err.code === 'environment_error' && /did not start within 0\.8 s/.test(err.message),
+      (err: unknown) =>
+        err instanceof TermgradeError &&
+        err.code === 'environment_error' &&
+        /did not start within 0\.8 s/.test(err.message),
     );
     assert.equal(slow.answered(), false, 'abandoned at the deadline, before the engine answered');
-    await until('the engine to make the container (the case this test is about)', async () => (await containers(label)) === 1);
+    await until(
+      'the engine to make the container (the case this test is about)',
+      async () => (await containers(label)) === 1,
+    );
     await until('the late answer', () => slow.answered());
     await until('the late container to be removed', async () => (await containers(label)) === 0);
   });
@@ -68,7 +79,12 @@ describe('acquireSandbox on Docker', () => {
     const label = mark('cancel');
     const slow = slowToAnswer(3000);
     const stop = new AbortController();
-    const acquiring = acquireSandbox({ provider: slow, task, signal: stop.signal, labels: { 'io.termgrade.lease-test': label } });
+    const acquiring = acquireSandbox({
+      provider: slow,
+      task,
+      signal: stop.signal,
+      labels: { 'io.termgrade.lease-test': label },
+    });
     await until('the engine to make the container', async () => (await containers(label)) === 1);
     stop.abort();
     await assert.rejects(acquiring, CancelledError);
@@ -83,9 +99,17 @@ describe('acquireSandbox on Docker', () => {
     await provider.prepare(task); // the build is not what is timed
     for (const afterMs of [0, 30, 150]) {
       const stop = new AbortController();
-      const acquiring = acquireSandbox({ provider, task, signal: stop.signal, labels: { 'io.termgrade.lease-test': label } });
+      const acquiring = acquireSandbox({
+        provider,
+        task,
+        signal: stop.signal,
+        labels: { 'io.termgrade.lease-test': label },
+      });
       setTimeout(() => stop.abort(), afterMs);
-      await acquiring.then((lease) => lease.close(), (err: unknown) => assert.ok(err instanceof CancelledError, String(err)));
+      await acquiring.then(
+        (lease) => lease.close(),
+        (err: unknown) => assert.ok(err instanceof CancelledError, String(err)),
+      );
     }
     await until('every container to be removed', async () => (await containers(label)) === 0);
   });

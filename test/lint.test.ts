@@ -11,7 +11,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const seeded = { allowDefaultProject: ['src/*/seeded-*.ts'] };
 
 async function findings(file: string, code: string): Promise<string[]> {
-  const eslint = new ESLint({ cwd: root, overrideConfig: { languageOptions: { parserOptions: { projectService: seeded } } } });
+  const eslint = new ESLint({
+    cwd: root,
+    overrideConfig: { languageOptions: { parserOptions: { projectService: seeded } } },
+  });
   const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
   assert.ok(result, 'eslint returned no result');
   return result.messages.map((m) => `${m.ruleId ?? 'parse'}: ${m.message}`);
@@ -19,21 +22,42 @@ async function findings(file: string, code: string): Promise<string[]> {
 
 test('the linter catches a floating promise, a misused one, a long function and a layering break', async () => {
   const floating = await findings('src/util/seeded-floating.ts', 'async function f(): Promise<void> {}\nf();\n');
-  assert.ok(floating.some((m) => m.startsWith('@typescript-eslint/no-floating-promises')), floating.join('\n'));
+  assert.ok(
+    floating.some((m) => m.startsWith('@typescript-eslint/no-floating-promises')),
+    floating.join('\n'),
+  );
 
   const handled = await findings('src/util/seeded-voided.ts', 'async function f(): Promise<void> {}\nvoid f();\n');
   assert.deepEqual(handled, []);
 
-  const misused = await findings('src/util/seeded-misused.ts', 'const p = Promise.resolve(1);\nif (p) console.log(1);\n');
-  assert.ok(misused.some((m) => m.startsWith('@typescript-eslint/no-misused-promises')), misused.join('\n'));
+  const misused = await findings(
+    'src/util/seeded-misused.ts',
+    'const p = Promise.resolve(1);\nif (p) console.log(1);\n',
+  );
+  assert.ok(
+    misused.some((m) => m.startsWith('@typescript-eslint/no-misused-promises')),
+    misused.join('\n'),
+  );
 
   const body = Array.from({ length: 81 }, (_, i) => `  const v${i} = ${i};`).join('\n');
   const long = await findings('src/util/seeded-long.ts', `export function f(): void {\n${body}\n}\n`);
-  assert.ok(long.some((m) => m.startsWith('max-lines-per-function')), long.join('\n'));
+  assert.ok(
+    long.some((m) => m.startsWith('max-lines-per-function')),
+    long.join('\n'),
+  );
 
-  const layering = await findings('src/stats/seeded-layer.ts', "import { runJob } from '../job/run-job.js';\nexport const f = runJob;\n");
-  assert.ok(layering.some((m) => m.startsWith('no-restricted-imports')), layering.join('\n'));
+  const layering = await findings(
+    'src/stats/seeded-layer.ts',
+    "import { runJob } from '../job/run-job.js';\nexport const f = runJob;\n",
+  );
+  assert.ok(
+    layering.some((m) => m.startsWith('no-restricted-imports')),
+    layering.join('\n'),
+  );
 
   const emptyCatch = await findings('src/util/seeded-catch.ts', 'try {\n  JSON.parse("x");\n} catch {}\n');
-  assert.ok(emptyCatch.some((m) => m.startsWith('no-empty')), emptyCatch.join('\n'));
+  assert.ok(
+    emptyCatch.some((m) => m.startsWith('no-empty')),
+    emptyCatch.join('\n'),
+  );
 });

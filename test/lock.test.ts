@@ -38,7 +38,10 @@ describe('machine-wide lock', () => {
     await withFileLock(name, async () => {
       const ctl = new AbortController();
       setTimeout(() => ctl.abort(), 300);
-      await assert.rejects(withFileLock(name, async () => 1, ctl.signal), /cancelled/);
+      await assert.rejects(
+        withFileLock(name, async () => 1, ctl.signal),
+        /cancelled/,
+      );
     });
   });
 });

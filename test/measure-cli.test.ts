@@ -21,7 +21,20 @@ function lines(config: string, successes: number[]): string[] {
   const [agent, model] = config.split('/');
   return successes.flatMap((c, t) =>
     Array.from({ length: 4 }, (_, i) =>
-      JSON.stringify({ trial_id: `${config}-${t}-${i}`, task: `t${t}`, agent, model, attempt: i, status: 'completed', reward: i < c ? 1 : 0, duration_ms: 1000 * (t + 1), output_tokens: 100, cost_usd: 0.01, tests_passed: i < c ? 9 : 8, tests_failed: i < c ? 0 : 1 }),
+      JSON.stringify({
+        trial_id: `${config}-${t}-${i}`,
+        task: `t${t}`,
+        agent,
+        model,
+        attempt: i,
+        status: 'completed',
+        reward: i < c ? 1 : 0,
+        duration_ms: 1000 * (t + 1),
+        output_tokens: 100,
+        cost_usd: 0.01,
+        tests_passed: i < c ? 9 : 8,
+        tests_failed: i < c ? 0 : 1,
+      }),
     ),
   );
 }
@@ -31,7 +44,16 @@ describe('measurement commands', () => {
   before(async () => {
     const dir = await tempDir();
     file = path.join(dir, 'trials.jsonl');
-    const extra = JSON.stringify({ trial_id: 'err-1', task: 't9', agent: 'bash-tool', model: 'b', attempt: 4, status: 'error', reward: null, error_class: 'environment_error' });
+    const extra = JSON.stringify({
+      trial_id: 'err-1',
+      task: 't9',
+      agent: 'bash-tool',
+      model: 'b',
+      attempt: 4,
+      status: 'error',
+      reward: null,
+      error_class: 'environment_error',
+    });
     await writeFile(file, [...lines('bash-tool/a', A), ...lines('bash-tool/b', B), extra].join('\n') + '\n');
   });
 
@@ -48,10 +70,18 @@ describe('measurement commands', () => {
     const p2 = a.passAtK.find((p: { k: number }) => p.k === 2);
     assert.equal(p2.method, 'unbiased');
     assert.ok(Math.abs(p2.value - A.map((c) => passAtK(4, c, 2)).reduce((x, y) => x + y) / 10) < 1e-12);
-    assert.deepEqual(a.passAtK.map((p: { k: number }) => p.k), [1, 2, 4]);
+    assert.deepEqual(
+      a.passAtK.map((p: { k: number }) => p.k),
+      [1, 2, 4],
+    );
     assert.equal(a.efficiency.nearMisses, 40 - 22);
     assert.equal(tasks.length, 20);
-    assert.ok(tasks.every((t: { jeffreys: [number, number]; wilson: [number, number] }) => t.jeffreys[0] <= t.jeffreys[1] && t.wilson[0] <= t.wilson[1]));
+    assert.ok(
+      tasks.every(
+        (t: { jeffreys: [number, number]; wilson: [number, number] }) =>
+          t.jeffreys[0] <= t.jeffreys[1] && t.wilson[0] <= t.wilson[1],
+      ),
+    );
   });
 
   it('stats prints a readable table', () => {
@@ -79,7 +109,20 @@ describe('measurement commands', () => {
     const excl = path.join(dir, 'held-out.txt');
     await writeFile(excl, '# held out\nt3\n');
     const out = path.join(dir, 'sel');
-    const r = cli(['select', file, '--model', 'bash-tool/a', '--n', '3', '--exclude', excl, '--validation', '1', '-o', out]);
+    const r = cli([
+      'select',
+      file,
+      '--model',
+      'bash-tool/a',
+      '--n',
+      '3',
+      '--exclude',
+      excl,
+      '--validation',
+      '1',
+      '-o',
+      out,
+    ]);
     assert.equal(r.status, 0, r.stderr);
     // a's rates: t2 t3 t7 = 0.5, t1 t8 = 0.75, t4 t9 = 0.25; t3 held out -> t2, t7, then t1 (0.75 ties t8, t4, t9 by name).
     assert.equal(await readFile(path.join(out, 'selected.txt'), 'utf8'), 't2\nt7\nt1\n');

@@ -13,7 +13,10 @@ async function setup(steps: ScriptStep[], config: Partial<ModelConfigInput> = {}
   const server = new ScriptedModelServer({ m: steps });
   servers.push(server);
   const baseUrl = await server.start();
-  const client = new ModelClient(ModelConfigSchema.parse({ baseUrl, model: 'm', backoffBaseSec: 0.01, backoffMaxSec: 0.05, ...config }), { random: () => 0.5 });
+  const client = new ModelClient(
+    ModelConfigSchema.parse({ baseUrl, model: 'm', backoffBaseSec: 0.01, backoffMaxSec: 0.05, ...config }),
+    { random: () => 0.5 },
+  );
   return { server, client };
 }
 
@@ -23,7 +26,14 @@ const ask = (client: ModelClient) => client.complete({ messages: [{ role: 'user'
 describe('model client', () => {
   it('sends the model, sampling and extra body fields, and reads usage and cost', async () => {
     process.env.TG_TEST_KEY = 'sk-test-secret-123';
-    const { server, client } = await setup([ok], { apiKeyEnv: 'TG_TEST_KEY', temperature: 0.7, topP: 0.9, maxTokens: 256, extraBody: { top_k: 20 }, price: { input: 1, cachedInput: 0.5, output: 2 } });
+    const { server, client } = await setup([ok], {
+      apiKeyEnv: 'TG_TEST_KEY',
+      temperature: 0.7,
+      topP: 0.9,
+      maxTokens: 256,
+      extraBody: { top_k: 20 },
+      price: { input: 1, cachedInput: 0.5, output: 2 },
+    });
     const c = await ask(client);
     assert.equal(c.content, 'fine');
     assert.deepEqual(c.usage, { prompt: 100, cached: 40, completion: 10 });
@@ -47,7 +57,10 @@ describe('model client', () => {
   it('retries 500 and 503 with backoff', async () => {
     const { client } = await setup([{ fault: 'server_error' }, { fault: 'server_error', status: 503 }, ok]);
     const c = await ask(client);
-    assert.deepEqual(c.retries.map((r) => r.kind), ['transient', 'overloaded']);
+    assert.deepEqual(
+      c.retries.map((r) => r.kind),
+      ['transient', 'overloaded'],
+    );
     assert.ok(c.retries.every((r) => r.waitMs > 0 && r.waitMs <= 50));
   });
 
@@ -65,12 +78,22 @@ describe('model client', () => {
   });
 
   it('stops after the retry bound, saying how many attempts it made', async () => {
-    const { server, client } = await setup([{ fault: 'server_error' }, { fault: 'server_error' }, { fault: 'server_error' }, ok], { maxRetries: 2 });
-    await assert.rejects(ask(client), (e: ModelError) => e.kind === 'transient' && e.attempts === 3 && /after 3 attempts/.test(e.message));
+    const { server, client } = await setup(
+      [{ fault: 'server_error' }, { fault: 'server_error' }, { fault: 'server_error' }, ok],
+      { maxRetries: 2 },
+    );
+    await assert.rejects(
+      ask(client),
+      (e: ModelError) => e.kind === 'transient' && e.attempts === 3 && /after 3 attempts/.test(e.message),
+    );
     assert.equal(server.requests.length, 3);
   });
 
-  for (const [fault, kind] of [['context_length', 'context_length'], ['auth', 'auth'], ['not_found', 'not_found']] as const) {
+  for (const [fault, kind] of [
+    ['context_length', 'context_length'],
+    ['auth', 'auth'],
+    ['not_found', 'not_found'],
+  ] as const) {
     it(`does not retry ${fault}`, async () => {
       const { server, client } = await setup([{ fault }, ok]);
       await assert.rejects(ask(client), (e: ModelError) => e.kind === kind);
@@ -84,7 +107,7 @@ describe('model client', () => {
       await assert.rejects(ask(client), (e: ModelError) => {
         assert.equal(e.kind, 'context_length', e.message);
         assert.equal(e.status, r.status);
-        assert.doesNotMatch(e.message, /no body/, 'the server\'s words were lost');
+        assert.doesNotMatch(e.message, /no body/, "the server's words were lost");
         return true;
       });
       assert.equal(server.requests.length, 1);
@@ -104,7 +127,9 @@ describe('model client', () => {
   });
 
   it('keeps token ids and logprobs when the server returns them', async () => {
-    const { client } = await setup([{ reply: { content: 'abc', tokenIds: true, usage: { prompt: 3, completion: 2 } } }]);
+    const { client } = await setup([
+      { reply: { content: 'abc', tokenIds: true, usage: { prompt: 3, completion: 2 } } },
+    ]);
     const c = await ask(client);
     assert.deepEqual(c.promptTokenIds, [1000, 1001, 1002]);
     assert.deepEqual(c.completionTokenIds, [5000, 5001]);
@@ -112,7 +137,9 @@ describe('model client', () => {
   });
 
   it('returns tool calls with their JSON arguments as text', async () => {
-    const { client } = await setup([{ reply: { toolCalls: [{ name: 'bash', arguments: '{"command":"ls"}', id: 'call_1' }] } }]);
+    const { client } = await setup([
+      { reply: { toolCalls: [{ name: 'bash', arguments: '{"command":"ls"}', id: 'call_1' }] } },
+    ]);
     const c = await ask(client);
     assert.deepEqual(c.toolCalls, [{ id: 'call_1', name: 'bash', arguments: '{"command":"ls"}' }]);
     assert.equal(c.finishReason, 'tool_calls');

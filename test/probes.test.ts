@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
-import { findDuplicates, instructionLeak, keepsFinalState, leakPlacements, namedInput, splitCommands, textSimilarity } from '../src/check/probe-logic.js';
+import {
+  findDuplicates,
+  instructionLeak,
+  keepsFinalState,
+  leakPlacements,
+  namedInput,
+  splitCommands,
+  textSimilarity,
+} from '../src/check/probe-logic.js';
 import { LABEL_OWNER, LABEL_SNAPSHOT, ownerId } from '../src/sandbox/docker/labels.js';
 import { docker, ROOT, tempDir } from './helpers.js';
 
@@ -11,13 +19,18 @@ const PROBES = path.join(ROOT, 'test', 'fixtures', 'probes');
 /** Snapshot images on the engine that this process took (every grading takes one). */
 async function snapshotImages(): Promise<number> {
   const Docker = (await import('dockerode')).default;
-  return (await new Docker().listImages({ filters: { label: [`${LABEL_SNAPSHOT}=true`, `${LABEL_OWNER}=${ownerId()}`] } })).length;
+  return (
+    await new Docker().listImages({ filters: { label: [`${LABEL_SNAPSHOT}=true`, `${LABEL_OWNER}=${ownerId()}`] } })
+  ).length;
 }
 
 describe('check probes on real sandboxes', () => {
   it('rejects each probe fixture with exactly its code and its evidence, and admits the sound one', async () => {
     const names = ['reward_forgeable', 'weak_tests', 'weak_tests_prefix', 'sound_a', 'sound_b'];
-    const report = await checkTasks(names.map((n) => path.join(PROBES, n)), { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 });
+    const report = await checkTasks(
+      names.map((n) => path.join(PROBES, n)),
+      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 },
+    );
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
     const expected: Record<string, string[]> = {
       reward_forgeable: ['reward_forgeable'],
@@ -41,24 +54,49 @@ describe('check probes on real sandboxes', () => {
   });
 
   it('under default probes, rejects only what execution confirms: sound move, archive, permission, quoted-text and building-verifier tasks admit with warnings; readable answers and a time-dependent verifier are rejected', async () => {
-    const names = ['move_task', 'archive_task', 'permission_only', 'quoted_text', 'verifier_builds', 'solution_leaked', 'answers_readable', 'verifier_nondeterministic'];
+    const names = [
+      'move_task',
+      'archive_task',
+      'permission_only',
+      'quoted_text',
+      'verifier_builds',
+      'solution_leaked',
+      'answers_readable',
+      'verifier_nondeterministic',
+    ];
     const before = await snapshotImages();
-    const report = await checkTasks(names.map((n) => path.join(PROBES, n)), { provider: docker(), outDir: await tempDir(), concurrency: 3 });
+    const report = await checkTasks(
+      names.map((n) => path.join(PROBES, n)),
+      { provider: docker(), outDir: await tempDir(), concurrency: 3 },
+    );
     assert.equal(report.summary.probes, 'fast', 'fast is the default');
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
     const why = (n: string): string => `${n}: ${by[n]!.details.join(' | ')}`;
     for (const n of ['move_task', 'archive_task', 'permission_only', 'quoted_text', 'verifier_builds']) {
       assert.equal(by[n]!.verdict, 'admissible', why(n));
       assert.deepEqual(by[n]!.reasons, [], why(n));
-      assert.ok(by[n]!.findings.every((f) => !f.rejects), why(n));
+      assert.ok(
+        by[n]!.findings.every((f) => !f.rejects),
+        why(n),
+      );
     }
     // Each sound shape still says what looked suspicious, as a warning, with the reason it is not a leak.
-    const warning = (n: string): string => by[n]!.findings.filter((f) => f.probe === 'solution_leaked' && !f.rejects).map((f) => f.saw).join(' | ');
+    const warning = (n: string): string =>
+      by[n]!.findings.filter((f) => f.probe === 'solution_leaked' && !f.rejects)
+        .map((f) => f.saw)
+        .join(' | ');
     assert.match(warning('move_task'), /\/app\/inbox\/report-2024-q3\.csv .*consumes/, why('move_task'));
     assert.match(warning('archive_task'), /\/app\/src\/VERSION .*names/, why('archive_task'));
     assert.match(warning('permission_only'), /tests fail/, why('permission_only'));
-    assert.match(by.permission_only!.findings.find((f) => !f.rejects)!.did, /copied \/opt\/templates\/deploy\.sh to \/app\/bin\/deploy\.sh/);
-    assert.match(warning('quoted_text'), /instruction contains the expected content of \/app\/motd/, why('quoted_text'));
+    assert.match(
+      by.permission_only!.findings.find((f) => !f.rejects)!.did,
+      /copied \/opt\/templates\/deploy\.sh to \/app\/bin\/deploy\.sh/,
+    );
+    assert.match(
+      warning('quoted_text'),
+      /instruction contains the expected content of \/app\/motd/,
+      why('quoted_text'),
+    );
     assert.deepEqual(by.verifier_builds!.findings, [], why('verifier_builds'));
 
     assert.deepEqual(by.solution_leaked!.reasons, ['solution_leaked'], why('solution_leaked'));
@@ -67,13 +105,27 @@ describe('check probes on real sandboxes', () => {
     assert.match(leak.saw, /every test passes/);
     // Ground truth kept readable as text without the final newline the solution writes: still the answer.
     assert.deepEqual(by.answers_readable!.reasons, ['solution_leaked'], why('answers_readable'));
-    assert.match(by.answers_readable!.findings.find((f) => f.rejects)!.did, /copied \/protected\/truth\/(upper|reversed)\.txt to \/app\/output\/\1\.txt, .*\/protected\/truth/);
-    assert.deepEqual(by.verifier_nondeterministic!.reasons, ['verifier_nondeterministic'], why('verifier_nondeterministic'));
+    assert.match(
+      by.answers_readable!.findings.find((f) => f.rejects)!.did,
+      /copied \/protected\/truth\/(upper|reversed)\.txt to \/app\/output\/\1\.txt, .*\/protected\/truth/,
+    );
+    assert.deepEqual(
+      by.verifier_nondeterministic!.reasons,
+      ['verifier_nondeterministic'],
+      why('verifier_nondeterministic'),
+    );
     assert.match(by.verifier_nondeterministic!.findings.find((f) => f.rejects)!.saw, /reward 1 then 0/);
-    assert.deepEqual(report.summary.reasons, { solution_leaked: 2, verifier_nondeterministic: 1 }, 'warnings are not counted as rejections');
+    assert.deepEqual(
+      report.summary.reasons,
+      { solution_leaked: 2, verifier_nondeterministic: 1 },
+      'warnings are not counted as rejections',
+    );
     // The human output shows warnings under the task, admitted or not.
     const { formatCheckReport } = await import('../src/cli/format.js');
-    assert.match(formatCheckReport(report), /ok {3}permission_only[^\n]*\n {7}warning: solution_leaked: the tests fail/);
+    assert.match(
+      formatCheckReport(report),
+      /ok {3}permission_only[^\n]*\n {7}warning: solution_leaked: the tests fail/,
+    );
     assert.equal(await snapshotImages(), before, 'every snapshot image taken was removed');
   });
 });
@@ -101,21 +153,55 @@ describe('probe logic', () => {
       'echo a &&',
       '  echo b',
     ].join('\n');
-    assert.deepEqual(splitCommands(script).map((c) => c.split('\n')[0]), ['set -e', 'cat > /app/x.c <<C', 'for f in a b; do', 'make -C /app \\', 'if [ -f x ]; then echo y; fi', 'build() {', 'echo a &&']);
+    assert.deepEqual(
+      splitCommands(script).map((c) => c.split('\n')[0]),
+      [
+        'set -e',
+        'cat > /app/x.c <<C',
+        'for f in a b; do',
+        'make -C /app \\',
+        'if [ -f x ]; then echo y; fi',
+        'build() {',
+        'echo a &&',
+      ],
+    );
   });
 
   it('tells a prefix that only skipped cleanup from one that misses an output', () => {
-    const full = new Map([['/app/out', 'h1'], ['/app/index', 'h2']]);
-    assert.equal(keepsFinalState(full, new Map([['/app/out', 'h1'], ['/app/index', 'h2'], ['/app/build/tmp', 'h3']])).same, true, 'extra scratch files: only cleanup was skipped');
+    const full = new Map([
+      ['/app/out', 'h1'],
+      ['/app/index', 'h2'],
+    ]);
+    assert.equal(
+      keepsFinalState(
+        full,
+        new Map([
+          ['/app/out', 'h1'],
+          ['/app/index', 'h2'],
+          ['/app/build/tmp', 'h3'],
+        ]),
+      ).same,
+      true,
+      'extra scratch files: only cleanup was skipped',
+    );
     assert.deepEqual(keepsFinalState(full, new Map([['/app/out', 'h1']])).differing, ['/app/index']);
   });
 
   it('finds an answer given away by the instruction, not a short word it rightly names', () => {
-    const solve = 'python3 -c "import json; json.dump(sorted(set(open(\'/app/in\').read().split())), open(\'/app/out.json\', \'w\'))"';
+    const solve =
+      "python3 -c \"import json; json.dump(sorted(set(open('/app/in').read().split())), open('/app/out.json', 'w'))\"";
     assert.match(instructionLeak(`Run this: ${solve}`, solve, [])!, /solution's line/);
-    assert.equal(instructionLeak('Write hello into /app/out.txt.', 'echo hello > /app/out.txt', [{ path: '/app/out.txt', text: 'hello\n' }]), null);
+    assert.equal(
+      instructionLeak('Write hello into /app/out.txt.', 'echo hello > /app/out.txt', [
+        { path: '/app/out.txt', text: 'hello\n' },
+      ]),
+      null,
+    );
     const long = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi';
-    assert.match(instructionLeak(`The file must read: ${long}`, 'true', [{ path: '/app/o', text: long }])!, /expected content of \/app\/o/);
+    assert.match(
+      instructionLeak(`The file must read: ${long}`, 'true', [{ path: '/app/o', text: long }])!,
+      /expected content of \/app\/o/,
+    );
   });
 
   it('tells an input the task names or the solution uses from a file nobody mentions', () => {
@@ -125,12 +211,25 @@ describe('probe logic', () => {
     assert.equal(namedInput('/var/backups/.last-answer', texts, '/app'), false);
     assert.equal(namedInput('/app/answer_copy.txt', texts, '/app'), false, 'the working folder alone names nothing');
     assert.equal(namedInput('/app/in', ['see /app/inbox'], '/'), false, 'a longer path is not this one');
-    assert.equal(namedInput('/opt/x/a.txt', ['Put it in /opt/x, then'], null), true, 'a folder named before punctuation');
+    assert.equal(
+      namedInput('/opt/x/a.txt', ['Put it in /opt/x, then'], null),
+      true,
+      'a folder named before punctuation',
+    );
   });
 
   it('places each output from the image files that hold its bytes, never from itself', () => {
-    const outputs = new Map([['/app/answer.txt', 'h1'], ['/app/bin/run.sh', 'h2'], ['/app/out.tar', 'h3']]);
-    const image: Array<[string, string]> = [['/var/backups/.a', 'h1'], ['/app/bin/run.sh', 'h2'], ['/etc/x', 'h9'], ['/srv/b', 'h1']];
+    const outputs = new Map([
+      ['/app/answer.txt', 'h1'],
+      ['/app/bin/run.sh', 'h2'],
+      ['/app/out.tar', 'h3'],
+    ]);
+    const image: Array<[string, string]> = [
+      ['/var/backups/.a', 'h1'],
+      ['/app/bin/run.sh', 'h2'],
+      ['/etc/x', 'h9'],
+      ['/srv/b', 'h1'],
+    ];
     assert.deepEqual([...leakPlacements(outputs, image)], [['/app/answer.txt', ['/var/backups/.a', '/srv/b']]]);
   });
 
@@ -142,7 +241,13 @@ describe('probe logic', () => {
       { name: 'b', environment: 'e1', tests: 't1', instruction: 'Something else entirely, words differ.' },
       { name: 'c', environment: 'e2', tests: 't2', instruction: 'Fix the parser so the numbers add up.' },
     ]);
-    assert.deepEqual(pairs.map((p) => [p.a, p.b]), [['a', 'b'], ['a', 'c']]);
+    assert.deepEqual(
+      pairs.map((p) => [p.a, p.b]),
+      [
+        ['a', 'b'],
+        ['a', 'c'],
+      ],
+    );
   });
 });
 
@@ -151,13 +256,35 @@ describe('check --review (an LLM rubric, advisory)', () => {
     const { ScriptedModelServer } = await import('./support/scripted-model-server.js');
     const { ModelConfigSchema } = await import('../src/model/config.js');
     const { trivialTask } = await import('./helpers.js');
-    const verdicts = { criteria: [{ name: 'behavior_in_instruction', verdict: 'pass', reason: 'asked for' }, { name: 'anti_cheating', verdict: 'fail', reason: 'the answer is guessable' }] };
-    const server = new ScriptedModelServer({ reviewer: [{ reply: { content: `Here is my review:\n${JSON.stringify(verdicts)}` } }, { reply: { content: 'I cannot judge this.' } }] });
+    const verdicts = {
+      criteria: [
+        { name: 'behavior_in_instruction', verdict: 'pass', reason: 'asked for' },
+        { name: 'anti_cheating', verdict: 'fail', reason: 'the answer is guessable' },
+      ],
+    };
+    const server = new ScriptedModelServer({
+      reviewer: [
+        { reply: { content: `Here is my review:\n${JSON.stringify(verdicts)}` } },
+        { reply: { content: 'I cannot judge this.' } },
+      ],
+    });
     const baseUrl = await server.start();
     try {
       const review = ModelConfigSchema.parse({ baseUrl, model: 'reviewer', backoffBaseSec: 0.01 });
-      const dirs = [await trivialTask({ 'task.toml': '[task]\nname = "r1"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "r2"\n', 'instruction.md': 'Write hello, once, into /app/out.txt please.\n' })];
-      const report = await checkTasks(dirs, { provider: docker(), outDir: await tempDir(), probes: 'none', review, concurrency: 1 });
+      const dirs = [
+        await trivialTask({ 'task.toml': '[task]\nname = "r1"\n' }),
+        await trivialTask({
+          'task.toml': '[task]\nname = "r2"\n',
+          'instruction.md': 'Write hello, once, into /app/out.txt please.\n',
+        }),
+      ];
+      const report = await checkTasks(dirs, {
+        provider: docker(),
+        outDir: await tempDir(),
+        probes: 'none',
+        review,
+        concurrency: 1,
+      });
       const [a, b] = report.tasks;
       assert.equal(a!.verdict, 'admissible', 'a failing review does not reject');
       assert.deepEqual(a!.review!.criteria, verdicts.criteria);
@@ -176,17 +303,40 @@ describe('check --job: a resumable check', () => {
   it('records each verdict as it is reached; running again checks only what is missing', async () => {
     const { JobStore } = await import('../src/store/store.js');
     const { trivialTask } = await import('./helpers.js');
-    const dirs = [await trivialTask({ 'task.toml': '[task]\nname = "j1"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "j2"\n', 'instruction.md': 'Put hello in /app/out.txt, nothing more.\n' })];
+    const dirs = [
+      await trivialTask({ 'task.toml': '[task]\nname = "j1"\n' }),
+      await trivialTask({
+        'task.toml': '[task]\nname = "j2"\n',
+        'instruction.md': 'Put hello in /app/out.txt, nothing more.\n',
+      }),
+    ];
     const store = JobStore.open(path.join(await tempDir(), 'job.db'));
     try {
       const started: string[] = [];
       // A check killed after its first task: only that verdict is in the store.
-      const first = await checkTasks(dirs.slice(0, 1), { provider: docker(), outDir: await tempDir(), probes: 'none', store });
+      const first = await checkTasks(dirs.slice(0, 1), {
+        provider: docker(),
+        outDir: await tempDir(),
+        probes: 'none',
+        store,
+      });
       assert.equal(first.tasks[0]!.verdict, 'admissible');
       assert.deepEqual([...store.checkedTasks().keys()], [dirs[0]]);
-      const again = await checkTasks(dirs, { provider: docker(), outDir: await tempDir(), probes: 'none', store, onEvent: (e) => e.type === 'task-start' && started.push(e.path) });
+      const again = await checkTasks(dirs, {
+        provider: docker(),
+        outDir: await tempDir(),
+        probes: 'none',
+        store,
+        onEvent: (e) => e.type === 'task-start' && started.push(e.path),
+      });
       assert.deepEqual(started, [dirs[1]], 'the task already checked is not checked again');
-      assert.deepEqual(again.tasks.map((t) => [t.name, t.verdict]), [['j1', 'admissible'], ['j2', 'admissible']]);
+      assert.deepEqual(
+        again.tasks.map((t) => [t.name, t.verdict]),
+        [
+          ['j1', 'admissible'],
+          ['j2', 'admissible'],
+        ],
+      );
       assert.equal(again.summary.admissible, 2);
       assert.equal(store.checkedTasks().size, 2);
     } finally {

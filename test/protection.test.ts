@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { librariesUsed, parseLdCache, protectedSet, tracedPaths, type ProtectionRecord } from '../src/verifier/protection.js';
+import {
+  librariesUsed,
+  parseLdCache,
+  protectedSet,
+  tracedPaths,
+  type ProtectionRecord,
+} from '../src/verifier/protection.js';
 import { findTampering } from '../src/verifier/tampering.js';
 
 const LOG = [
@@ -31,7 +37,17 @@ const record = (over: Partial<ProtectionRecord> = {}): ProtectionRecord => ({
 describe('protected set from a trace', () => {
   it('names what test.sh executed, opened, listed and looked up without finding, relative paths resolved', () => {
     const paths = tracedPaths(LOG);
-    for (const p of ['/bin/bash', '/etc/ld.so.cache', '/lib/x86_64-linux-gnu/libtinfo.so.6', '/usr/lib/x86_64-linux-gnu/libtinfo.so.6.4', '/tests/conftest.py', '/conftest.py', '/usr/lib/python3.11/os.py', '/usr/lib/python3/dist-packages', '/usr/local/bin/grep']) {
+    for (const p of [
+      '/bin/bash',
+      '/etc/ld.so.cache',
+      '/lib/x86_64-linux-gnu/libtinfo.so.6',
+      '/usr/lib/x86_64-linux-gnu/libtinfo.so.6.4',
+      '/tests/conftest.py',
+      '/conftest.py',
+      '/usr/lib/python3.11/os.py',
+      '/usr/lib/python3/dist-packages',
+      '/usr/local/bin/grep',
+    ]) {
       assert.ok(paths.includes(p), `${p} in ${paths.join(' ')}`);
     }
     assert.ok(!paths.some((p) => p.includes('..')), 'normalised');
@@ -54,30 +70,48 @@ describe('protected set from a trace', () => {
       ],
       { protection: r },
     ).map((t) => t.path);
-    assert.deepEqual(found.sort(), ['/conftest.py', '/usr/lib/python3.11/__pycache__/os.cpython-311.pyc', '/usr/lib/python3.11/os.py', '/usr/local/bin/grep']);
+    assert.deepEqual(found.sort(), [
+      '/conftest.py',
+      '/usr/lib/python3.11/__pycache__/os.cpython-311.pyc',
+      '/usr/lib/python3.11/os.py',
+      '/usr/local/bin/grep',
+    ]);
   });
 });
 
 describe('the loader cache', () => {
   const cache = existsSync('/etc/ld.so.cache') ? readFileSync('/etc/ld.so.cache') : null;
 
-  it('is read as glibc writes it (this machine\'s own cache)', { skip: cache === null }, () => {
+  it("is read as glibc writes it (this machine's own cache)", { skip: cache === null }, () => {
     const map = parseLdCache(cache!);
     assert.ok(map && map.size > 10, 'entries');
     assert.match(map.get('libc.so.6') ?? '', /\/libc\.so\.6$/);
     assert.equal(parseLdCache(cache!.subarray(0, 60)), null, 'a cut cache is not read');
   });
 
-  it('is tampering when it sends a library the verifier loaded elsewhere, or cannot be read; an honest install is not', { skip: cache === null }, () => {
-    const map = parseLdCache(cache!)!;
-    const libs = librariesUsed(map, ['/lib/x86_64-linux-gnu/libc.so.6']);
-    assert.deepEqual(Object.keys(libs), ['libc.so.6']);
-    const change = [{ path: '/etc/ld.so.cache', kind: 'changed' as const }];
-    assert.deepEqual(findTampering(change, { content: new Map([['/etc/ld.so.cache', cache!]]), protection: record({ libraries: libs }) }), []);
-    const moved = findTampering(change, { content: new Map([['/etc/ld.so.cache', cache!]]), protection: record({ libraries: { 'libc.so.6': '/opt/evil/libc.so.6' } }) });
-    assert.match(moved[0]?.why ?? '', /sends libc\.so\.6/);
-    assert.match(findTampering(change, { content: new Map() })[0]?.why ?? '', /could not be read whole/);
-  });
+  it(
+    'is tampering when it sends a library the verifier loaded elsewhere, or cannot be read; an honest install is not',
+    { skip: cache === null },
+    () => {
+      const map = parseLdCache(cache!)!;
+      const libs = librariesUsed(map, ['/lib/x86_64-linux-gnu/libc.so.6']);
+      assert.deepEqual(Object.keys(libs), ['libc.so.6']);
+      const change = [{ path: '/etc/ld.so.cache', kind: 'changed' as const }];
+      assert.deepEqual(
+        findTampering(change, {
+          content: new Map([['/etc/ld.so.cache', cache!]]),
+          protection: record({ libraries: libs }),
+        }),
+        [],
+      );
+      const moved = findTampering(change, {
+        content: new Map([['/etc/ld.so.cache', cache!]]),
+        protection: record({ libraries: { 'libc.so.6': '/opt/evil/libc.so.6' } }),
+      });
+      assert.match(moved[0]?.why ?? '', /sends libc\.so\.6/);
+      assert.match(findTampering(change, { content: new Map() })[0]?.why ?? '', /could not be read whole/);
+    },
+  );
 });
 
 describe('fixed rules for libraries loaded by configuration', () => {

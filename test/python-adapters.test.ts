@@ -12,12 +12,20 @@ describe('python adapters against termgrade serve', () => {
   let server: RunningServer;
   before(async () => {
     const task = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
-    server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([task]), dataDir: await tempDir(), maxSessions: 4 });
+    server = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([task]),
+      dataDir: await tempDir(),
+      maxSessions: 4,
+    });
   });
   after(() => server.close());
 
   it('the client and the verl agent loop pass their tests', async () => {
-    const child = spawn('python3', [path.join(ROOT, 'test', 'python', 'test_adapter.py')], { env: { ...process.env, TERMGRADE_URL: server.url, TERMGRADE_TOKEN: server.token }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('python3', [path.join(ROOT, 'test', 'python', 'test_adapter.py')], {
+      env: { ...process.env, TERMGRADE_URL: server.url, TERMGRADE_TOKEN: server.token },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -27,7 +27,10 @@ describe("README's command tour", () => {
     await rm(path.join(ROOT, '.termgrade', 'tour'), { recursive: true, force: true });
     for (const command of commands) {
       // An unreachable registry: if npx looked for termgrade there, the command would fail.
-      const r = await runShell(command, { cwd: ROOT, env: { npm_config_registry: 'http://127.0.0.1:9/', npm_config_fetch_retries: '0' } });
+      const r = await runShell(command, {
+        cwd: ROOT,
+        env: { npm_config_registry: 'http://127.0.0.1:9/', npm_config_fetch_retries: '0' },
+      });
       assert.equal(r.status, 0, `${command}\nexit ${r.status}\n${r.stderr.slice(-2000)}`);
       assert.doesNotMatch(r.stderr, /internal error|npm error/);
     }

@@ -17,7 +17,17 @@ import { tempDir } from './helpers.js';
  */
 let browser: Browser;
 before(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
 });
 after(async () => {
   await browser?.close();
@@ -25,22 +35,51 @@ after(async () => {
 
 /** Trials of one configuration: per task, its rewards in order. */
 const trials = (config: string, byTask: Record<string, number[]>): StatsRecord[] =>
-  Object.entries(byTask).flatMap(([task, rewards]) => rewards.map((reward, attempt) => toStatsRecord({ trial_id: `${config}-${task}-${attempt}`, config, task, agent: config, reward, duration_ms: 60_000 })));
+  Object.entries(byTask).flatMap(([task, rewards]) =>
+    rewards.map((reward, attempt) =>
+      toStatsRecord({
+        trial_id: `${config}-${task}-${attempt}`,
+        config,
+        task,
+        agent: config,
+        reward,
+        duration_ms: 60_000,
+      }),
+    ),
+  );
 
 // a and b did exactly the same (equal pass@k lines, one runtime point); c failed everything.
 const SAME = { t0: [1, 1, 1, 1], t1: [1, 0, 1, 0], t2: [1, 0, 0, 0], t3: [0, 1, 1, 1] };
-const RECORDS = [...trials('a', SAME), ...trials('b', SAME), ...trials('c', { t0: [0, 0, 0, 0], t1: [0, 0, 0, 0], t2: [0, 0, 0, 0], t3: [0, 0, 0, 0] })];
+const RECORDS = [
+  ...trials('a', SAME),
+  ...trials('b', SAME),
+  ...trials('c', { t0: [0, 0, 0, 0], t1: [0, 0, 0, 0], t2: [0, 0, 0, 0], t3: [0, 0, 0, 0] }),
+];
 
 const SELECTION: SelectManifest = {
   model: 'a',
   rule: { band: [0.2, 0.8], target: 0.5, n: null, minTrials: 4, excluded: 0 },
-  training: [{ task: 't1', trials: 4, successes: 2, rate: 0.5, interval: [0.15, 0.85], intervalMethod: 'jeffreys-95', bandProbability: 0.7 }],
+  training: [
+    {
+      task: 't1',
+      trials: 4,
+      successes: 2,
+      rate: 0.5,
+      interval: [0.15, 0.85],
+      intervalMethod: 'jeffreys-95',
+      bandProbability: 0.7,
+    },
+  ],
   skipped: { outOfBand: 2, tooFewTrials: 0, excluded: 0, beyondN: 0, unmeasured: 0 },
   unmeasured: [],
   validation: [],
 };
 
-async function open(records: StatsRecord[], options: RenderOptions = {}, selection: SelectManifest | null = SELECTION): Promise<Page> {
+async function open(
+  records: StatsRecord[],
+  options: RenderOptions = {},
+  selection: SelectManifest | null = SELECTION,
+): Promise<Page> {
   const d = reportData({ sources: ['x'], records, details: [], band: [0.25, 0.75], minTrials: 4, selection });
   const file = path.join(await tempDir(), 'index.html');
   await writeFile(file, renderReport(d, await charts(d), 'now', options));
@@ -53,10 +92,15 @@ describe('report figures', () => {
   it('the per-task histogram draws no bar (no stroke at zero) for an empty bin', async () => {
     const page = await open(RECORDS);
     try {
-      const bars = await page.locator('figure[data-figure=histogram] path[aria-roledescription=bar]').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+      const bars = await page
+        .locator('figure[data-figure=histogram] path[aria-roledescription=bar]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
       // a and b: rates 1, .5, .25, .75 -> 4 non-empty bins each; c: all 0 -> 1.
       assert.equal(bars.length, 9, bars.join(' | '));
-      assert.ok(bars.every((b) => !/tasks: 0(;|$)/.test(b)), bars.join(' | '));
+      assert.ok(
+        bars.every((b) => !/tasks: 0(;|$)/.test(b)),
+        bars.join(' | '),
+      );
     } finally {
       await page.close();
     }
@@ -68,7 +112,13 @@ describe('report figures', () => {
       const fig = page.locator('figure[data-figure=passAtK]');
       const ticks = await fig.locator('[aria-label^="X-axis"] .role-axis-label text').allTextContents();
       assert.deepEqual(ticks, ['1', '2', '4']);
-      const lines = await fig.locator('path[aria-roledescription="line mark"]').evaluateAll((els) => els.map((e) => `${e.getAttribute('stroke')}|${e.getAttribute('stroke-dasharray') ?? ''}|${e.getAttribute('d')}`));
+      const lines = await fig
+        .locator('path[aria-roledescription="line mark"]')
+        .evaluateAll((els) =>
+          els.map(
+            (e) => `${e.getAttribute('stroke')}|${e.getAttribute('stroke-dasharray') ?? ''}|${e.getAttribute('d')}`,
+          ),
+        );
       assert.equal(lines.length, 3);
       const [la, lb] = lines.map((l) => l.split('|'));
       assert.equal(la![2], lb![2], 'a and b have the same values');
@@ -82,7 +132,9 @@ describe('report figures', () => {
   it('labels of coinciding runtime points are one label, never printed over each other', async () => {
     const page = await open(RECORDS);
     try {
-      const labels = await page.locator('figure[data-figure=runtime] g.role-mark text').evaluateAll((els) => els.map((e) => ({ text: e.textContent, at: e.getAttribute('transform') })));
+      const labels = await page
+        .locator('figure[data-figure=runtime] g.role-mark text')
+        .evaluateAll((els) => els.map((e) => ({ text: e.textContent, at: e.getAttribute('transform') })));
       assert.deepEqual(labels.map((l) => l.text).sort(), ['a, b', 'c']);
       assert.equal(new Set(labels.map((l) => l.at)).size, labels.length);
     } finally {
@@ -93,9 +145,17 @@ describe('report figures', () => {
   it('every figure says its band and its minimum trials; the heatmap has a cell per task and configuration', async () => {
     const page = await open(RECORDS);
     try {
-      const figures = await page.locator('figure.chart').evaluateAll((els) => els.map((e) => [e.getAttribute('data-figure'), e.querySelector('figcaption')?.textContent ?? '']));
-      assert.deepEqual(figures.map(([id]) => id), ['pass1', 'passAtK', 'histogram', 'heatmap', 'runtime', 'errors'].filter((id) => id !== 'errors'));
-      for (const [id, caption] of figures) assert.match(caption!, /^Band: .+\. Minimum trials: .+\.$/, `${id}: ${caption}`);
+      const figures = await page
+        .locator('figure.chart')
+        .evaluateAll((els) =>
+          els.map((e) => [e.getAttribute('data-figure'), e.querySelector('figcaption')?.textContent ?? '']),
+        );
+      assert.deepEqual(
+        figures.map(([id]) => id),
+        ['pass1', 'passAtK', 'histogram', 'heatmap', 'runtime', 'errors'].filter((id) => id !== 'errors'),
+      );
+      for (const [id, caption] of figures)
+        assert.match(caption!, /^Band: .+\. Minimum trials: .+\.$/, `${id}: ${caption}`);
       assert.match(figures.find(([id]) => id === 'histogram')![1]!, /Band: 0\.25-0\.75/);
       const cells = await page.locator('figure[data-figure=heatmap] path[aria-roledescription="rect mark"]').count();
       assert.equal(cells, 12);
@@ -108,8 +168,14 @@ describe('report figures', () => {
   it('the selection table and "every task" each say which band they use; no "-" without its reason', async () => {
     const page = await open(RECORDS);
     try {
-      assert.match((await page.textContent('#selection-band'))!, /selection's own band, 0\.2-0\.8 .*not the report's 0\.25-0\.75/);
-      assert.match((await page.textContent('#tasks-band'))!, /report's band, 0\.25-0\.75.*selection above used its own band, 0\.2-0\.8/);
+      assert.match(
+        (await page.textContent('#selection-band'))!,
+        /selection's own band, 0\.2-0\.8 .*not the report's 0\.25-0\.75/,
+      );
+      assert.match(
+        (await page.textContent('#tasks-band'))!,
+        /report's band, 0\.25-0\.75.*selection above used its own band, 0\.2-0\.8/,
+      );
       assert.match((await page.textContent('#selected thead'))!, /P\(band 0\.2-0\.8\)/);
       assert.match((await page.textContent('#task-rates thead'))!, /P\(band 0\.25-0\.75\)/);
       const jaccard = await page.locator('#jaccard td').allTextContents();
@@ -146,9 +212,14 @@ describe('report figures', () => {
     } finally {
       await plain.close();
     }
-    const page = await open(RECORDS, { trialsLink: (f) => `/#/?config=${encodeURIComponent(f.config)}${f.task ? `&task=${encodeURIComponent(f.task)}&exact=1` : ''}` });
+    const page = await open(RECORDS, {
+      trialsLink: (f) =>
+        `/#/?config=${encodeURIComponent(f.config)}${f.task ? `&task=${encodeURIComponent(f.task)}&exact=1` : ''}`,
+    });
     try {
-      const hrefs = await page.locator('#task-rates tbody a').evaluateAll((els) => els.map((e) => e.getAttribute('href')));
+      const hrefs = await page
+        .locator('#task-rates tbody a')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('href')));
       assert.equal(hrefs.length, 12);
       assert.ok(hrefs.includes('/#/?config=b&task=t2&exact=1'), hrefs.join(' '));
       assert.equal(await page.locator('#configs tbody a').count(), 3);

@@ -40,7 +40,9 @@ describe('docker backend specifics', () => {
     try {
       const r = await s.exec('bomb() { bomb | bomb & }; bomb; sleep 5', { timeoutSec: 4 });
       assert.equal(r.timedOut || r.exitCode !== null, true);
-      const stats = (await provider.docker.getContainer(s.id).stats({ stream: false })) as { pids_stats?: { current?: number; limit?: number } };
+      const stats = (await provider.docker.getContainer(s.id).stats({ stream: false })) as {
+        pids_stats?: { current?: number; limit?: number };
+      };
       assert.ok((stats.pids_stats?.current ?? 0) <= 128, `pids ${stats.pids_stats?.current} over the limit`);
       assert.equal(stats.pids_stats?.limit, 128);
     } finally {
@@ -48,7 +50,6 @@ describe('docker backend specifics', () => {
     }
     await assert.rejects(provider.docker.getContainer(s.id).inspect(), /no such container/i);
   });
-
 
   it('applies the memory limit and labels the container', async () => {
     await withSandbox(async (s) => {
@@ -59,7 +60,6 @@ describe('docker backend specifics', () => {
       assert.equal(info.Config.Labels[LABEL_OWNER], ownerId());
     });
   });
-
 
   it('reports the disk a sandbox has written (the disk limit relies on it)', async () => {
     await withSandbox(async (s) => {
@@ -79,7 +79,11 @@ describe('docker backend specifics', () => {
   });
 
   it('builds an image once for concurrent requests and reuses it later', async () => {
-    const fresh = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${Date.now()}-${process.pid} > /stamp\n` }));
+    const fresh = await loadTask(
+      await trivialTask({
+        'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${Date.now()}-${process.pid} > /stamp\n`,
+      }),
+    );
     const provider = docker();
     const [a, b] = await Promise.all([provider.prepare(fresh), provider.prepare(fresh)]);
     assert.deepEqual(a, b, 'one build shared by both callers (the same result, timing included)');
@@ -91,7 +95,9 @@ describe('docker backend specifics', () => {
   });
 
   it('reports a failed build with its log', async () => {
-    const bad = await loadTask(await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN echo broken-step && exit 7\n' }));
+    const bad = await loadTask(
+      await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN echo broken-step && exit 7\n' }),
+    );
     await assert.rejects(docker().prepare(bad), (err: Error & { code?: string; log?: string }) => {
       assert.equal(err.code, 'build_failed');
       assert.match(err.message, /returned a non-zero code: 7|exit code: 7/);
@@ -102,11 +108,15 @@ describe('docker backend specifics', () => {
 
   it("reads changes from the overlay layer exactly as the engine's diff reports them", async () => {
     await withSandbox(async (s) => {
-      await s.exec('mkdir -p /app/new/deep; echo a > /app/new/deep/f; echo b >> /etc/issue; rm -f /etc/debian_version; rm -rf /usr/share/doc/apt');
+      await s.exec(
+        'mkdir -p /app/new/deep; echo a > /app/new/deep/f; echo b >> /etc/issue; rm -f /etc/debian_version; rm -rf /usr/share/doc/apt',
+      );
       const fast = (await s.changes()).map((c) => `${c.kind} ${c.path}`).sort();
       const container = new Docker().getContainer(s.id);
       const kinds = ['changed', 'added', 'deleted'];
-      const engine = ((await container.changes()) as Array<{ Path: string; Kind: number }>).map((c) => `${kinds[c.Kind]} ${c.Path}`).sort();
+      const engine = ((await container.changes()) as Array<{ Path: string; Kind: number }>)
+        .map((c) => `${kinds[c.Kind]} ${c.Path}`)
+        .sort();
       assert.deepEqual(fast, engine);
     });
   });
@@ -114,7 +124,9 @@ describe('docker backend specifics', () => {
   it('a cleanup in another process leaves a running image build alone', async () => {
     const engine = new Docker();
     const stamp = `${Date.now()}-${process.pid}`;
-    const base = await loadTask(await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp\n` }));
+    const base = await loadTask(
+      await trivialTask({ 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${stamp} > /stamp\n` }),
+    );
     // The legacy builder runs build steps in containers (BuildKit does not); the agent layer builds
     // FROM the task image, whose termgrade labels those containers inherit.
     const legacy = new DockerProvider({ docker: new Docker(), builder: 'legacy' });
@@ -122,7 +134,9 @@ describe('docker backend specifics', () => {
     building.catch(() => undefined);
     const deadline = Date.now() + 120_000;
     const buildContainers = async () =>
-      (await engine.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } })).filter((c) => !c.Labels[LABEL_OWNER] && c.State === 'running' && c.Command.includes(`layer-${stamp}`));
+      (await engine.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } })).filter(
+        (c) => !c.Labels[LABEL_OWNER] && c.State === 'running' && c.Command.includes(`layer-${stamp}`),
+      );
     while ((await buildContainers()).length === 0) {
       assert.ok(Date.now() < deadline, 'no build container appeared');
       await new Promise((r) => setTimeout(r, 100));
@@ -138,19 +152,31 @@ describe('docker backend specifics', () => {
     let observed = false;
     // A round counts only if the second cleanup started while the first was mid-removal.
     for (let round = 0; round < 10 && !observed; round++) {
-      const dead = await engine.createContainer({ Image: 'debian:bookworm-slim', Cmd: ['sleep', 'infinity'], Labels: { [LABEL_MANAGED]: 'true', [LABEL_OWNER]: `${ownerId().split(':')[0]}:999999:1` }, HostConfig: { NetworkMode: 'none' } });
+      const dead = await engine.createContainer({
+        Image: 'debian:bookworm-slim',
+        Cmd: ['sleep', 'infinity'],
+        Labels: { [LABEL_MANAGED]: 'true', [LABEL_OWNER]: `${ownerId().split(':')[0]}:999999:1` },
+        HostConfig: { NetworkMode: 'none' },
+      });
       await dead.start();
       try {
         const first = docker().cleanup();
         let removing = false;
         for (let i = 0; i < 200 && !removing; i++) {
-          const status = await dead.inspect().then((c) => c.State.Status, () => 'gone');
+          const status = await dead.inspect().then(
+            (c) => c.State.Status,
+            () => 'gone',
+          );
           if (status === 'gone') break;
           removing = status === 'removing';
         }
         if (removing) {
           await docker().cleanup();
-          await assert.rejects(dead.inspect(), /no such container/i, 'the second cleanup returned while the container was still there');
+          await assert.rejects(
+            dead.inspect(),
+            /no such container/i,
+            'the second cleanup returned while the container was still there',
+          );
           observed = true;
         }
         await first;
@@ -164,7 +190,12 @@ describe('docker backend specifics', () => {
   it("cleanup removes only dead owners' containers: never a live process's, never an ownerless one (an image build)", async () => {
     const engine = new Docker();
     const make = async (labels: Record<string, string>) => {
-      const c = await engine.createContainer({ Image: 'debian:bookworm-slim', Cmd: ['sleep', 'infinity'], Labels: { [LABEL_MANAGED]: 'true', ...labels }, HostConfig: { NetworkMode: 'none' } });
+      const c = await engine.createContainer({
+        Image: 'debian:bookworm-slim',
+        Cmd: ['sleep', 'infinity'],
+        Labels: { [LABEL_MANAGED]: 'true', ...labels },
+        HostConfig: { NetworkMode: 'none' },
+      });
       await c.start();
       return c;
     };

@@ -19,11 +19,15 @@ import { FakeProvider } from './support/fake-provider.js';
 /** Scheduler behaviour on the fake provider (a test double): fast, exact counts. */
 async function job(name: string, tasks: string[], extra: Partial<JobSpecInput> = {}) {
   const jobsDir = await tempDir();
-  const spec = parseSpec({ name, tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 3, concurrency: 4, ...extra }, 'test');
+  const spec = parseSpec(
+    { name, tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 3, concurrency: 4, ...extra },
+    'test',
+  );
   return { spec, jobsDir };
 }
 
-const taskDirs = async (n: number): Promise<string[]> => Promise.all(Array.from({ length: n }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "t${i}"\n` })));
+const taskDirs = async (n: number): Promise<string[]> =>
+  Promise.all(Array.from({ length: n }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "t${i}"\n` })));
 
 describe('scheduler accounting (fake provider)', () => {
   it('retries an infrastructure failure within the budget; a slot that keeps failing is recorded as infra (never 0) and a resume runs it again', async () => {
@@ -35,7 +39,10 @@ describe('scheduler accounting (fake provider)', () => {
       const rows = [...opened.store.listTrials()];
       assert.equal(rows.length, 9);
       const t1 = rows.filter((r) => r.task === 't1');
-      assert.deepEqual(t1.map((r) => [r.status, r.reward, r.error_class, r.infra_attempts]), Array(3).fill(['error', null, 'environment_error', 3]));
+      assert.deepEqual(
+        t1.map((r) => [r.status, r.reward, r.error_class, r.infra_attempts]),
+        Array(3).fill(['error', null, 'environment_error', 3]),
+      );
       const [s] = configStats(rows.map(toStatsRecord));
       assert.equal(s!.pass1.mean, 1, 'the failing task is not counted as 0');
       assert.deepEqual(s!.unmeasuredTasks, ['t1']);
@@ -47,7 +54,13 @@ describe('scheduler accounting (fake provider)', () => {
     const healthy = new FakeProvider();
     opened = await openJob(spec, jobsDir);
     try {
-      const summary = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: healthy, jobDir: opened.jobDir });
+      const summary = await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: healthy,
+        jobDir: opened.jobDir,
+      });
       assert.equal(summary.completed, 3);
       assert.equal(summary.skipped, 6);
       assert.equal(healthy.starts, 3);
@@ -59,35 +72,57 @@ describe('scheduler accounting (fake provider)', () => {
 
   it('a model endpoint that fails is retried as infrastructure and never graded 0', async () => {
     const { spec, jobsDir } = await job('endpoint', await taskDirs(2), { infraRetries: 1 });
- // Every first try of a slot meets an overloaded endpoint (after the client's own retries).
+    // Every first try of a slot meets an overloaded endpoint (after the client's own retries).
     const flaky: Agent = {
       name: 'flaky',
       model: 'm',
       setup: async () => {},
-      run: async ({ sessionId }) => (!sessionId.includes('__retry') ? { exitReason: 'model_error', message: 'overloaded: 503', modelErrorKind: 'overloaded' } : { exitReason: 'completed', message: null }),
+      run: async ({ sessionId }) =>
+        !sessionId.includes('__retry')
+          ? { exitReason: 'model_error', message: 'overloaded: 503', modelErrorKind: 'overloaded' }
+          : { exitReason: 'completed', message: null },
     };
     const provider = new FakeProvider({ grade: () => 0 });
     const opened = await openJob(spec, jobsDir);
     try {
-      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir, agentFactory: () => ({ agent: flaky, secrets: [] }) });
+      await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider,
+        jobDir: opened.jobDir,
+        agentFactory: () => ({ agent: flaky, secrets: [] }),
+      });
       const rows = [...opened.store.listTrials()];
       assert.equal(rows.length, 6);
-      assert.ok(rows.every((r) => r.status === 'completed' && r.reward === 0 && r.infra_attempts === 2), JSON.stringify(rows.map((r) => [r.status, r.error_class, r.infra_attempts])));
-      assert.ok(rows.every((r) => JSON.parse(r.retry_reasons_json)[0].class === 'model_unavailable'), 'the discarded run keeps its class');
+      assert.ok(
+        rows.every((r) => r.status === 'completed' && r.reward === 0 && r.infra_attempts === 2),
+        JSON.stringify(rows.map((r) => [r.status, r.error_class, r.infra_attempts])),
+      );
+      assert.ok(
+        rows.every((r) => JSON.parse(r.retry_reasons_json)[0].class === 'model_unavailable'),
+        'the discarded run keeps its class',
+      );
     } finally {
       await opened.close();
     }
   });
 
-  it('a verifier that gives no reward after the agent\'s turn is graded 0 and not retried', async () => {
+  it("a verifier that gives no reward after the agent's turn is graded 0 and not retried", async () => {
     const { spec, jobsDir } = await job('noreward', await taskDirs(2));
     const provider = new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) });
     const opened = await openJob(spec, jobsDir);
     try {
       await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
       const rows = [...opened.store.listTrials()];
-      assert.deepEqual(rows.filter((r) => r.task === 't0').map((r) => [r.error_class, r.infra_attempts]), Array(3).fill(['verifier_no_reward', 1]));
-      assert.deepEqual(rows.filter((r) => r.task === 't0').map((r) => r.reward), [0, 0, 0]);
+      assert.deepEqual(
+        rows.filter((r) => r.task === 't0').map((r) => [r.error_class, r.infra_attempts]),
+        Array(3).fill(['verifier_no_reward', 1]),
+      );
+      assert.deepEqual(
+        rows.filter((r) => r.task === 't0').map((r) => r.reward),
+        [0, 0, 0],
+      );
       const [s] = configStats(rows.map(toStatsRecord));
       assert.equal(s!.coverage.ungraded, 0);
       assert.equal(s!.pass1.mean, 0.5, 't0 counts as 0, t1 as 1');
@@ -96,7 +131,7 @@ describe('scheduler accounting (fake provider)', () => {
     }
   });
 
-  it('grades every trial from a snapshot and keeps the agent\'s processes (Harbor\'s semantics)', async () => {
+  it("grades every trial from a snapshot and keeps the agent's processes (Harbor's semantics)", async () => {
     const { spec, jobsDir } = await job('ends', await taskDirs(2));
     const provider = new FakeProvider();
     const opened = await openJob(spec, jobsDir);
@@ -127,7 +162,14 @@ describe('scheduler accounting (fake provider)', () => {
     };
     const opened = await openJob(spec, jobsDir);
     try {
-      const summary = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir, agentFactory: () => ({ agent: slow, secrets: [] }) });
+      const summary = await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: new FakeProvider(),
+        jobDir: opened.jobDir,
+        agentFactory: () => ({ agent: slow, secrets: [] }),
+      });
       assert.equal(summary.completed, 18);
       assert.equal(most, 3);
     } finally {
@@ -161,20 +203,45 @@ describe('re-running recorded trials', () => {
     // First run: every trial of t0 gets no reward from the verifier (graded 0: not retried by itself).
     let opened = await openJob(spec, jobsDir);
     try {
-      await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) }), jobDir: opened.jobDir });
+      await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: new FakeProvider({ grade: (t) => (t.name === 't0' ? 'no-reward' : 1) }),
+        jobDir: opened.jobDir,
+      });
     } finally {
       await opened.close();
     }
     opened = await openJob(spec, jobsDir);
     try {
-      const plain = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir });
+      const plain = await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider: new FakeProvider(),
+        jobDir: opened.jobDir,
+      });
       assert.equal(plain.completed + plain.errors, 0, 'a verifier failure is not re-run unasked');
       const provider = new FakeProvider({ grade: () => 0 });
-      const again = await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir, retry: { classes: ['verifier_no_reward'] } });
+      const again = await runJob({
+        spec,
+        tasks: opened.tasks,
+        store: opened.store,
+        provider,
+        jobDir: opened.jobDir,
+        retry: { classes: ['verifier_no_reward'] },
+      });
       assert.equal(again.completed, 2);
       assert.equal(provider.starts, 2, 'only the two t0 slots ran');
       const rows = [...opened.store.listTrials()].filter((r) => r.task === 't0');
-      assert.deepEqual(rows.map((r) => [r.status, r.reward]), [['completed', 0], ['completed', 0]]);
+      assert.deepEqual(
+        rows.map((r) => [r.status, r.reward]),
+        [
+          ['completed', 0],
+          ['completed', 0],
+        ],
+      );
       const history = opened.store.historyOf({ config: 'oracle', task: 't0', attempt: 0 });
       assert.equal(history.length, 1);
       assert.equal(history[0]!.error_class, 'verifier_no_reward');
@@ -203,11 +270,22 @@ describe('longest first (fake provider)', () => {
     const agentFactory = () => ({ agent: slow, secrets: [] });
     const jobsDir = await tempDir();
     const runOne = async (input: Partial<JobSpecInput> & { name: string }) => {
-      const spec = parseSpec({ tasks: { paths: dirs }, agents: [{ agent: 'oracle' }], k: 1, concurrency: 1, ...input }, 'test');
+      const spec = parseSpec(
+        { tasks: { paths: dirs }, agents: [{ agent: 'oracle' }], k: 1, concurrency: 1, ...input },
+        'test',
+      );
       const opened = await openJob(spec, jobsDir);
       const order: string[] = [];
       try {
-        await runJob({ spec, tasks: opened.tasks, store: opened.store, provider: new FakeProvider(), jobDir: opened.jobDir, agentFactory, onEvent: (e) => e.type === 'trial-start' && order.push(e.slot.task) });
+        await runJob({
+          spec,
+          tasks: opened.tasks,
+          store: opened.store,
+          provider: new FakeProvider(),
+          jobDir: opened.jobDir,
+          agentFactory,
+          onEvent: (e) => e.type === 'trial-start' && order.push(e.slot.task),
+        });
       } finally {
         await opened.close();
       }
@@ -238,18 +316,31 @@ describe('a model-first agent starts while its sandbox is starting (fake provide
   it('the start hides behind the first model call, and the setup phase still says how long it took', async () => {
     const task = await loadTask(await trivialTask());
     const seen = { idAtStart: '', idAfter: '' };
-    const r = await runTrial({ task, agent: thinker(seen), provider: new FakeProvider({ startMs: 250 }), outDir: await tempDir() });
+    const r = await runTrial({
+      task,
+      agent: thinker(seen),
+      provider: new FakeProvider({ startMs: 250 }),
+      outDir: await tempDir(),
+    });
     assert.equal(r.reward, 1);
     assert.equal(seen.idAtStart, 'starting', 'the agent began while its sandbox was still starting');
     assert.match(seen.idAfter, /^fake-\d+$/, 'and its command ran in the started sandbox');
-    assert.ok(r.phases.environment_setup!.durationMs >= 240, `setup phase ${r.phases.environment_setup!.durationMs} ms: the real start time`);
+    assert.ok(
+      r.phases.environment_setup!.durationMs >= 240,
+      `setup phase ${r.phases.environment_setup!.durationMs} ms: the real start time`,
+    );
     assert.ok(r.phases.environment_setup!.finishedAt > r.phases.agent_run!.startedAt, 'the phases overlap');
   });
 
-  it('a start that fails is the environment failure (infrastructure), not the agent\'s, and nothing is graded', async () => {
+  it("a start that fails is the environment failure (infrastructure), not the agent's, and nothing is graded", async () => {
     const task = await loadTask(await trivialTask());
     const provider = new FakeProvider({ startMs: 50, startFails: () => true });
-    const r = await runTrial({ task, agent: thinker({ idAtStart: '', idAfter: '' }), provider, outDir: await tempDir() });
+    const r = await runTrial({
+      task,
+      agent: thinker({ idAtStart: '', idAfter: '' }),
+      provider,
+      outDir: await tempDir(),
+    });
     assert.equal(r.reward, null);
     assert.equal(r.error?.class, 'environment_error');
     assert.equal(r.phases.verification, undefined);
@@ -270,7 +361,10 @@ describe('containers kept ready for the trials next in line (fake provider)', ()
       assert.equal(provider.starts, 24);
       // Those started ahead: all but the first trial of each image (its image was not ready before
       // it) at most, and most of them (the look-ahead worked).
-      assert.ok(provider.backgroundStarts >= 12 && provider.backgroundStarts <= 24 - 3, `${provider.backgroundStarts} started ahead`);
+      assert.ok(
+        provider.backgroundStarts >= 12 && provider.backgroundStarts <= 24 - 3,
+        `${provider.backgroundStarts} started ahead`,
+      );
       // Three running and at most three ready: not one spare per image (six images).
       assert.ok(provider.maxOpen <= 6, `${provider.maxOpen} open at once`);
       assert.equal(provider.open, 0);

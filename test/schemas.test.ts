@@ -19,15 +19,27 @@ const validators = new Map<OutputName, ReturnType<typeof ajv.compile>>();
 function assertValid(name: OutputName, value: unknown, what: string): void {
   let v = validators.get(name);
   if (!v) validators.set(name, (v = ajv.compile(published(name))));
-  assert.ok(v(value), `${what} does not match schemas/${name}.schema.json: ${ajv.errorsText(v.errors, { separator: '\n  ' })}`);
+  assert.ok(
+    v(value),
+    `${what} does not match schemas/${name}.schema.json: ${ajv.errorsText(v.errors, { separator: '\n  ' })}`,
+  );
 }
 
-const lines = (text: string): unknown[] => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const lines = (text: string): unknown[] =>
+  text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe('published JSON Schemas of every machine-readable output', () => {
   it('are the ones the zod contracts generate (regenerate with: termgrade schema --out schemas)', () => {
     for (const name of Object.keys(OUTPUT_SCHEMAS) as OutputName[]) {
-      assert.deepEqual(published(name), JSON.parse(JSON.stringify(jsonSchemaOf(name))), `schemas/${name}.schema.json is out of date`);
+      assert.deepEqual(
+        published(name),
+        JSON.parse(JSON.stringify(jsonSchemaOf(name))),
+        `schemas/${name}.schema.json is out of date`,
+      );
     }
   });
 
@@ -37,8 +49,14 @@ describe('published JSON Schemas of every machine-readable output', () => {
     assertValid('job-event', event, 'a build-done event');
     assert.throws(() => assertValid('job-event', { ...event, extra: 1 }, 'x'), /must NOT have additional properties/);
     assert.throws(() => assertValid('job-event', { ...event, ms: 'soon' }, 'x'), /must be number/);
-    assert.throws(() => assertValid('job-event', { type: 'build-done', task: 't' }, 'x'), /must have required property/);
-    assert.throws(() => assertValid('stats', { configs: [{ config: 'x' }] }, 'x'), /must have required property 'tasks'/);
+    assert.throws(
+      () => assertValid('job-event', { type: 'build-done', task: 't' }, 'x'),
+      /must have required property/,
+    );
+    assert.throws(
+      () => assertValid('stats', { configs: [{ config: 'x' }] }, 'x'),
+      /must have required property 'tasks'/,
+    );
   });
 
   describe('match real output of the CLI', () => {
@@ -48,8 +66,25 @@ describe('published JSON Schemas of every machine-readable output', () => {
     before(async () => {
       root.dir = await tempDir();
       root.jobsDir = path.join(root.dir, 'jobs');
-      root.tasks = [await trivialTask({ 'task.toml': '[task]\nname = "one"\n' }), await trivialTask({ 'task.toml': '[task]\nname = "two"\n' })];
-      const r = await runCli(['run', '--name', 'shapes', '--tasks', ...root.tasks, '-a', 'oracle', 'nop', '-k', '2', '--jobs-dir', root.jobsDir, '--jsonl']);
+      root.tasks = [
+        await trivialTask({ 'task.toml': '[task]\nname = "one"\n' }),
+        await trivialTask({ 'task.toml': '[task]\nname = "two"\n' }),
+      ];
+      const r = await runCli([
+        'run',
+        '--name',
+        'shapes',
+        '--tasks',
+        ...root.tasks,
+        '-a',
+        'oracle',
+        'nop',
+        '-k',
+        '2',
+        '--jobs-dir',
+        root.jobsDir,
+        '--jsonl',
+      ]);
       assert.equal(r.status, 0, r.stderr);
       events = lines(r.stdout);
     });
@@ -57,7 +92,17 @@ describe('published JSON Schemas of every machine-readable output', () => {
     it('run --jsonl: every event, each type seen', () => {
       for (const e of events) assertValid('job-event', e, `event ${JSON.stringify(e).slice(0, 80)}`);
       const types = new Set(events.map((e) => (e as { type: string }).type));
-      for (const t of ['job-start', 'build-start', 'build-done', 'trial-start', 'phase', 'trial-recording', 'trial-done', 'job-done']) assert.ok(types.has(t), `saw a ${t} event`);
+      for (const t of [
+        'job-start',
+        'build-start',
+        'build-done',
+        'trial-start',
+        'phase',
+        'trial-recording',
+        'trial-done',
+        'job-done',
+      ])
+        assert.ok(types.has(t), `saw a ${t} event`);
     });
 
     it('trials --json, stats --json (with --tasks), compare, select and overlap --json', async () => {
@@ -69,7 +114,10 @@ describe('published JSON Schemas of every machine-readable output', () => {
       const outputs: Array<[OutputName, string[]]> = [
         ['stats', ['stats', store, '--tasks', '--json']],
         ['compare', ['compare', 'oracle', 'nop', store, '--json']],
-        ['select', ['select', store, '--model', 'oracle', '--band', '0:1', '--min-trials', '1', '--validation', '1', '--json']],
+        [
+          'select',
+          ['select', store, '--model', 'oracle', '--band', '0:1', '--min-trials', '1', '--validation', '1', '--json'],
+        ],
         ['overlap', ['overlap', store, '--min-trials', '1', '--json']],
       ];
       for (const [name, args] of outputs) {
@@ -81,31 +129,72 @@ describe('published JSON Schemas of every machine-readable output', () => {
       }
       // Infinite and undefined statistics (a t statistic over identical differences, one-task
       // intervals) are where a hand-written schema usually goes wrong: they were in this output.
-      const compare = lines((await runCli(['compare', 'oracle', 'nop', store, '--json'])).stdout)[0] as Record<string, unknown>;
+      const compare = lines((await runCli(['compare', 'oracle', 'nop', store, '--json'])).stdout)[0] as Record<
+        string,
+        unknown
+      >;
       assert.equal(compare.tStat, 'Infinity');
     });
 
     it('run-trial --json and check --json', async () => {
-      const trial = await runCli(['run-trial', root.tasks[0]!, '--agent', 'oracle', '--json', '-o', path.join(root.dir, 'trials')]);
+      const trial = await runCli([
+        'run-trial',
+        root.tasks[0]!,
+        '--agent',
+        'oracle',
+        '--json',
+        '-o',
+        path.join(root.dir, 'trials'),
+      ]);
       assert.equal(trial.status, 0, trial.stderr);
       assertValid('trial-result', lines(trial.stdout)[0], 'run-trial --json');
-      const check = await runCli(['check', root.tasks[1]!, '--json', '--quiet', '--probes', 'none', '-o', path.join(root.dir, 'check')]);
+      const check = await runCli([
+        'check',
+        root.tasks[1]!,
+        '--json',
+        '--quiet',
+        '--probes',
+        'none',
+        '-o',
+        path.join(root.dir, 'check'),
+      ]);
       assert.equal(check.status, 0, check.stderr);
       assertValid('check', lines(check.stdout)[0], 'check --json');
     });
 
     it('engines --json: one engine that answers and one that does not', async () => {
-      const out = await runCli(['engines', '--json', '--engine', `unix://${process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') ?? '/var/run/docker.sock'},name=main`, '--engine', 'unix:///nonexistent/docker.sock,name=gone']);
+      const out = await runCli([
+        'engines',
+        '--json',
+        '--engine',
+        `unix://${process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') ?? '/var/run/docker.sock'},name=main`,
+        '--engine',
+        'unix:///nonexistent/docker.sock,name=gone',
+      ]);
       assert.equal(out.status, 0, out.stderr);
       const value = lines(out.stdout)[0] as { engines: Array<{ ok: boolean }> };
-      assert.deepEqual(value.engines.map((e) => e.ok), [true, false]);
+      assert.deepEqual(
+        value.engines.map((e) => e.ok),
+        [true, false],
+      );
       assertValid('engines', value, 'engines --json');
     });
 
     it('drift --json on grades a server recorded', async () => {
       const grades = path.join(root.dir, 'grades.jsonl');
       const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
-      await writeFile(grades, Array.from({ length: 12 }, (_, i) => JSON.stringify({ trial_id: `episode:${i}`, task: i % 2 ? 'one' : 'two', model: 'step-100', reward: i % 3 === 0 ? 1 : 0, finished_at: at(i) })).join('\n'));
+      await writeFile(
+        grades,
+        Array.from({ length: 12 }, (_, i) =>
+          JSON.stringify({
+            trial_id: `episode:${i}`,
+            task: i % 2 ? 'one' : 'two',
+            model: 'step-100',
+            reward: i % 3 === 0 ? 1 : 0,
+            finished_at: at(i),
+          }),
+        ).join('\n'),
+      );
       const r = await runCli(['drift', grades, '--min-trials', '2', '--json']);
       assert.equal(r.status, 0, r.stderr);
       assertValid('drift', lines(r.stdout)[0], 'drift --json');
@@ -113,7 +202,12 @@ describe('published JSON Schemas of every machine-readable output', () => {
   });
 
   it('job-spec: a job file as users write it validates, a typo does not', () => {
-    const spec = { name: 'j', tasks: { paths: ['tasks'] }, agents: [{ agent: 'terminus', model: { baseUrl: 'http://127.0.0.1:8000/v1', model: 'm' } }], k: 4 };
+    const spec = {
+      name: 'j',
+      tasks: { paths: ['tasks'] },
+      agents: [{ agent: 'terminus', model: { baseUrl: 'http://127.0.0.1:8000/v1', model: 'm' } }],
+      k: 4,
+    };
     assertValid('job-spec', spec, 'a job file');
     assert.throws(() => assertValid('job-spec', { ...spec, kk: 4 }, 'x'), /additional properties/);
   });

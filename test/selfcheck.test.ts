@@ -13,7 +13,8 @@ import { FakeProvider, type FakeSandbox } from './support/fake-provider.js';
  * provider pass it; a provider with a seeded defect fails the check that covers the defect.
  */
 
-const byName = (results: CheckResult[]): Record<string, CheckResult['status']> => Object.fromEntries(results.map((r) => [r.name, r.status]));
+const byName = (results: CheckResult[]): Record<string, CheckResult['status']> =>
+  Object.fromEntries(results.map((r) => [r.name, r.status]));
 
 /** `inner`, with each started sandbox passed through `defect`. */
 function withDefect(inner: SandboxProvider, defect: (s: Sandbox) => Sandbox): SandboxProvider {
@@ -42,13 +43,14 @@ describe('selfcheck', () => {
     const report = await selfcheck(new FakeProvider());
     assert.equal(report.ok, true, JSON.stringify(report.results.filter((r) => r.status === 'fail')));
     const status = byName(report.results);
-    for (const n of ['files-in-out', 'snapshot-frozen', 'verifier-isolation', 'cleanup']) assert.equal(status[n], 'pass', n);
+    for (const n of ['files-in-out', 'snapshot-frozen', 'verifier-isolation', 'cleanup'])
+      assert.equal(status[n], 'pass', n);
     const net = report.results.find((r) => r.name === 'network-isolation')!;
     assert.equal(net.status, 'skip');
     assert.match(net.detail, /fake backend lacks commands, networkIsolation/);
   });
 
-  it('fails a backend whose snapshot shares the agent\'s live files', async () => {
+  it("fails a backend whose snapshot shares the agent's live files", async () => {
     const live = (s: Sandbox): Sandbox => {
       const snapshot = async (): Promise<SandboxSnapshot> => {
         const real = await s.snapshot();

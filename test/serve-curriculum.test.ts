@@ -16,10 +16,18 @@ import { curriculumFlags } from '../src/cli/serve-command.js';
 import { appendFile } from 'node:fs/promises';
 import { runCli, tempDir, trivialTask } from './helpers.js';
 
-async function call(server: RunningServer, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function call(
+  server: RunningServer,
+  method: string,
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; json: any }> {
   const res = await fetch(`${server.url}${url}`, {
     method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), authorization: `Bearer ${server.token}` },
+    headers: {
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      authorization: `Bearer ${server.token}`,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -50,11 +58,25 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     await mkdir(dataDir, { recursive: true });
     // No exploration: every `auto` pick is the curriculum's choice, so the test can say which.
     served = await loadServedTasks([mid, hard, held], selection);
-    server = await startServer({ provider: new DockerProvider(), tasks: served, dataDir, maxSessions: 3, idleTtlSec: 120, curriculum: { explore: 0 }, seed: 7 });
+    server = await startServer({
+      provider: new DockerProvider(),
+      tasks: served,
+      dataDir,
+      maxSessions: 3,
+      idleTtlSec: 120,
+      curriculum: { explore: 0 },
+      seed: 7,
+    });
   });
   after(() => server.close());
 
-  const view = async (policy: string): Promise<Record<string, any>> => Object.fromEntries((await call(server, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [t.task, t]));
+  const view = async (policy: string): Promise<Record<string, any>> =>
+    Object.fromEntries(
+      (await call(server, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [
+        t.task,
+        t,
+      ]),
+    );
 
   it('shows each task of the selection with its prior posterior and band status', async () => {
     const r = await call(server, 'GET', '/v1/curriculum?policy=ckpt-1');
@@ -85,8 +107,18 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     assert.equal(named.json.served_by, 'named');
     await call(server, 'POST', `/v1/sessions/${named.json.session_id}/verify`);
     assert.deepEqual([(await view('ckpt-1')).hard.trials, (await view('ckpt-1')).hard.successes], [1, 0]);
-    const lines = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((l) => [l.task, l.reward, l.served_by]), [['mid', 1, 'auto'], ['hard', 0, 'named']], 'the reward as earned, unfiltered');
+    const lines = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => [l.task, l.reward, l.served_by]),
+      [
+        ['mid', 1, 'auto'],
+        ['hard', 0, 'named'],
+      ],
+      'the reward as earned, unfiltered',
+    );
     const held = await call(server, 'POST', '/v1/sessions', { task: 'auto', split: 'validation', policy: 'ckpt-1' });
     assert.equal(held.json.task, 'held');
     await call(server, 'DELETE', `/v1/sessions/${held.json.session_id}`);
@@ -117,15 +149,32 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     assert.equal(server.sessions.live(), 1);
     await call(server, 'DELETE', `/v1/sessions/${one.json.session_id}`);
     assert.equal(server.sessions.live(), 0);
-    assert.equal((await docker.listContainers({ all: true, filters: { label: [`io.termgrade.session=${one.json.session_id}`] } })).length, 0);
+    assert.equal(
+      (await docker.listContainers({ all: true, filters: { label: [`io.termgrade.session=${one.json.session_id}`] } }))
+        .length,
+      0,
+    );
   });
 
-  it('a restart on the same data folder rebuilds each policy\'s curriculum from grades.jsonl; an unreadable line stops the start', async () => {
+  it("a restart on the same data folder rebuilds each policy's curriculum from grades.jsonl; an unreadable line stops the start", async () => {
     const before = { ckpt: await view('ckpt-1'), grpo: await view('grpo') };
-    const keep = (v: Record<string, any>) => Object.fromEntries(Object.entries(v).map(([k, t]) => [k, [t.posterior, t.trials, t.successes, t.status]]));
-    const next = await startServer({ provider: new DockerProvider(), tasks: served, dataDir, curriculum: { explore: 0 }, seed: 7 });
+    const keep = (v: Record<string, any>) =>
+      Object.fromEntries(Object.entries(v).map(([k, t]) => [k, [t.posterior, t.trials, t.successes, t.status]]));
+    const next = await startServer({
+      provider: new DockerProvider(),
+      tasks: served,
+      dataDir,
+      curriculum: { explore: 0 },
+      seed: 7,
+    });
     try {
-      const after = async (policy: string) => Object.fromEntries((await call(next, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [t.task, t]));
+      const after = async (policy: string) =>
+        Object.fromEntries(
+          (await call(next, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [
+            t.task,
+            t,
+          ]),
+        );
       assert.deepEqual(keep(await after('ckpt-1')), keep(before.ckpt));
       assert.deepEqual(keep(await after('grpo')), keep(before.grpo));
       assert.equal((await after('grpo')).mid.trials, 2);
@@ -134,13 +183,22 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     }
     await appendFile(path.join(dataDir, 'grades.jsonl'), '{"task": "mid", "model": nul\n');
     const lines = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8')).trim().split('\n').length;
-    await assert.rejects(startServer({ provider: new DockerProvider(), tasks: served, dataDir }), new RegExp(`grades\\.jsonl: line ${lines} is not JSON`));
+    await assert.rejects(
+      startServer({ provider: new DockerProvider(), tasks: served, dataDir }),
+      new RegExp(`grades\\.jsonl: line ${lines} is not JSON`),
+    );
   });
 });
 
-describe('serve: the curriculum\'s settings on the command line', () => {
-  it('reads --band, --explore, --forget and --prior-weight into the curriculum\'s settings', () => {
-    assert.deepEqual(curriculumFlags({ band: '0.2,0.6', explore: '0', forget: '1', priorWeight: '4' }), { lo: 0.2, hi: 0.6, explore: 0, decay: 1, priorTrials: 4 });
+describe("serve: the curriculum's settings on the command line", () => {
+  it("reads --band, --explore, --forget and --prior-weight into the curriculum's settings", () => {
+    assert.deepEqual(curriculumFlags({ band: '0.2,0.6', explore: '0', forget: '1', priorWeight: '4' }), {
+      lo: 0.2,
+      hi: 0.6,
+      explore: 0,
+      decay: 1,
+      priorTrials: 4,
+    });
     assert.deepEqual(curriculumFlags({}), {});
   });
 

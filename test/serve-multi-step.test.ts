@@ -15,12 +15,22 @@ describe('serve and multi-step tasks', () => {
     process.on('warning', onWarning);
     try {
       const served = await loadServedTasks([multi, single]);
-      assert.deepEqual(served.map((s) => s.task.name), ['single'], 'sessions serve one instruction graded once: the steps would be lost');
+      assert.deepEqual(
+        served.map((s) => s.task.name),
+        ['single'],
+        'sessions serve one instruction graded once: the steps would be lost',
+      );
       await new Promise((r) => setImmediate(r));
-      assert.ok(warnings.some((w) => /multi-step/.test(w) && w.includes('fixtures/multi-step')), warnings.join('\n'));
+      assert.ok(
+        warnings.some((w) => /multi-step/.test(w) && w.includes('fixtures/multi-step')),
+        warnings.join('\n'),
+      );
       const selection = await tempDir();
       await mkdir(selection, { recursive: true });
-      await writeFile(path.join(selection, 'manifest.json'), JSON.stringify({ training: [{ task: 'fixtures/multi-step', rate: 0.5 }], validation: [] }));
+      await writeFile(
+        path.join(selection, 'manifest.json'),
+        JSON.stringify({ training: [{ task: 'fixtures/multi-step', rate: 0.5 }], validation: [] }),
+      );
       await assert.rejects(loadServedTasks([multi, single], selection), /"fixtures\/multi-step" is a multi-step task/);
     } finally {
       process.off('warning', onWarning);

@@ -25,10 +25,20 @@ interface Target {
   token?: string;
 }
 
-async function call(target: Target, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
+async function call(
+  target: Target,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: any; headers: Headers }> {
   const res = await fetch(`${target.url}${url}`, {
     method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(target.token ? { authorization: `Bearer ${target.token}` } : {}), ...headers },
+    headers: {
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(target.token ? { authorization: `Bearer ${target.token}` } : {}),
+      ...headers,
+    },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -42,8 +52,14 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
   let prepared: Array<Promise<unknown>>;
   before(async () => {
     taskDir = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n[verifier]\ntimeout_sec = 30\n' });
-    const broken = await trivialTask({ 'task.toml': '[task]\nname = "broken"\n', 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN exit 4\n' });
-    const fresh = await trivialTask({ 'task.toml': '[task]\nname = "fresh"\n', 'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${Date.now()}-${process.pid} > /stamp\nWORKDIR /app\n` });
+    const broken = await trivialTask({
+      'task.toml': '[task]\nname = "broken"\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN exit 4\n',
+    });
+    const fresh = await trivialTask({
+      'task.toml': '[task]\nname = "fresh"\n',
+      'environment/Dockerfile': `FROM debian:bookworm-slim\nRUN echo ${Date.now()}-${process.pid} > /stamp\nWORKDIR /app\n`,
+    });
     // Every image a session asked for, to show concurrent sessions share one build.
     const provider = new DockerProvider();
     const prepare = provider.prepare.bind(provider);
@@ -53,7 +69,13 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
       if (task.name === 'fresh') prepared.push(p);
       return p;
     };
-    server = await startServer({ provider, tasks: await loadServedTasks([taskDir, broken, fresh]), dataDir: await tempDir(), maxSessions: 3, idleTtlSec: 60 });
+    server = await startServer({
+      provider,
+      tasks: await loadServedTasks([taskDir, broken, fresh]),
+      dataDir: await tempDir(),
+      maxSessions: 3,
+      idleTtlSec: 60,
+    });
     base = server;
   });
   after(() => server.close());
@@ -63,7 +85,9 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
     assert.equal(tasks.status, 200);
     assert.deepEqual(tasks.json.tasks.map((t: { task: string }) => t.task).sort(), ['broken', 'fresh', 'hello']);
     assert.equal((await call(base, 'GET', '/healthz')).json.ok, true);
-    const metrics = await fetch(`${base.url}/metrics`, { headers: { authorization: `Bearer ${base.token}` } }).then((r) => r.text());
+    const metrics = await fetch(`${base.url}/metrics`, { headers: { authorization: `Bearer ${base.token}` } }).then(
+      (r) => r.text(),
+    );
     assert.match(metrics, /^termgrade_sandboxes_live \d+$/m);
   });
 
@@ -73,7 +97,9 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
     assert.match(s.json.instruction, /hello/);
     assert.equal(s.json.tools[0].function.name, 'bash');
     const id = s.json.session_id;
-    const ex = await call(base, 'POST', `/v1/sessions/${id}/exec`, { command: 'echo hello > /app/out.txt; echo done; exit 3' });
+    const ex = await call(base, 'POST', `/v1/sessions/${id}/exec`, {
+      command: 'echo hello > /app/out.txt; echo done; exit 3',
+    });
     assert.deepEqual(ex.json, { output: 'done\n', exit_code: 3, timed_out: false, truncated: false });
     const slow = await call(base, 'POST', `/v1/sessions/${id}/exec`, { command: 'sleep 30', timeout_sec: 1 });
     assert.equal(slow.json.timed_out, true);
@@ -84,13 +110,21 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
     assert.equal(v.json.status, 'graded');
     assert.deepEqual(v.json.metrics, { acc: 1, pass_rate: 1, tests_passed: 1, tests_total: 1 });
     assert.deepEqual(v.json.tests, [{ name: 't.py::test_hello', status: 'passed' }]);
-    assert.deepEqual((await call(base, 'POST', `/v1/sessions/${id}/verify`)).json, v.json, 'verify again: the same grade');
+    assert.deepEqual(
+      (await call(base, 'POST', `/v1/sessions/${id}/verify`)).json,
+      v.json,
+      'verify again: the same grade',
+    );
     const after = await call(base, 'POST', `/v1/sessions/${id}/exec`, { command: 'true' });
     assert.equal(after.status, 410);
     assert.equal(after.json.error.code, 'gone');
     assert.equal((await call(base, 'DELETE', `/v1/sessions/${id}`)).status, 204);
     const twice = await call(base, 'DELETE', `/v1/sessions/${id}`);
-    assert.deepEqual([twice.status, twice.json.error.code], [410, 'gone'], 'a second delete is 410, as the README says');
+    assert.deepEqual(
+      [twice.status, twice.json.error.code],
+      [410, 'gone'],
+      'a second delete is 410, as the README says',
+    );
   });
 
   it('a session that does nothing fails the task, and a deleted session is gone', async () => {
@@ -123,7 +157,11 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
 
   it('a verify already running is a conflict (409), for verify and exec alike', async () => {
     const id = (await call(base, 'POST', '/v1/sessions', { task: 'hello' })).json.session_id;
-    const [a, b, c] = await Promise.all([call(base, 'POST', `/v1/sessions/${id}/verify`), call(base, 'POST', `/v1/sessions/${id}/verify`), call(base, 'POST', `/v1/sessions/${id}/exec`, { command: 'true' })]);
+    const [a, b, c] = await Promise.all([
+      call(base, 'POST', `/v1/sessions/${id}/verify`),
+      call(base, 'POST', `/v1/sessions/${id}/verify`),
+      call(base, 'POST', `/v1/sessions/${id}/exec`, { command: 'true' }),
+    ]);
     assert.equal(a.status, 200);
     assert.deepEqual([b.status, b.json.error.code, c.status, c.json.error.code], [409, 'conflict', 409, 'conflict']);
   });
@@ -139,11 +177,17 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
 
   it('refuses sessions over capacity with 429 and Retry-After, and concurrent sessions share one image build', async () => {
     const made = await Promise.all([1, 2, 3].map(() => call(base, 'POST', '/v1/sessions', { task: 'fresh' })));
-    assert.deepEqual(made.map((m) => m.status), [201, 201, 201]);
+    assert.deepEqual(
+      made.map((m) => m.status),
+      [201, 201, 201],
+    );
     const images = (await Promise.all(prepared)) as Array<{ image: string; cached: boolean; durationMs: number }>;
     assert.equal(images.length, 3);
     assert.equal(images[0]!.cached, false, 'the image was built for these sessions');
-    assert.ok(images.every((p) => p.image === images[0]!.image && p.durationMs === images[0]!.durationMs), 'one build, shared by all three');
+    assert.ok(
+      images.every((p) => p.image === images[0]!.image && p.durationMs === images[0]!.durationMs),
+      'one build, shared by all three',
+    );
     const over = await call(base, 'POST', '/v1/sessions', { task: 'hello' });
     assert.equal(over.status, 429);
     assert.equal(over.json.error.code, 'over_capacity');
@@ -152,7 +196,6 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
     assert.equal((await call(base, 'POST', '/v1/sessions', { task: 'hello' })).status, 201, 'room again once released');
   });
 });
-
 
 /** GET /metrics as text. */
 async function metricsOf(t: Target): Promise<string> {
@@ -176,7 +219,14 @@ describe('serve: episodes against the models the server allows', () => {
   process.env[MODEL_KEY_VAR] = `model-key-${process.pid}-${Date.now()}`;
   const serverToken = process.env[SERVER_TOKEN_VAR]!;
   const target = (): Target => ({ url: server.url, token: serverToken });
-  const episodeBody = { task: 'hello', agent: 'bash-tool', model: { model: 'good', temperature: 1 }, session_id: 'trainer-42', episode_id: 'ep-1', policy: 'step-100' };
+  const episodeBody = {
+    task: 'hello',
+    agent: 'bash-tool',
+    model: { model: 'good', temperature: 1 },
+    session_id: 'trainer-42',
+    episode_id: 'ep-1',
+    policy: 'step-100',
+  };
   before(async () => {
     taskDir = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
     parent = await tempDir();
@@ -193,8 +243,20 @@ describe('serve: episodes against the models the server allows', () => {
     recorder = new RecordingListener();
     recorderUrl = await recorder.start();
     // As `serve --model NAME@URL ... --api-key-env VAR --model-retries 2` gives them.
-    models = await servedModels({ model: ['good', 'down', 'writer', 'dead'].map((n) => `${n}@${modelUrl}`), apiKeyEnv: MODEL_KEY_VAR, requestTimeout: 600, modelRetries: 2 });
-    server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([taskDir]), dataDir, maxSessions: 4, token: serverToken, models });
+    models = await servedModels({
+      model: ['good', 'down', 'writer', 'dead'].map((n) => `${n}@${modelUrl}`),
+      apiKeyEnv: MODEL_KEY_VAR,
+      requestTimeout: 600,
+      modelRetries: 2,
+    });
+    server = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([taskDir]),
+      dataDir,
+      maxSessions: 4,
+      token: serverToken,
+      models,
+    });
   });
   after(async () => {
     await server.close();
@@ -202,14 +264,23 @@ describe('serve: episodes against the models the server allows', () => {
     await recorder.close();
   });
 
-  it('runs a bash-tool episode: reward, messages, per-turn token ids, the session id and the server\'s key on every call; idempotent by episode_id', async () => {
+  it("runs a bash-tool episode: reward, messages, per-turn token ids, the session id and the server's key on every call; idempotent by episode_id", async () => {
     const r = await call(target(), 'POST', '/v1/episodes', episodeBody);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.reward, 1);
     assert.equal(r.json.metrics.acc, 1);
     assert.equal(r.json.turns.length, 2);
-    for (const t of r.json.turns) assert.ok(t.completion_token_ids.length > 0 && t.logprobs.length === t.completion_token_ids.length && t.prompt_token_ids.length > 0);
-    assert.ok(r.json.messages.some((m: { role: string; tool_calls?: unknown[] }) => m.role === 'assistant' && m.tool_calls?.length));
+    for (const t of r.json.turns)
+      assert.ok(
+        t.completion_token_ids.length > 0 &&
+          t.logprobs.length === t.completion_token_ids.length &&
+          t.prompt_token_ids.length > 0,
+      );
+    assert.ok(
+      r.json.messages.some(
+        (m: { role: string; tool_calls?: unknown[] }) => m.role === 'assistant' && m.tool_calls?.length,
+      ),
+    );
     assert.equal(model.requests.length, 2);
     for (const q of model.requests) {
       assert.equal(q.headers['x-session-id'], 'trainer-42');
@@ -220,21 +291,45 @@ describe('serve: episodes against the models the server allows', () => {
     assert.deepEqual(again.json, r.json);
     assert.equal(model.requests.length, 2, 'the same episode id ran once');
     assert.match(await metricsOf(target()), /^termgrade_episodes_running 0$/m, 'a finished episode left memory');
-    const grades = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(grades.map((g) => [g.task, g.config, g.reward]), [['hello', 'serve/step-100', 1]]);
+    const grades = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      grades.map((g) => [g.task, g.config, g.reward]),
+      [['hello', 'serve/step-100', 1]],
+    );
     // The record reads like any other: stats, and drift by policy label.
-    const stats = JSON.parse(spawnSync(process.execPath, [CLI, 'stats', path.join(dataDir, 'grades.jsonl'), '--json'], { encoding: 'utf8' }).stdout);
+    const stats = JSON.parse(
+      spawnSync(process.execPath, [CLI, 'stats', path.join(dataDir, 'grades.jsonl'), '--json'], { encoding: 'utf8' })
+        .stdout,
+    );
     assert.equal(stats.configs[0].config, 'serve/step-100');
     assert.equal(stats.configs[0].pass1.mean, 1);
-    const drift = spawnSync(process.execPath, [CLI, 'drift', dataDir, '--json', '--min-trials', '1'], { encoding: 'utf8' });
+    const drift = spawnSync(process.execPath, [CLI, 'drift', dataDir, '--json', '--min-trials', '1'], {
+      encoding: 'utf8',
+    });
     assert.equal(drift.status, 0, drift.stderr);
-    assert.deepEqual(JSON.parse(drift.stdout).rows.map((r: { policy: string; task: string; verdict: string }) => [r.policy, r.task, r.verdict]), [['step-100', 'hello', 'always_solved']]);
+    assert.deepEqual(
+      JSON.parse(drift.stdout).rows.map((r: { policy: string; task: string; verdict: string }) => [
+        r.policy,
+        r.task,
+        r.verdict,
+      ]),
+      [['step-100', 'hello', 'always_solved']],
+    );
   });
 
   it('answers a finished episode from disk: a new server on the same data folder gives the same result without running it', async () => {
     const before = model.requests.length;
     const recorded = await call(target(), 'POST', '/v1/episodes', episodeBody);
-    const next = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([taskDir]), dataDir, token: serverToken, models });
+    const next = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([taskDir]),
+      dataDir,
+      token: serverToken,
+      models,
+    });
     try {
       const again = await call({ url: next.url, token: serverToken }, 'POST', '/v1/episodes', episodeBody);
       assert.equal(again.status, 200, JSON.stringify(again.json));
@@ -251,7 +346,10 @@ describe('serve: episodes against the models the server allows', () => {
     const refused: Array<[unknown, RegExp]> = [
       [{ base_url: recorderUrl, model: 'good' }, /model\.base_url: .*"good" is served at/],
       [{ base_url: recorderUrl }, /model\.base_url: .*served: "good" at .*"down" at/],
-      [{ model: 'good', api_key_env: SERVER_TOKEN_VAR }, new RegExp(`model\\.api_key_env: .*allowed: ${MODEL_KEY_VAR}`)],
+      [
+        { model: 'good', api_key_env: SERVER_TOKEN_VAR },
+        new RegExp(`model\\.api_key_env: .*allowed: ${MODEL_KEY_VAR}`),
+      ],
       [{ model: 'good', api_key_env: 'HOME' }, new RegExp(`model\\.api_key_env: .*allowed: ${MODEL_KEY_VAR}`)],
       [{ model: recorderUrl }, /model\.model: .* is not served here \(served: "good", "down", "writer", "dead"\)/],
       [{ model: 'gpt-4o' }, /not served here \(served: "good", "down", "writer", "dead"\)/],
@@ -264,18 +362,30 @@ describe('serve: episodes against the models the server allows', () => {
       assert.equal(r.status, 400, `${JSON.stringify(m)}: ${JSON.stringify(r.json)}`);
       assert.equal(r.json.error.code, 'bad_request');
       assert.match(r.json.error.message, message);
-      assert.ok(!r.json.error.message.includes(serverToken) && !r.json.error.message.includes(process.env[MODEL_KEY_VAR]!), 'no secret in an error');
+      assert.ok(
+        !r.json.error.message.includes(serverToken) && !r.json.error.message.includes(process.env[MODEL_KEY_VAR]!),
+        'no secret in an error',
+      );
     }
     // An older client repeating the server's own endpoint and key variable is served.
-    const legacy = await call(target(), 'POST', '/v1/episodes', { task: 'hello', agent: 'bash-tool', model: { model: 'down', base_url: modelUrl, api_key_env: MODEL_KEY_VAR } });
+    const legacy = await call(target(), 'POST', '/v1/episodes', {
+      task: 'hello',
+      agent: 'bash-tool',
+      model: { model: 'down', base_url: modelUrl, api_key_env: MODEL_KEY_VAR },
+    });
     assert.equal(legacy.status, 200, JSON.stringify(legacy.json));
     assert.equal(model.requests.length, before + 1, 'only the allowed episode called the model');
     assert.deepEqual(recorder.requests, [], 'nothing reached an address the server does not allow');
-    for (const q of model.requests) assert.ok(!JSON.stringify(q).includes(serverToken), 'the server\'s own token never left it');
+    for (const q of model.requests)
+      assert.ok(!JSON.stringify(q).includes(serverToken), "the server's own token never left it");
   });
 
   it('an endpoint that refuses the key is an infrastructure failure: reward null, never 0', async () => {
-    const r = await call(target(), 'POST', '/v1/episodes', { task: 'hello', agent: 'terminus', model: { model: 'down' } });
+    const r = await call(target(), 'POST', '/v1/episodes', {
+      task: 'hello',
+      agent: 'terminus',
+      model: { model: 'down' },
+    });
     assert.equal(r.status, 200);
     assert.equal(r.json.reward, null);
     assert.equal(r.json.status, 'infra');
@@ -285,18 +395,30 @@ describe('serve: episodes against the models the server allows', () => {
   it('an episode against a dead endpoint is cut short by request_timeout_sec and max_retries', async () => {
     const before = model.requests.filter((q) => q.body.model === 'dead').length;
     // Without them this request waits 600 s per call, three calls: the test would time out.
-    const r = await call(target(), 'POST', '/v1/episodes', { task: 'hello', agent: 'bash-tool', model: { model: 'dead', request_timeout_sec: 1, max_retries: 0 } });
+    const r = await call(target(), 'POST', '/v1/episodes', {
+      task: 'hello',
+      agent: 'bash-tool',
+      model: { model: 'dead', request_timeout_sec: 1, max_retries: 0 },
+    });
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.deepEqual([r.json.reward, r.json.status, r.json.error_class], [null, 'infra', 'model_unavailable']);
     assert.equal(model.requests.filter((q) => q.body.model === 'dead').length - before, 1, 'one request, no retry');
   });
 
   it('serves a custom agent the server loaded, and refuses an agent it does not know with 400', async () => {
-    const unknown = await call(target(), 'POST', '/v1/episodes', { task: 'hello', agent: 'one-shot', model: { model: 'writer' } });
+    const unknown = await call(target(), 'POST', '/v1/episodes', {
+      task: 'hello',
+      agent: 'one-shot',
+      model: { model: 'writer' },
+    });
     assert.equal(unknown.status, 400);
     assert.match(JSON.stringify(unknown.json), /unknown agent/);
     await loadAgentModule(path.join(ROOT, 'examples', 'agents', 'one-shot.mjs'));
-    const r = await call(target(), 'POST', '/v1/episodes', { task: 'hello', agent: 'one-shot', model: { model: 'writer' } });
+    const r = await call(target(), 'POST', '/v1/episodes', {
+      task: 'hello',
+      agent: 'one-shot',
+      model: { model: 'writer' },
+    });
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.reward, 1);
   });
@@ -309,17 +431,40 @@ describe('serve: episodes against the models the server allows', () => {
     await writeFile(inside, 'keep');
     const earlierText = await readFile(earlier, 'utf8');
     const before = model.requests.length;
-    const bad = ['.', '..', 'a/b', '../data', '../..', '/tmp', 'a\\b', '', '-a', '.hidden', 'a'.repeat(129), 'a b', 'a\u0000b', '%2e%2e'];
+    const bad = [
+      '.',
+      '..',
+      'a/b',
+      '../data',
+      '../..',
+      '/tmp',
+      'a\\b',
+      '',
+      '-a',
+      '.hidden',
+      'a'.repeat(129),
+      'a b',
+      'a\u0000b',
+      '%2e%2e',
+    ];
     for (const id of bad) {
       for (const field of ['episode_id', 'session_id']) {
-        const r = await call(target(), 'POST', '/v1/episodes', { task: 'hello', agent: 'bash-tool', model: { model: 'good' }, [field]: id });
+        const r = await call(target(), 'POST', '/v1/episodes', {
+          task: 'hello',
+          agent: 'bash-tool',
+          model: { model: 'good' },
+          [field]: id,
+        });
         assert.equal(r.status, 400, `${field} ${JSON.stringify(id)}: ${JSON.stringify(r.json)}`);
         assert.match(r.json.error.message, new RegExp(`^${field}: must be a letter or digit`));
       }
     }
     // Session ids in the path, sent as a hostile client would (no normalising of "..").
     for (const p of ['/v1/sessions/%2E%2E', '/v1/sessions/%2e', '/v1/sessions/..%2F..%2Fdata', '/v1/sessions/a%2Fb']) {
-      for (const [method, suffix] of [['DELETE', ''], ['POST', '/verify']] as const) {
+      for (const [method, suffix] of [
+        ['DELETE', ''],
+        ['POST', '/verify'],
+      ] as const) {
         const r = await rawRequest(server.url, method, `${p}${suffix}`, { authorization: `Bearer ${serverToken}` });
         assert.equal(r.status, 400, `${method} ${p}${suffix}: ${JSON.stringify(r.json)}`);
         assert.match(r.json.error.message, /session id .* must be a letter or digit/);
@@ -336,19 +481,39 @@ describe('serve: the model configuration', () => {
   it('reads --model-config (TOML or JSON), each model with its own key variable; a bad file or flag is exit 2 naming it', async () => {
     const dir = await tempDir();
     const toml = path.join(dir, 'models.toml');
-    await writeFile(toml, '[[models]]\nname = "policy"\nbase_url = "http://127.0.0.1:8000/v1"\nmodel = "Qwen/Qwen3-8B"\napi_key_env = "VLLM_KEY"\n\n[[models]]\nname = "judge"\nbase_url = "https://api.example/v1"\nmax_retries = 1\n');
-    const models = await servedModels({ modelConfig: toml, model: ['extra@http://127.0.0.1:9000/v1'], apiKeyEnv: 'OPENAI_API_KEY', requestTimeout: 30, modelRetries: 4 });
-    assert.deepEqual(models.map((m) => [m.name, m.model, m.base_url, m.api_key_env, m.request_timeout_sec, m.max_retries]), [
-      ['extra', 'extra', 'http://127.0.0.1:9000/v1', 'OPENAI_API_KEY', 30, 4],
-      ['policy', 'Qwen/Qwen3-8B', 'http://127.0.0.1:8000/v1', 'VLLM_KEY', 30, 4],
-      ['judge', 'judge', 'https://api.example/v1', 'OPENAI_API_KEY', 30, 1],
-    ]);
+    await writeFile(
+      toml,
+      '[[models]]\nname = "policy"\nbase_url = "http://127.0.0.1:8000/v1"\nmodel = "Qwen/Qwen3-8B"\napi_key_env = "VLLM_KEY"\n\n[[models]]\nname = "judge"\nbase_url = "https://api.example/v1"\nmax_retries = 1\n',
+    );
+    const models = await servedModels({
+      modelConfig: toml,
+      model: ['extra@http://127.0.0.1:9000/v1'],
+      apiKeyEnv: 'OPENAI_API_KEY',
+      requestTimeout: 30,
+      modelRetries: 4,
+    });
+    assert.deepEqual(
+      models.map((m) => [m.name, m.model, m.base_url, m.api_key_env, m.request_timeout_sec, m.max_retries]),
+      [
+        ['extra', 'extra', 'http://127.0.0.1:9000/v1', 'OPENAI_API_KEY', 30, 4],
+        ['policy', 'Qwen/Qwen3-8B', 'http://127.0.0.1:8000/v1', 'VLLM_KEY', 30, 4],
+        ['judge', 'judge', 'https://api.example/v1', 'OPENAI_API_KEY', 30, 1],
+      ],
+    );
     const json = path.join(dir, 'models.json');
     await writeFile(json, JSON.stringify({ models: [{ name: 'a', base_url: 'file:///etc/passwd' }] }));
     const bad = await runCli(['serve', '--tasks', await trivialTask(), '--model-config', json]);
     assert.equal(bad.status, 2, bad.stderr);
     assert.match(bad.stderr, new RegExp(`${json.replace(/[.]/g, '\\.')}: models\\.0\\.base_url: `));
-    const twice = await runCli(['serve', '--tasks', await trivialTask(), '--model', `policy@http://127.0.0.1:1/v1`, '--model-config', toml]);
+    const twice = await runCli([
+      'serve',
+      '--tasks',
+      await trivialTask(),
+      '--model',
+      `policy@http://127.0.0.1:1/v1`,
+      '--model-config',
+      toml,
+    ]);
     assert.equal(twice.status, 2, twice.stderr);
     assert.match(twice.stderr, /model "policy" is configured twice/);
     const flag = await runCli(['serve', '--tasks', await trivialTask(), '--model', 'no-url-here']);
@@ -360,13 +525,24 @@ describe('serve: the model configuration', () => {
 describe('serve: binding and lifecycle', () => {
   it('refuses a non-loopback bind without a token, and checks the token when there is one', async () => {
     const tasks = await loadServedTasks([await trivialTask()]);
-    await assert.rejects(startServer({ provider: new DockerProvider(), tasks, dataDir: await tempDir(), host: '0.0.0.0' }), /needs a bearer token/);
-    const server = await startServer({ provider: new DockerProvider(), tasks, dataDir: await tempDir(), token: 's3cret-token' });
+    await assert.rejects(
+      startServer({ provider: new DockerProvider(), tasks, dataDir: await tempDir(), host: '0.0.0.0' }),
+      /needs a bearer token/,
+    );
+    const server = await startServer({
+      provider: new DockerProvider(),
+      tasks,
+      dataDir: await tempDir(),
+      token: 's3cret-token',
+    });
     try {
       assert.equal(server.tokenGenerated, false);
       assert.equal((await call(server, 'GET', '/v1/tasks', undefined, { authorization: '' })).status, 401);
       assert.equal((await call(server, 'GET', '/v1/tasks', undefined, { authorization: 'Bearer wrong' })).status, 401);
-      assert.equal((await call(server, 'GET', '/v1/tasks', undefined, { authorization: 'Bearer s3cret-token' })).status, 200);
+      assert.equal(
+        (await call(server, 'GET', '/v1/tasks', undefined, { authorization: 'Bearer s3cret-token' })).status,
+        200,
+      );
       assert.equal((await call({ url: server.url }, 'GET', '/healthz')).status, 200, 'health needs no token');
     } finally {
       await server.close();
@@ -374,7 +550,11 @@ describe('serve: binding and lifecycle', () => {
   });
 
   it('without a token on loopback, one is generated and required', async () => {
-    const server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([await trivialTask()]), dataDir: await tempDir() });
+    const server = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([await trivialTask()]),
+      dataDir: await tempDir(),
+    });
     try {
       assert.equal(server.tokenGenerated, true);
       assert.ok(server.token.length >= 32);
@@ -387,7 +567,12 @@ describe('serve: binding and lifecycle', () => {
   });
 
   it('refuses a foreign Host (DNS rebinding) or Origin with 403, even with the token; names given with allowedHosts are served', async () => {
-    const server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([await trivialTask()]), dataDir: await tempDir(), allowedHosts: ['trainer.example'] });
+    const server = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([await trivialTask()]),
+      dataDir: await tempDir(),
+      allowedHosts: ['trainer.example'],
+    });
     try {
       const port = new URL(server.url).port;
       const auth = { authorization: `Bearer ${server.token}` };
@@ -410,7 +595,13 @@ describe('serve: binding and lifecycle', () => {
           if (status === 403) assert.equal(r.json.error.code, 'forbidden');
         }
       }
-      const r = await rawRequest(server.url, 'POST', '/v1/sessions', { ...auth, host: `attacker.example:${port}` }, JSON.stringify({ task: 'nope' }));
+      const r = await rawRequest(
+        server.url,
+        'POST',
+        '/v1/sessions',
+        { ...auth, host: `attacker.example:${port}` },
+        JSON.stringify({ task: 'nope' }),
+      );
       assert.match(r.json.error.message, /Host "attacker\.example:\d+" is not an address this server answers to/);
     } finally {
       await server.close();
@@ -418,14 +609,22 @@ describe('serve: binding and lifecycle', () => {
   });
 
   it('expires an idle session and removes its sandbox', async () => {
-    const server = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' })]), dataDir: await tempDir(), idleTtlSec: 1 });
+    const server = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' })]),
+      dataDir: await tempDir(),
+      idleTtlSec: 1,
+    });
     try {
       const id = (await call(server, 'POST', '/v1/sessions', { task: 'hello' })).json.session_id;
       await new Promise((r) => setTimeout(r, 2500));
       const r = await call(server, 'POST', `/v1/sessions/${id}/exec`, { command: 'true' });
       assert.equal(r.status, 410);
       assert.match(r.json.error.message, /expired/);
-      assert.equal((await new Docker().listContainers({ all: true, filters: { label: [`io.termgrade.session=${id}`] } })).length, 0);
+      assert.equal(
+        (await new Docker().listContainers({ all: true, filters: { label: [`io.termgrade.session=${id}`] } })).length,
+        0,
+      );
     } finally {
       await server.close();
     }
@@ -433,7 +632,11 @@ describe('serve: binding and lifecycle', () => {
 
   it('a killed server leaves no sandbox behind once the next one starts', async () => {
     const taskDir = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
-    const child = spawn(process.execPath, [CLI, 'serve', '--tasks', taskDir, '--port', '0', '--data-dir', await tempDir()], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'serve', '--tasks', taskDir, '--port', '0', '--data-dir', await tempDir()],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const first = await new Promise<string>((resolve, reject) => {
       child.stdout.once('data', (d: Buffer) => resolve(d.toString()));
       child.once('exit', (code) => reject(new Error(`serve exited ${code}`)));
@@ -448,7 +651,11 @@ describe('serve: binding and lifecycle', () => {
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     assert.equal((await mine()).length, 1, 'a killed server cannot clean up after itself');
-    const next = await startServer({ provider: new DockerProvider(), tasks: await loadServedTasks([taskDir]), dataDir: await tempDir() });
+    const next = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([taskDir]),
+      dataDir: await tempDir(),
+    });
     await next.close();
     assert.equal((await mine()).length, 0);
   });

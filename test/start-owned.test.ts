@@ -33,7 +33,13 @@ describe('a start past its deadline, on the fake provider', () => {
   it('fails the trial at the deadline and closes the sandbox that starts late', async () => {
     const provider = new FakeProvider({ startMs: 1500 });
     const task = await loadTask(await trivialTask());
-    const r = await runTrial({ task, agent: oracleAgent, provider, outDir: await tempDir(), timeouts: { environmentSec: 0.3 } });
+    const r = await runTrial({
+      task,
+      agent: oracleAgent,
+      provider,
+      outDir: await tempDir(),
+      timeouts: { environmentSec: 0.3 },
+    });
     assert.equal(r.error?.class, 'environment_error');
     assert.match(r.error!.message, /container did not start within 0\.3 s/);
     assert.equal(provider.starts, 0, 'the trial ended at its deadline, before the start did');
@@ -44,14 +50,34 @@ describe('a start past its deadline, on the fake provider', () => {
   it('in a job (warm starts claimed by trials): every late sandbox is closed', async () => {
     const provider = new FakeProvider({ startMs: 1000 });
     const tasks = await Promise.all(['w1', 'w2'].map((n) => trivialTask({ 'task.toml': `[task]\nname = "${n}"\n` })));
-    const spec = parseSpec({ name: 'late', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 2, concurrency: 2, infraRetries: 0, timeouts: { environmentSec: 0.2 } }, 'test');
+    const spec = parseSpec(
+      {
+        name: 'late',
+        tasks: { paths: tasks },
+        agents: [{ agent: 'oracle' }],
+        k: 2,
+        concurrency: 2,
+        infraRetries: 0,
+        timeouts: { environmentSec: 0.2 },
+      },
+      'test',
+    );
     const job = await openJob(spec, await tempDir());
     try {
-      const summary = await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir });
+      const summary = await runJob({
+        spec: job.spec,
+        tasks: job.tasks,
+        store: job.store,
+        provider,
+        jobDir: job.jobDir,
+      });
       assert.equal(summary.stoppedBy, 'done');
       const rows = [...job.store.listTrials()];
       assert.equal(rows.length, 4);
-      assert.ok(rows.every((x) => x.error_class === 'environment_error' && /did not start within/.test(x.error_message ?? '')), JSON.stringify(rows.map((x) => x.error_message)));
+      assert.ok(
+        rows.every((x) => x.error_class === 'environment_error' && /did not start within/.test(x.error_message ?? '')),
+        JSON.stringify(rows.map((x) => x.error_message)),
+      );
     } finally {
       await job.close();
     }
@@ -83,9 +109,22 @@ describe('a start past its deadline, on a Docker engine pool', () => {
     };
     const task = await loadTask(await trivialTask({ 'task.toml': '[task]\nname = "late-start"\n' }));
     const trialId = `late-start-${process.pid}-${Date.now()}`;
-    const mine = async (): Promise<number> => (await engine.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `io.termgrade.trial=${trialId}`] } })).length;
+    const mine = async (): Promise<number> =>
+      (
+        await engine.listContainers({
+          all: true,
+          filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `io.termgrade.trial=${trialId}`] },
+        })
+      ).length;
 
-    const r = await runTrial({ task, agent: oracleAgent, provider: pool, outDir: await tempDir(), trialId, timeouts: { environmentSec: 1.5 } });
+    const r = await runTrial({
+      task,
+      agent: oracleAgent,
+      provider: pool,
+      outDir: await tempDir(),
+      trialId,
+      timeouts: { environmentSec: 1.5 },
+    });
     assert.equal(r.error?.class, 'environment_error');
     assert.match(r.error!.message, /container did not start within 1\.5 s/);
     assert.equal(lateDone, false, 'the trial ended at its deadline, before the late start');

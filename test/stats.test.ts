@@ -12,7 +12,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { seededUniform } from '../src/stats/random.js';
-import { DEFAULT_ADAPTIVE_RULE, decide, GmsEstimator, informedPrior, predictiveInBand, runAdaptive, type AdaptiveRule } from '../src/stats/adaptive.js';
+import {
+  DEFAULT_ADAPTIVE_RULE,
+  decide,
+  GmsEstimator,
+  informedPrior,
+  predictiveInBand,
+  runAdaptive,
+  type AdaptiveRule,
+} from '../src/stats/adaptive.js';
 import { bandProbability } from '../src/stats/band.js';
 import { efficiency } from '../src/stats/efficiency.js';
 import { jeffreys, wilson } from '../src/stats/intervals.js';
@@ -65,12 +73,24 @@ describe('pass@k', () => {
     close(passAtKModel(4, 2, 8), 0.9572855631510416, 1e-10);
     close(passAtKModel(2, 0, 16), 0.6478384011425079, 1e-10);
     close(passAtKModel(8, 7, 32), 0.9999999160319167, 1e-10);
-    const m = macroPassAtK([{ n: 4, c: 2 }, { n: 16, c: 8 }], 8);
+    const m = macroPassAtK(
+      [
+        { n: 4, c: 2 },
+        { n: 16, c: 8 },
+      ],
+      8,
+    );
     assert.equal(m.method, 'model');
     close(m.value, (0.9572855631510416 + 0.9999222999223) / 2, 1e-10);
   });
   it('macro-averages over tasks instead of pooling counts when n varies', () => {
-    const m = macroPassAtK([{ n: 2, c: 2 }, { n: 10, c: 0 }], 1);
+    const m = macroPassAtK(
+      [
+        { n: 2, c: 2 },
+        { n: 10, c: 0 },
+      ],
+      1,
+    );
     assert.equal(m.method, 'unbiased');
     close(m.value, 0.5); // pooled 2/12 would be wrong
   });
@@ -107,7 +127,10 @@ describe('paired comparison', () => {
   });
 
   it('handles identical configurations and too few tasks', () => {
-    const same = pairedCompare([{ task: 'a', a: 0.5, b: 0.5 }, { task: 'b', a: 1, b: 1 }]);
+    const same = pairedCompare([
+      { task: 'a', a: 0.5, b: 0.5 },
+      { task: 'b', a: 1, b: 1 },
+    ]);
     assert.equal(same.p, 1);
     assert.equal(same.meanDiff, 0);
     assert.throws(() => pairedCompare([{ task: 'a', a: 1, b: 0 }]), /at least 2/);
@@ -147,7 +170,10 @@ describe('band probability and overlap', () => {
     const borderline = Array.from({ length: 50 }, (_, i) => ({ task: `t${i}`, n: 8, c: 2 }));
     const low = sameModelCeiling(borderline, [0.25, 0.75], { rounds: 300, seed: 3 })!;
     assert.ok(low < ceiling, 'tasks at the band edge re-measure less consistently');
-    assert.equal(sameModelCeiling(certain, [0.25, 0.75], { rounds: 50, seed: 9 }), sameModelCeiling(certain, [0.25, 0.75], { rounds: 50, seed: 9 }));
+    assert.equal(
+      sameModelCeiling(certain, [0.25, 0.75], { rounds: 50, seed: 9 }),
+      sameModelCeiling(certain, [0.25, 0.75], { rounds: 50, seed: 9 }),
+    );
   });
 });
 
@@ -155,7 +181,7 @@ describe('summaries and efficiency', () => {
   it('gives mean and standard error, and medians', () => {
     const m = meanSe([0.5, 0.75, 1, 0.25]);
     close(m.mean, 0.625);
-    close(m.se, Math.sqrt(((0.125 ** 2 + 0.125 ** 2 + 0.375 ** 2 + 0.375 ** 2) / 3) / 4));
+    close(m.se, Math.sqrt((0.125 ** 2 + 0.125 ** 2 + 0.375 ** 2 + 0.375 ** 2) / 3 / 4));
     assert.equal(median([3, 1, 2]), 2);
     assert.equal(median([4, 1, 3, 2]), 2.5);
   });
@@ -168,7 +194,13 @@ describe('summaries and efficiency', () => {
       { passed: false, durationMs: 5000, outputTokens: 999, costUsd: 9, testsPassed: 7, testsFailed: 1 },
       { passed: false, durationMs: 5000, outputTokens: 999, costUsd: 9, testsPassed: 8, testsFailed: 2 },
     ]);
-    assert.deepEqual(e, { successes: 2, medianTimeMsPerSuccess: 200, medianOutputTokensPerSuccess: 20, medianCostUsdPerSuccess: 0.1, nearMisses: 1 });
+    assert.deepEqual(e, {
+      successes: 2,
+      medianTimeMsPerSuccess: 200,
+      medianOutputTokensPerSuccess: 20,
+      medianCostUsdPerSuccess: 0.1,
+      nearMisses: 1,
+    });
   });
 });
 
@@ -179,7 +211,8 @@ describe('adaptive sampling', () => {
     [6, 6, 0.04032533819025214],
     [8, 1, 0.18482978305060835],
   ] as const) {
-    it(`beta-binomial predictive P(final in band | ${c}/${n})`, () => close(predictiveInBand(n, c, DEFAULT_ADAPTIVE_RULE), v, 1e-10));
+    it(`beta-binomial predictive P(final in band | ${c}/${n})`, () =>
+      close(predictiveInBand(n, c, DEFAULT_ADAPTIVE_RULE), v, 1e-10));
   }
 
   it('decides only after pairs, stops when settled, and always by kMax', () => {
@@ -217,7 +250,12 @@ describe('adaptive sampling', () => {
     const gms = new GmsEstimator(DEFAULT_ADAPTIVE_RULE);
     for (const p of [0.05, 0.1, 0.3, 0.5, 0.7, 0.9]) {
       const dist = stopDistribution(DEFAULT_ADAPTIVE_RULE, p);
-      close(dist.reduce((a, s) => a + s.prob, 0), 1, 1e-12, 'stopping is certain');
+      close(
+        dist.reduce((a, s) => a + s.prob, 0),
+        1,
+        1e-12,
+        'stopping is certain',
+      );
       const unbiased = dist.reduce((a, s) => a + s.prob * gms.estimate(s.n, s.c), 0);
       close(unbiased, p, 1e-9, `E[GMS] at p=${p}`);
       const raw = dist.reduce((a, s) => a + (s.prob * s.c) / s.n, 0);
@@ -230,7 +268,11 @@ describe('adaptive sampling', () => {
 
   it('an informed prior is discounted to at most maxTrials pseudo-trials and mixed with the vague prior', () => {
     assert.deepEqual(informedPrior({ n: 32, c: 8 }, { maxTrials: 16, weight: 0.9 }), { a: 4.5, b: 12.5, weight: 0.9 });
-    assert.deepEqual(informedPrior({ n: 4, c: 1 }, { maxTrials: 16 }), { a: 1.5, b: 3.5, weight: 0.97 }, 'at most one success: one-sided');
+    assert.deepEqual(
+      informedPrior({ n: 4, c: 1 }, { maxTrials: 16 }),
+      { a: 1.5, b: 3.5, weight: 0.97 },
+      'at most one success: one-sided',
+    );
     assert.deepEqual(informedPrior({ n: 16, c: 8 }, { maxTrials: 16 }), { a: 8.5, b: 8.5, weight: 0.9 });
     assert.equal(informedPrior({ n: 0, c: 0 }), null);
     // Agreeing evidence: after 0 of 2, a prior of 0 of 16 makes "in the band" far less likely than
@@ -253,13 +295,27 @@ describe('adaptive sampling', () => {
   });
 
   it('GMS is exactly unbiased under the Bayes-optimal rule with an informed prior (every p, by enumeration)', () => {
-    for (const earlier of [{ n: 16, c: 0 }, { n: 16, c: 8 }, { n: 16, c: 13 }]) {
+    for (const earlier of [
+      { n: 16, c: 0 },
+      { n: 16, c: 8 },
+      { n: 16, c: 13 },
+    ]) {
       const rule = { ...optimal, informed: informedPrior(earlier, { maxTrials: 16, weight: 0.9 }) };
       const gms = new GmsEstimator(rule);
       for (const p of [0.02, 0.2, 0.5, 0.8, 0.98]) {
         const dist = stopDistribution(rule, p);
-        close(dist.reduce((a, s) => a + s.prob, 0), 1, 1e-12, 'stopping is certain');
-        close(dist.reduce((a, s) => a + s.prob * gms.estimate(s.n, s.c), 0), p, 1e-9, `E[GMS] at p=${p}, prior ${earlier.c}/${earlier.n}`);
+        close(
+          dist.reduce((a, s) => a + s.prob, 0),
+          1,
+          1e-12,
+          'stopping is certain',
+        );
+        close(
+          dist.reduce((a, s) => a + s.prob * gms.estimate(s.n, s.c), 0),
+          p,
+          1e-9,
+          `E[GMS] at p=${p}, prior ${earlier.c}/${earlier.n}`,
+        );
       }
     }
   });
@@ -275,7 +331,10 @@ describe('adaptive sampling', () => {
       const earlier = { n: 16, c: Array.from({ length: 16 }, () => u() < earlierP).filter(Boolean).length };
       const p = u() < 1 / 3 ? 1 - earlierP : earlierP; // a third drifted
       const rule = { ...optimal, informed: informedPrior(earlier, { maxTrials: 16, weight: 0.9 }) };
-      const r = runAdaptive(Array.from({ length: 16 }, () => u() < p), rule);
+      const r = runAdaptive(
+        Array.from({ length: 16 }, () => u() < p),
+        rule,
+      );
       let gms = estimators.get(earlier.c);
       if (!gms) estimators.set(earlier.c, (gms = new GmsEstimator(rule)));
       const e = gms.estimate(r.n, r.c) - p;

@@ -19,18 +19,41 @@ import { ScriptedModelServer } from './support/scripted-model-server.js';
 const servers: ScriptedModelServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
-const env = (dockerfile: string, files: Array<{ path: string; content: string }> = []) => EnvironmentPartSchema.parse({ dockerfile, files });
+const env = (dockerfile: string, files: Array<{ path: string; content: string }> = []) =>
+  EnvironmentPartSchema.parse({ dockerfile, files });
 
 describe('synth: the Dockerfile is refused before any build when it cannot parse', () => {
   it('passes a plain Dockerfile whose COPY sources were all written', () => {
-    assert.deepEqual(lintEnvironment(env('FROM debian:bookworm-slim\nWORKDIR /app\nCOPY a.txt /app/a.txt\nRUN echo hi \\\n  && true\n', [{ path: 'a.txt', content: 'x' }])), []);
+    assert.deepEqual(
+      lintEnvironment(
+        env('FROM debian:bookworm-slim\nWORKDIR /app\nCOPY a.txt /app/a.txt\nRUN echo hi \\\n  && true\n', [
+          { path: 'a.txt', content: 'x' },
+        ]),
+      ),
+      [],
+    );
   });
   it('names an unknown instruction, a missing FROM, a COPY of an unwritten file, a URL and an escape', () => {
-    assert.match(lintEnvironment(env('FRM debian:bookworm-slim\n')).join('\n'), /line 1: "FRM debian:bookworm-slim" is not a Dockerfile instruction/);
-    assert.match(lintEnvironment(env('WORKDIR /app\nFROM debian:bookworm-slim\n')).join('\n'), /first instruction \(after ARGs\) is WORKDIR, not FROM/);
-    assert.match(lintEnvironment(env('FROM debian:bookworm-slim\nCOPY b.txt /b\n')).join('\n'), /COPY source b.txt is not among the files written/);
-    assert.match(lintEnvironment(env('FROM debian:bookworm-slim\nADD https://example.com/x /x\n')).join('\n'), /from a URL/);
-    assert.match(lintEnvironment(env('FROM debian:bookworm-slim\nCOPY ../x /x\n')).join('\n'), /outside the build context/);
+    assert.match(
+      lintEnvironment(env('FRM debian:bookworm-slim\n')).join('\n'),
+      /line 1: "FRM debian:bookworm-slim" is not a Dockerfile instruction/,
+    );
+    assert.match(
+      lintEnvironment(env('WORKDIR /app\nFROM debian:bookworm-slim\n')).join('\n'),
+      /first instruction \(after ARGs\) is WORKDIR, not FROM/,
+    );
+    assert.match(
+      lintEnvironment(env('FROM debian:bookworm-slim\nCOPY b.txt /b\n')).join('\n'),
+      /COPY source b.txt is not among the files written/,
+    );
+    assert.match(
+      lintEnvironment(env('FROM debian:bookworm-slim\nADD https://example.com/x /x\n')).join('\n'),
+      /from a URL/,
+    );
+    assert.match(
+      lintEnvironment(env('FROM debian:bookworm-slim\nCOPY ../x /x\n')).join('\n'),
+      /outside the build context/,
+    );
   });
   it('keeps heredoc bodies out of the instruction check', () => {
     assert.deepEqual(lintEnvironment(env('FROM debian:bookworm-slim\nRUN <<EOF\nnot an instruction\nEOF\n')), []);
@@ -46,37 +69,125 @@ describe('synth: failures are routed to the part at fault', () => {
     assert.equal(routeFailure('check', ['nop_passed'], []), 'tests');
     assert.equal(routeFailure('check', ['weak_tests'], []), 'tests');
     assert.equal(routeFailure('check', ['reward_forgeable'], []), 'tests');
-    assert.equal(routeFailure('check', ['solution_leaked'], ['solution_leaked: copied /var/x to /app/y: every test passes']), 'environment');
-    assert.equal(routeFailure('check', ['solution_leaked'], ['solution_leaked: the instruction spells out the answer']), 'instruction');
+    assert.equal(
+      routeFailure('check', ['solution_leaked'], ['solution_leaked: copied /var/x to /app/y: every test passes']),
+      'environment',
+    );
+    assert.equal(
+      routeFailure('check', ['solution_leaked'], ['solution_leaked: the instruction spells out the answer']),
+      'instruction',
+    );
     // A warning about the instruction is not where the confirmed leak is.
-    assert.equal(routeFailure('check', ['solution_leaked'], ['solution_leaked (warning): compared the instruction with solve.sh']), 'environment');
+    assert.equal(
+      routeFailure('check', ['solution_leaked'], ['solution_leaked (warning): compared the instruction with solve.sh']),
+      'environment',
+    );
     assert.equal(routeFailure('check', ['timeout'], []), 'solution');
     assert.equal(routeFailure('check', ['duplicate'], []), null);
   });
   it('plans a repair as the part, what executes it again, and parts not yet written', () => {
-    assert.deepEqual(repairPlan('tests', new Set(['scenario', 'environment', 'instruction', 'solution', 'tests'])), ['tests', 'check']);
-    assert.deepEqual(repairPlan('solution', new Set(['scenario', 'environment', 'instruction', 'solution'])), ['solution', 'execute', 'tests', 'check']);
-    assert.deepEqual(repairPlan('environment', new Set(['scenario', 'environment'])), ['environment', 'lint', 'build', 'observe', 'instruction', 'solution', 'execute', 'tests', 'check']);
-    assert.deepEqual(repairPlan('environment', new Set(['scenario', 'environment', 'instruction', 'solution', 'tests'])), ['environment', 'lint', 'build', 'observe', 'execute', 'check']);
+    assert.deepEqual(repairPlan('tests', new Set(['scenario', 'environment', 'instruction', 'solution', 'tests'])), [
+      'tests',
+      'check',
+    ]);
+    assert.deepEqual(repairPlan('solution', new Set(['scenario', 'environment', 'instruction', 'solution'])), [
+      'solution',
+      'execute',
+      'tests',
+      'check',
+    ]);
+    assert.deepEqual(repairPlan('environment', new Set(['scenario', 'environment'])), [
+      'environment',
+      'lint',
+      'build',
+      'observe',
+      'instruction',
+      'solution',
+      'execute',
+      'tests',
+      'check',
+    ]);
+    assert.deepEqual(
+      repairPlan('environment', new Set(['scenario', 'environment', 'instruction', 'solution', 'tests'])),
+      ['environment', 'lint', 'build', 'observe', 'execute', 'check'],
+    );
     assert.deepEqual(FIRST_PLAN.slice(0, 4), ['scenario', 'environment', 'lint', 'build']);
   });
 });
 
 describe('synth: the funnel', () => {
-  const state = (id: string, status: CandidateState['status'], repairs: CandidateState['repairs'], tests: string[] = []): CandidateState =>
-    ({ id, seedId: id, seed: {}, status, plan: [], round: repairs.length, parts: {}, hashes: {}, image: null, environmentState: null, solutionState: null, failure: null, repairs, tokens: { prompt: 0, completion: 0 }, costUsd: null, rejected: status === 'rejected' ? ['rounds_exhausted', 'build_failed'] : [], tests, admittedPath: status === 'admitted' ? `/out/${id}` : null }) as CandidateState;
-  const row = (candidateId: string, stage: StageRecord['stage'], round: number, outcome: 'passed' | 'failed', durationMs: number, tokens = 0): StageRecord => ({ candidateId, round, stage, outcome, startedAt: '', durationMs, calls: tokens ? 1 : 0, malformed: 0, promptTokens: tokens, completionTokens: tokens / 2, costUsd: tokens ? 0.001 : null, detail: {} });
+  const state = (
+    id: string,
+    status: CandidateState['status'],
+    repairs: CandidateState['repairs'],
+    tests: string[] = [],
+  ): CandidateState =>
+    ({
+      id,
+      seedId: id,
+      seed: {},
+      status,
+      plan: [],
+      round: repairs.length,
+      parts: {},
+      hashes: {},
+      image: null,
+      environmentState: null,
+      solutionState: null,
+      failure: null,
+      repairs,
+      tokens: { prompt: 0, completion: 0 },
+      costUsd: null,
+      rejected: status === 'rejected' ? ['rounds_exhausted', 'build_failed'] : [],
+      tests,
+      admittedPath: status === 'admitted' ? `/out/${id}` : null,
+    }) as CandidateState;
+  const row = (
+    candidateId: string,
+    stage: StageRecord['stage'],
+    round: number,
+    outcome: 'passed' | 'failed',
+    durationMs: number,
+    tokens = 0,
+  ): StageRecord => ({
+    candidateId,
+    round,
+    stage,
+    outcome,
+    startedAt: '',
+    durationMs,
+    calls: tokens ? 1 : 0,
+    malformed: 0,
+    promptTokens: tokens,
+    completionTokens: tokens / 2,
+    costUsd: tokens ? 0.001 : null,
+    detail: {},
+  });
 
   it('counts candidates per stage once however many rounds, yields, repairs, tests, tokens and time', () => {
-    const candidates = [state('a', 'admitted', [], ['t1', 't2', 't3']), state('b', 'admitted', [{ round: 1, part: 'environment', reasons: ['build_failed'] }], ['t1']), state('c', 'rejected', [{ round: 1, part: 'environment', reasons: ['build_failed'] }])];
-    const rows = [row('a', 'build', 0, 'passed', 100), row('b', 'build', 0, 'failed', 50), row('b', 'build', 1, 'passed', 50), row('c', 'build', 0, 'failed', 100), row('c', 'build', 1, 'failed', 100), row('a', 'scenario', 0, 'passed', 600, 100)];
+    const candidates = [
+      state('a', 'admitted', [], ['t1', 't2', 't3']),
+      state('b', 'admitted', [{ round: 1, part: 'environment', reasons: ['build_failed'] }], ['t1']),
+      state('c', 'rejected', [{ round: 1, part: 'environment', reasons: ['build_failed'] }]),
+    ];
+    const rows = [
+      row('a', 'build', 0, 'passed', 100),
+      row('b', 'build', 0, 'failed', 50),
+      row('b', 'build', 1, 'passed', 50),
+      row('c', 'build', 0, 'failed', 100),
+      row('c', 'build', 1, 'failed', 100),
+      row('a', 'scenario', 0, 'passed', 600, 100),
+    ];
     const f = funnel(candidates, rows, '/out');
     const build = f.stages.find((s) => s.stage === 'build')!;
     assert.deepEqual([build.candidates, build.passed, build.runs, build.wallMs], [3, 2, 5, 400]);
     assert.equal(build.yield, 2 / 3);
     assert.equal(build.timeShare, 0.4);
     assert.equal(f.endToEndYield, 2 / 3);
-    assert.deepEqual(f.repairs.find((r) => r.part === 'environment'), { part: 'environment', attempts: 2, candidates: 2, admitted: 1 });
+    assert.deepEqual(
+      f.repairs.find((r) => r.part === 'environment'),
+      { part: 'environment', attempts: 2, candidates: 2, admitted: 1 },
+    );
     assert.deepEqual(f.testsPerAdmitted, { mean: 2, min: 1, max: 3 });
     assert.deepEqual(f.tokens, { prompt: 100, completion: 50, calls: 1, malformedReplies: 0 });
     assert.equal(f.costUsd, 0.001);
@@ -98,16 +209,23 @@ describe('synth: the generator asks for structured output and re-asks a malforme
     const server = new ScriptedModelServer({
       gen: [
         { reply: { content: 'here you go: {', usage: { prompt: 10, completion: 5 } } },
-        { reply: { content: JSON.stringify({ ...good, outputs: ['relative'] }), usage: { prompt: 20, completion: 5 } } },
+        {
+          reply: { content: JSON.stringify({ ...good, outputs: ['relative'] }), usage: { prompt: 20, completion: 5 } },
+        },
         { reply: { content: `\`\`\`json\n${JSON.stringify(good)}\n\`\`\``, usage: { prompt: 30, completion: 5 } } },
       ],
     });
     servers.push(server);
-    const generator = new Generator(ModelConfigSchema.parse({ baseUrl: await server.start(), model: 'gen', maxRetries: 0 }), { maxMalformed: 2 });
+    const generator = new Generator(
+      ModelConfigSchema.parse({ baseUrl: await server.start(), model: 'gen', maxRetries: 0 }),
+      { maxMalformed: 2 },
+    );
     const got = await generator.generate('scenario', ScenarioSchema, { stage: 'scenario' });
     assert.deepEqual(got.value, good);
     assert.deepEqual([got.calls, got.malformed, got.usage.prompt, got.usage.completion], [3, 2, 60, 15]);
-    const first = server.requests[0]!.body as { response_format?: { type: string; json_schema: { name: string; schema: { required?: string[] } } } };
+    const first = server.requests[0]!.body as {
+      response_format?: { type: string; json_schema: { name: string; schema: { required?: string[] } } };
+    };
     assert.equal(first.response_format?.type, 'json_schema');
     assert.ok(first.response_format?.json_schema.schema.required?.includes('outputs'));
     // The model is told what was wrong with its last reply.
@@ -118,7 +236,10 @@ describe('synth: the generator asks for structured output and re-asks a malforme
   it('gives up within its bound and says why', async () => {
     const server = new ScriptedModelServer({ gen: [{ reply: { content: 'no' } }, { reply: { content: 'still no' } }] });
     servers.push(server);
-    const generator = new Generator(ModelConfigSchema.parse({ baseUrl: await server.start(), model: 'gen', maxRetries: 0 }), { maxMalformed: 1 });
+    const generator = new Generator(
+      ModelConfigSchema.parse({ baseUrl: await server.start(), model: 'gen', maxRetries: 0 }),
+      { maxMalformed: 1 },
+    );
     const got = await generator.generate('scenario', ScenarioSchema, { stage: 'scenario' });
     assert.equal(got.value, null);
     assert.equal(got.calls, 2);
@@ -144,11 +265,27 @@ describe('synth: bad input', () => {
     const dir = await tempDir();
     await writeFile(path.join(dir, 'seeds.jsonl'), '{"id": "a"}\n');
     await writeFile(path.join(dir, 'gen.json'), JSON.stringify({ baseUrl: 'not a url', model: 'g' }));
-    const bad = await runCli(['synth', '--seeds', path.join(dir, 'seeds.jsonl'), '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
+    const bad = await runCli([
+      'synth',
+      '--seeds',
+      path.join(dir, 'seeds.jsonl'),
+      '--model',
+      path.join(dir, 'gen.json'),
+      '--out',
+      path.join(dir, 'out'),
+    ]);
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--model .*gen\.json: field baseUrl/);
     await writeFile(path.join(dir, 'seeds.jsonl'), 'nope\n');
-    const badSeeds = await runCli(['synth', '--seeds', path.join(dir, 'seeds.jsonl'), '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
+    const badSeeds = await runCli([
+      'synth',
+      '--seeds',
+      path.join(dir, 'seeds.jsonl'),
+      '--model',
+      path.join(dir, 'gen.json'),
+      '--out',
+      path.join(dir, 'out'),
+    ]);
     assert.equal(badSeeds.status, 2);
     assert.match(badSeeds.stderr, /seeds\.jsonl:1: not JSON/);
   });
@@ -159,10 +296,17 @@ describe('synth: an existing task folder as an exemplar seed', () => {
     const dir = await trivialTask({ 'environment/data.csv': 'a,b\n1,2\n' });
     const { id, seed } = await readExemplar(dir);
     assert.equal(id, `exemplar-${path.basename(dir)}`);
-    const ex = seed.exemplar as { instruction: string; environment: { dockerfile: string; files: unknown[] }; tests: { testSh: string; files: unknown[] } };
+    const ex = seed.exemplar as {
+      instruction: string;
+      environment: { dockerfile: string; files: unknown[] };
+      tests: { testSh: string; files: unknown[] };
+    };
     assert.equal(ex.instruction, 'Write hello into /app/out.txt.\n');
     assert.match(ex.environment.dockerfile, /^FROM debian:bookworm-slim/);
-    assert.deepEqual(ex.environment.files, [{ path: 'Dockerfile', size: 39 }, { path: 'data.csv', size: 8 }]);
+    assert.deepEqual(ex.environment.files, [
+      { path: 'Dockerfile', size: 39 },
+      { path: 'data.csv', size: 8 },
+    ]);
     assert.match(ex.tests.testSh, /PASSED t\.py::test_hello/);
     assert.equal(seed.brief, EXEMPLAR_BRIEF);
     // The solution is not part of the summary: the generator writes its own.
@@ -174,7 +318,11 @@ describe('synth: an existing task folder as an exemplar seed', () => {
     const ex = (await readExemplar(long)).seed.exemplar as { instruction: string };
     assert.match(ex.instruction, /\[\.\.\. 7000 more characters\]$/);
     const notTask = await makeTask({ 'README.md': 'hi' });
-    await assert.rejects(readExemplar(notTask), (err: Error) => err.message.includes(`--exemplars ${notTask}: not a loadable task folder`) && /task\.toml/.test(err.message));
+    await assert.rejects(
+      readExemplar(notTask),
+      (err: Error) =>
+        err.message.includes(`--exemplars ${notTask}: not a loadable task folder`) && /task\.toml/.test(err.message),
+    );
     await assert.rejects(readExemplars([long, long]), /both give the seed id/);
   });
 
@@ -184,7 +332,15 @@ describe('synth: an existing task folder as an exemplar seed', () => {
     const none = await runCli(['synth', '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
     assert.equal(none.status, 2);
     assert.match(none.stderr, /needs --seeds FILE or --exemplars DIR/);
-    const bad = await runCli(['synth', '--exemplars', dir, '--model', path.join(dir, 'gen.json'), '--out', path.join(dir, 'out')]);
+    const bad = await runCli([
+      'synth',
+      '--exemplars',
+      dir,
+      '--model',
+      path.join(dir, 'gen.json'),
+      '--out',
+      path.join(dir, 'out'),
+    ]);
     assert.equal(bad.status, 2, bad.stderr);
     assert.match(bad.stderr, /--exemplars .*: not a loadable task folder/);
   });

@@ -23,14 +23,44 @@ async function generatorServer(): Promise<string> {
 }
 
 /** Stages a candidate of each kind runs with maxRounds 1, in order, by round (what the script implies). */
-const FULL: StageName[] = ['scenario', 'environment', 'lint', 'build', 'observe', 'instruction', 'solution', 'execute', 'tests', 'check'];
-const AFTER_ENV: StageName[] = ['environment', 'lint', 'build', 'observe', 'instruction', 'solution', 'execute', 'tests', 'check'];
+const FULL: StageName[] = [
+  'scenario',
+  'environment',
+  'lint',
+  'build',
+  'observe',
+  'instruction',
+  'solution',
+  'execute',
+  'tests',
+  'check',
+];
+const AFTER_ENV: StageName[] = [
+  'environment',
+  'lint',
+  'build',
+  'observe',
+  'instruction',
+  'solution',
+  'execute',
+  'tests',
+  'check',
+];
 const STAGES_OF: Record<string, StageName[][]> = {
   good: [[...FULL, 'write']],
   malformed: [[...FULL, 'write']],
-  build_error: [['scenario', 'environment', 'lint', 'build'], [...AFTER_ENV, 'write']],
-  unparseable: [['scenario', 'environment', 'lint'], [...AFTER_ENV, 'write']],
-  never_builds: [['scenario', 'environment', 'lint', 'build'], ['environment', 'lint', 'build']],
+  build_error: [
+    ['scenario', 'environment', 'lint', 'build'],
+    [...AFTER_ENV, 'write'],
+  ],
+  unparseable: [
+    ['scenario', 'environment', 'lint'],
+    [...AFTER_ENV, 'write'],
+  ],
+  never_builds: [
+    ['scenario', 'environment', 'lint', 'build'],
+    ['environment', 'lint', 'build'],
+  ],
   wrong_solution: [FULL.slice(0, 8), ['solution', 'execute', 'tests', 'check', 'write']],
   weak_tests: [FULL, ['tests', 'check', 'write']],
   forgeable: [FULL, ['tests', 'check']],
@@ -52,7 +82,9 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
     const seeds = CANDIDATE_KINDS.map((k) => seedFor(k, 0)).map((s) => ({ id: s.id, seed: s }));
     const report = await synthesize({
       seeds,
-      generator: new Generator(ModelConfigSchema.parse({ baseUrl, model: 'gen', maxRetries: 0, price: { input: 1, output: 2 } })),
+      generator: new Generator(
+        ModelConfigSchema.parse({ baseUrl, model: 'gen', maxRetries: 0, price: { input: 1, output: 2 } }),
+      ),
       provider: docker(),
       outDir: out,
       maxRounds: 1,
@@ -74,8 +106,16 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
         const c = states.get(`${kind}-0`)!;
         const want = EXPECTED[kind];
         assert.equal(c.status, want.admitted ? 'admitted' : 'rejected', kind);
-        assert.deepEqual(c.repairs.map((r) => r.part), want.repairs, `${kind}: repairs`);
-        if (want.rejected) assert.ok(c.rejected.includes(want.rejected) && c.rejected.includes('rounds_exhausted'), `${kind}: ${c.rejected.join(', ')}`);
+        assert.deepEqual(
+          c.repairs.map((r) => r.part),
+          want.repairs,
+          `${kind}: repairs`,
+        );
+        if (want.rejected)
+          assert.ok(
+            c.rejected.includes(want.rejected) && c.rejected.includes('rounds_exhausted'),
+            `${kind}: ${c.rejected.join(', ')}`,
+          );
         // Every stage the script implies, each exactly once per round, in order.
         assert.deepEqual(stagesByRound(store, c.id), STAGES_OF[kind], `${kind}: stages`);
       }
@@ -87,25 +127,46 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
       assert.deepEqual([stage('lint').candidates, stage('lint').passed, stage('lint').runs], [n, n, n + 5]);
       assert.deepEqual([stage('build').candidates, stage('build').passed], [n, n - 1]);
       assert.deepEqual([stage('execute').candidates, stage('execute').passed], [n - 1, n - 1]);
-      assert.deepEqual([stage('check').candidates, stage('check').passed, stage('check').runs], [n - 1, admitted.length, n - 1 + 4]);
+      assert.deepEqual(
+        [stage('check').candidates, stage('check').passed, stage('check').runs],
+        [n - 1, admitted.length, n - 1 + 4],
+      );
       assert.deepEqual([stage('write').candidates, stage('write').passed], [admitted.length, admitted.length]);
       const repairs = Object.fromEntries(report.repairs.map((r) => [r.part, [r.attempts, r.candidates, r.admitted]]));
-      assert.deepEqual(repairs, { environment: [5, 5, 3], instruction: [0, 0, 0], solution: [1, 1, 1], tests: [2, 2, 1] });
-      assert.deepEqual(report.rejections, { rounds_exhausted: 3, build_failed: 1, solution_leaked: 1, reward_forgeable: 1 });
+      assert.deepEqual(repairs, {
+        environment: [5, 5, 3],
+        instruction: [0, 0, 0],
+        solution: [1, 1, 1],
+        tests: [2, 2, 1],
+      });
+      assert.deepEqual(report.rejections, {
+        rounds_exhausted: 3,
+        build_failed: 1,
+        solution_leaked: 1,
+        reward_forgeable: 1,
+      });
       // Five parts, each asked twice for the malformed kind (its first reply is not JSON).
       assert.equal(report.tokens.malformedReplies, 5);
       const calls = store.stages().reduce((a, s) => a + s.calls, 0);
       assert.equal(report.tokens.calls, calls);
       assert.equal(report.tokens.prompt, calls * 400);
-      assert.ok(report.costUsd !== null && Math.abs(report.costUsd - (calls * 400 * 1 + report.tokens.completion * 2) / 1e6) < 1e-9);
+      assert.ok(
+        report.costUsd !== null &&
+          Math.abs(report.costUsd - (calls * 400 * 1 + report.tokens.completion * 2) / 1e6) < 1e-9,
+      );
       assert.deepEqual(report.testsPerAdmitted, { mean: 2, min: 2, max: 2 });
 
       // An unparseable Dockerfile is refused before any build: no build in its first round.
       assert.deepEqual(stagesByRound(store, 'unparseable-0')[0], ['scenario', 'environment', 'lint']);
 
       // A repaired candidate's other parts are unchanged: the hashes generated in round 0 stay.
-      const firstHash = (id: string, part: string) => store.stages().find((s) => s.candidateId === id && s.stage === part && s.round === 0)?.detail.hash;
-      for (const [id, repaired] of [['weak_tests-0', 'tests'], ['wrong_solution-0', 'solution'], ['leak_fixed-0', 'environment']] as const) {
+      const firstHash = (id: string, part: string) =>
+        store.stages().find((s) => s.candidateId === id && s.stage === part && s.round === 0)?.detail.hash;
+      for (const [id, repaired] of [
+        ['weak_tests-0', 'tests'],
+        ['wrong_solution-0', 'solution'],
+        ['leak_fixed-0', 'environment'],
+      ] as const) {
         const c = states.get(id)!;
         for (const part of ['scenario', 'environment', 'instruction', 'solution', 'tests'] as const) {
           const before = firstHash(id, part);
@@ -126,9 +187,12 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
         assert.equal(await readFile(path.join(out, id, 'solution', 'solve.sh'), 'utf8'), c.parts.solution!.solveSh);
         assert.equal(await readFile(path.join(out, id, 'tests', 'test.sh'), 'utf8'), c.parts.tests!.testSh);
       }
-      for (const id of ['leak_always-0', 'forgeable-0', 'never_builds-0']) assert.ok(!existsSync(path.join(out, id)), `${id} must not be admitted`);
+      for (const id of ['leak_always-0', 'forgeable-0', 'never_builds-0'])
+        assert.ok(!existsSync(path.join(out, id)), `${id} must not be admitted`);
       // The leak was repaired out of the image, not just re-checked until it passed.
-      assert.ok(!readFileSync(path.join(out, 'leak_fixed-0', 'environment', 'Dockerfile'), 'utf8').includes('/var/backups'));
+      assert.ok(
+        !readFileSync(path.join(out, 'leak_fixed-0', 'environment', 'Dockerfile'), 'utf8').includes('/var/backups'),
+      );
       // Tests were written from what execution recorded: the expected hash is the solution's output's.
       const weak = states.get('weak_tests-0')!;
       const observed = weak.solutionState!.changes.find((ch) => ch.path === '/app/out.txt')!;
@@ -148,7 +212,20 @@ describe('synth: a job killed with SIGKILL resumes', () => {
     await writeFile(path.join(dir, 'seeds.jsonl'), kinds.map((k) => JSON.stringify(seedFor(k, 1))).join('\n') + '\n');
     await writeFile(path.join(dir, 'gen.json'), JSON.stringify({ baseUrl, model: 'gen', maxRetries: 0 }));
     const out = path.join(dir, 'out');
-    const args = ['synth', '--seeds', path.join(dir, 'seeds.jsonl'), '--model', path.join(dir, 'gen.json'), '--out', out, '--max-rounds', '1', '--probes', 'fast', '--jsonl'];
+    const args = [
+      'synth',
+      '--seeds',
+      path.join(dir, 'seeds.jsonl'),
+      '--model',
+      path.join(dir, 'gen.json'),
+      '--out',
+      out,
+      '--max-rounds',
+      '1',
+      '--probes',
+      'fast',
+      '--jsonl',
+    ];
     // Killed inside the first admission check, with stages of other candidates under way.
     const killed = await runCli(args, { killOn: (e) => e.type === 'stage-start' && e.stage === 'check' });
     assert.ok(killed.killed, `the job ended before it was killed: ${killed.stderr}`);
@@ -159,12 +236,20 @@ describe('synth: a job killed with SIGKILL resumes', () => {
 
     const resumed = await runCli(args);
     assert.equal(resumed.status, 0, resumed.stderr);
-    const lines = resumed.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; stage?: string; candidate?: string; round?: number; report?: unknown });
+    const lines = resumed.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (l) => JSON.parse(l) as { type: string; stage?: string; candidate?: string; round?: number; report?: unknown },
+      );
     const report = SynthReportSchema.parse(lines.at(-1)!.report);
     assert.deepEqual(report.admittedTasks.map((t) => t.candidate).sort(), kinds.map((k) => `${k}-1`).sort());
     // No stage recorded before the kill ran again after it.
     const rerun = lines.filter((l) => l.type === 'stage-start').map((l) => `${l.candidate}/${l.round}/${l.stage}`);
-    assert.deepEqual(rerun.filter((s) => before.includes(s)), []);
+    assert.deepEqual(
+      rerun.filter((s) => before.includes(s)),
+      [],
+    );
     const store = SynthStore.open(path.join(out, '.synth', 'synth.db'));
     try {
       for (const k of kinds) assert.deepEqual(stagesByRound(store, `${k}-1`), STAGES_OF[k], k);
@@ -181,7 +266,8 @@ describe('synth: existing task folders as exemplar seeds', () => {
     const baseUrl = await server.start();
     const sortTask = await trivialTask({
       'task.toml': '[task]\nname = "sort-numbers"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 30\n',
-      'instruction.md': 'Sort the numbers in /app/nums.txt ascending, one per line, and write them to /app/sorted.txt.\n',
+      'instruction.md':
+        'Sort the numbers in /app/nums.txt ascending, one per line, and write them to /app/sorted.txt.\n',
     });
     // The scripted generator copies this exemplar's instruction word for word (its name says copycat).
     const copied = 'Write the lines of /app/words.txt in reverse order, last line first, to /app/out.txt.\n';
@@ -203,14 +289,30 @@ describe('synth: existing task folders as exemplar seeds', () => {
     const sortId = `exemplar-${path.basename(sortTask)}`;
     const copyId = `exemplar-${path.basename(copycat)}`;
     assert.equal(report.candidates, 2);
-    assert.deepEqual(report.admittedTasks.map((t) => t.candidate), [sortId]);
+    assert.deepEqual(
+      report.admittedTasks.map((t) => t.candidate),
+      [sortId],
+    );
     assert.deepEqual(report.rejections, { duplicate: 1 });
 
     // The scenario request carries the exemplar's instruction, Dockerfile and test.sh, and the brief.
     const scenario = server.requests
-      .map((r) => JSON.parse(String((r.body as { messages: Array<{ role: string; content: string }> }).messages.find((m) => m.role === 'user')!.content)) as { stage: string; candidate: string; seed: { brief?: string; exemplar?: Record<string, unknown> } })
+      .map(
+        (r) =>
+          JSON.parse(
+            String(
+              (r.body as { messages: Array<{ role: string; content: string }> }).messages.find(
+                (m) => m.role === 'user',
+              )!.content,
+            ),
+          ) as { stage: string; candidate: string; seed: { brief?: string; exemplar?: Record<string, unknown> } },
+      )
       .find((q) => q.stage === 'scenario' && q.candidate === sortId)!;
-    const ex = scenario.seed.exemplar as { instruction: string; environment: { dockerfile: string }; tests: { testSh: string } };
+    const ex = scenario.seed.exemplar as {
+      instruction: string;
+      environment: { dockerfile: string };
+      tests: { testSh: string };
+    };
     assert.equal(ex.instruction, readFileSync(path.join(sortTask, 'instruction.md'), 'utf8'));
     assert.equal(ex.environment.dockerfile, readFileSync(path.join(sortTask, 'environment', 'Dockerfile'), 'utf8'));
     assert.equal(ex.tests.testSh, readFileSync(path.join(sortTask, 'tests', 'test.sh'), 'utf8'));

@@ -32,7 +32,8 @@ describe('task loading', () => {
 
   it('applies the field defaults and keeps unknown keys', async () => {
     const dir = await trivialTask({
-      'task.toml': 'version = "1.1"\nfuture_key = 7\n[task]\nname = "x"\n[environment]\nmemory = "2G"\nmcp_servers = []\n[metadata]\ndifficulty = "hard"\n[newtable]\na = 1\n',
+      'task.toml':
+        'version = "1.1"\nfuture_key = 7\n[task]\nname = "x"\n[environment]\nmemory = "2G"\nmcp_servers = []\n[metadata]\ndifficulty = "hard"\n[newtable]\na = 1\n',
     });
     const task = await loadTask(dir);
     assert.equal(task.config.verifier.timeout_sec, 900);
@@ -46,7 +47,10 @@ describe('task loading', () => {
   });
 
   it('takes memory_mb over memory, and network_mode over allow_internet', async () => {
-    const dir = await trivialTask({ 'task.toml': '[environment]\nmemory_mb = 512\nmemory = "4G"\nallow_internet = true\nnetwork_mode = "no-network"\n' });
+    const dir = await trivialTask({
+      'task.toml':
+        '[environment]\nmemory_mb = 512\nmemory = "4G"\nallow_internet = true\nnetwork_mode = "no-network"\n',
+    });
     const task = await loadTask(dir);
     assert.equal(task.limits.memoryMb, 512);
     assert.equal(task.limits.network, false);
@@ -107,14 +111,18 @@ describe('task loading', () => {
   });
 
   it('refuses a Dockerfile that copies from outside its context through ..', async () => {
-    const err = await loadError(await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nCOPY ../tests /tests\n' }));
+    const err = await loadError(
+      await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nCOPY ../tests /tests\n' }),
+    );
     assert.match(err.message, /environment\/Dockerfile: COPY source "\.\.\/tests" escapes/);
   });
 
   it('gives the same checksum for the same content and a different one after an edit', async () => {
     const a = await loadTask(await trivialTask());
     const b = await loadTask(await trivialTask());
-    const c = await loadTask(await trivialTask({ 'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n' }));
+    const c = await loadTask(
+      await trivialTask({ 'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n' }),
+    );
     assert.equal(a.checksum, b.checksum);
     assert.notEqual(a.checksum, c.checksum);
     assert.ok(a.environment.kind === 'dockerfile' && c.environment.kind === 'dockerfile');
@@ -156,18 +164,44 @@ describe('Dockerfile heredocs rewritten for any builder', () => {
   it('turns RUN and COPY heredocs into exec-form RUNs and context files, flags kept', async () => {
     const { translateHeredocs } = await import('../src/task/dockerfile.js');
     const r = translateHeredocs(
-      ['FROM x', 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]', 'RUN <<EOF', '#!/usr/bin/env python3', 'print(1)', 'EOF', 'RUN --mount=type=cache,target=/c python3 - <<PY > /out', 'print("$HOME")', 'PY', 'COPY --chmod=600 <<a <<b /etc/', 'A', 'a', 'B', 'b', 'RUN echo plain'].join('\n'),
+      [
+        'FROM x',
+        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]',
+        'RUN <<EOF',
+        '#!/usr/bin/env python3',
+        'print(1)',
+        'EOF',
+        'RUN --mount=type=cache,target=/c python3 - <<PY > /out',
+        'print("$HOME")',
+        'PY',
+        'COPY --chmod=600 <<a <<b /etc/',
+        'A',
+        'a',
+        'B',
+        'b',
+        'RUN echo plain',
+      ].join('\n'),
     )!;
     const lines = r.dockerfile.split('\n');
     assert.equal(lines[0], 'FROM x');
     const run1 = JSON.parse(lines[2]!.slice('RUN '.length)) as string[];
     assert.deepEqual(run1.slice(0, 4), ['/bin/bash', '-o', 'pipefail', '-c'], 'the SHELL in force is used');
-    assert.match(run1[4]!, /cat > "\$f" <<'TG_HEREDOC_\d+'\n#!\/usr\/bin\/env python3\nprint\(1\)\nTG_HEREDOC_\d+\nchmod \+x "\$f" && "\$f"/);
+    assert.match(
+      run1[4]!,
+      /cat > "\$f" <<'TG_HEREDOC_\d+'\n#!\/usr\/bin\/env python3\nprint\(1\)\nTG_HEREDOC_\d+\nchmod \+x "\$f" && "\$f"/,
+    );
     assert.ok(lines[3]!.startsWith('RUN --mount=type=cache,target=/c ['));
     const run2 = JSON.parse(lines[3]!.slice(lines[3]!.indexOf('['))) as string[];
-    assert.equal(run2[4], 'python3 - <<PY > /out\nprint("$HOME")\nPY\n', 'the shell reads the heredoc itself, expansion as BuildKit would');
+    assert.equal(
+      run2[4],
+      'python3 - <<PY > /out\nprint("$HOME")\nPY\n',
+      'the shell reads the heredoc itself, expansion as BuildKit would',
+    );
     assert.equal(lines[4], 'COPY --chmod=600 .termgrade-heredocs/0/a .termgrade-heredocs/0/b /etc/');
-    assert.deepEqual(r.files, [{ path: '.termgrade-heredocs/0/a', content: 'A\n' }, { path: '.termgrade-heredocs/0/b', content: 'B\n' }]);
+    assert.deepEqual(r.files, [
+      { path: '.termgrade-heredocs/0/a', content: 'A\n' },
+      { path: '.termgrade-heredocs/0/b', content: 'B\n' },
+    ]);
     assert.equal(lines[5], 'RUN echo plain');
     assert.equal(translateHeredocs('FROM x\nRUN echo hi\n'), null, 'a file without heredocs is left alone');
   });
@@ -180,20 +214,30 @@ describe('Terminal-Bench 1 conversion', () => {
     const { docker, ROOT } = await import('./helpers.js');
     const out = await tempDir();
     const converted = await convertTb1(path.join(ROOT, 'test', 'fixtures', 'tb1'), out);
-    assert.deepEqual(converted.map((c) => path.basename(c.to)), ['line-count', 'tmux-steps']);
+    assert.deepEqual(
+      converted.map((c) => path.basename(c.to)),
+      ['line-count', 'tmux-steps'],
+    );
     const lc = await loadTask(path.join(out, 'line-count'));
     assert.equal(lc.instruction, 'Count the lines of /app/data.txt and write the number, alone, to /app/count.txt.\n');
     assert.equal(lc.config.agent.timeout_sec, 120);
     assert.equal(lc.config.verifier.timeout_sec, 60);
     assert.equal((lc.config.metadata as { difficulty?: string }).difficulty, 'easy');
-    assert.deepEqual(converted[0]!.unconverted.map((u) => u.split(':')[0]), ['docker-compose.yaml']);
+    assert.deepEqual(
+      converted[0]!.unconverted.map((u) => u.split(':')[0]),
+      ['docker-compose.yaml'],
+    );
     const tm = converted[1]!.unconverted.join('\n');
     assert.match(tm, /description variant/);
     assert.match(tm, /2 services \(client, db\)/);
     assert.match(tm, /solution\.yaml step 2: keystrokes/);
     assert.match(tm, /installs tools at test time/);
     assert.match(await readFile(path.join(out, 'tmux-steps', 'CONVERT.md'), 'utf8'), /Not carried over/);
-    const report = await checkTasks([path.join(out, 'line-count')], { provider: docker(), outDir: await tempDir(), probes: 'fast' });
+    const report = await checkTasks([path.join(out, 'line-count')], {
+      provider: docker(),
+      outDir: await tempDir(),
+      probes: 'fast',
+    });
     assert.equal(report.tasks[0]!.verdict, 'admissible', report.tasks[0]!.details.join(' | '));
     assert.deepEqual(report.tasks[0]!.tests, ['test_outputs.py::test_count']);
   });

@@ -23,7 +23,7 @@ multiStepBehaviour('fake provider', () => (fake ??= new FakeProvider({ grade: (_
   failingFirstStep: () => new FakeProvider({ grade: () => 0 }),
 });
 
-describe('step rewards (Harbor\'s aggregation)', () => {
+describe("step rewards (Harbor's aggregation)", () => {
   it('"mean" is the per-key mean over contributing, verified steps, a missing key counting 0', () => {
     const got = aggregateStepRewards('mean', [
       { rewards: { reward: 1, quality: 0.5 }, contributes: true },
@@ -34,7 +34,14 @@ describe('step rewards (Harbor\'s aggregation)', () => {
     assert.deepEqual(got, { reward: 0.5, rewards: { reward: 0.5, quality: 0.25 } });
   });
   it('"final" is the last contributing verified step\'s rewards as they are', () => {
-    assert.deepEqual(aggregateStepRewards('final', [{ rewards: { reward: 1 }, contributes: true }, { rewards: { reward: 0.2, x: 3 }, contributes: true }, { rewards: { reward: 1 }, contributes: false }]), { reward: 0.2, rewards: { reward: 0.2, x: 3 } });
+    assert.deepEqual(
+      aggregateStepRewards('final', [
+        { rewards: { reward: 1 }, contributes: true },
+        { rewards: { reward: 0.2, x: 3 }, contributes: true },
+        { rewards: { reward: 1 }, contributes: false },
+      ]),
+      { reward: 0.2, rewards: { reward: 0.2, x: 3 } },
+    );
     assert.equal(aggregateStepRewards('final', [{ rewards: null, contributes: true }]), null);
   });
   it('min_reward: a number against the primary reward, a map against each named reward', () => {
@@ -50,21 +57,51 @@ describe('step rewards (Harbor\'s aggregation)', () => {
 describe('task schema: the newer Harbor keys', () => {
   const parse = (toml: Record<string, unknown>) => TaskConfigSchema.safeParse(toml);
   it('refuses artifact paths that could climb out, naming the field', () => {
-    for (const bad of ['/app/../etc/passwd', 'relative/path', '/', { source: '/app/x', destination: '../out' }, { source: '/app/x', destination: '/abs' }]) {
+    for (const bad of [
+      '/app/../etc/passwd',
+      'relative/path',
+      '/',
+      { source: '/app/x', destination: '../out' },
+      { source: '/app/x', destination: '/abs' },
+    ]) {
       const r = parse({ artifacts: [bad] });
       assert.equal(r.success, false, JSON.stringify(bad));
     }
     const ok = parse({ artifacts: ['/app/out.txt', { source: '/data/results', destination: 'results' }] });
     assert.ok(ok.success);
-    assert.deepEqual(ok.data.artifacts, [{ source: '/app/out.txt', destination: 'app/out.txt' }, { source: '/data/results', destination: 'results' }]);
+    assert.deepEqual(ok.data.artifacts, [
+      { source: '/app/out.txt', destination: 'app/out.txt' },
+      { source: '/data/results', destination: 'results' },
+    ]);
   });
-  it('reads the network policy of each phase, each falling back to the environment\'s', () => {
+  it("reads the network policy of each phase, each falling back to the environment's", () => {
     const cfg = (t: Record<string, unknown>) => TaskConfigSchema.parse(t);
-    assert.deepEqual(phaseNetworks(cfg({})), { environment: 'no-network', agent: 'no-network', verifier: 'no-network' });
-    assert.deepEqual(phaseNetworks(cfg({ environment: { allow_internet: true } })), { environment: 'public', agent: 'public', verifier: 'public' });
-    assert.deepEqual(phaseNetworks(cfg({ environment: { network_mode: 'no-network' }, agent: { network_mode: 'allowlist', allowed_hosts: ['pypi.org'] }, verifier: { network_mode: 'public' } })), { environment: 'no-network', agent: 'allowlist', verifier: 'public' });
+    assert.deepEqual(phaseNetworks(cfg({})), {
+      environment: 'no-network',
+      agent: 'no-network',
+      verifier: 'no-network',
+    });
+    assert.deepEqual(phaseNetworks(cfg({ environment: { allow_internet: true } })), {
+      environment: 'public',
+      agent: 'public',
+      verifier: 'public',
+    });
+    assert.deepEqual(
+      phaseNetworks(
+        cfg({
+          environment: { network_mode: 'no-network' },
+          agent: { network_mode: 'allowlist', allowed_hosts: ['pypi.org'] },
+          verifier: { network_mode: 'public' },
+        }),
+      ),
+      { environment: 'no-network', agent: 'allowlist', verifier: 'public' },
+    );
     assert.equal(networkFor('public', 'tasks-net'), 'tasks-net');
-    assert.equal(networkFor('allowlist', 'tasks-net'), null, 'an allowlist cannot be enforced: no network (fail closed)');
+    assert.equal(
+      networkFor('allowlist', 'tasks-net'),
+      null,
+      'an allowlist cannot be enforced: no network (fail closed)',
+    );
     assert.equal(networkFor('public', null), null, 'without a network the user made, never one');
   });
   it('a step without its instruction, a duplicate step and a task with no contributing step are refused with the file named', async () => {
@@ -79,14 +116,23 @@ describe('task schema: the newer Harbor keys', () => {
   });
 });
 
-describe('per-phase network (fake provider: which network each phase\'s sandbox is on)', () => {
-  it('starts on the user\'s network when a phase may use it, then gives each phase its own; the verifier shares the agent sandbox\'s', async () => {
+describe("per-phase network (fake provider: which network each phase's sandbox is on)", () => {
+  it("starts on the user's network when a phase may use it, then gives each phase its own; the verifier shares the agent sandbox's", async () => {
     const provider = new FakeProvider();
-    const task = await loadTask(await trivialTask({ 'task.toml': '[environment]\nnetwork_mode = "no-network"\n[agent]\nnetwork_mode = "public"\n[verifier]\nnetwork_mode = "no-network"\n' }));
+    const task = await loadTask(
+      await trivialTask({
+        'task.toml':
+          '[environment]\nnetwork_mode = "no-network"\n[agent]\nnetwork_mode = "public"\n[verifier]\nnetwork_mode = "no-network"\n',
+      }),
+    );
     const r = await runTrial({ task, agent: oracleAgent, provider, outDir: await tempDir(), network: 'tasks-net' });
     assert.equal(r.reward, 1, JSON.stringify(r.errors));
     const box = provider.started[0]!;
-    assert.deepEqual(box.networkLog, [null, 'tasks-net', null], 'baseline none for setup, the network for the agent, none for the verifier');
+    assert.deepEqual(
+      box.networkLog,
+      [null, 'tasks-net', null],
+      'baseline none for setup, the network for the agent, none for the verifier',
+    );
     assert.deepEqual(provider.networksAtGrading, [null]);
   });
   it('runs a task that asks for no network on none, whatever network the user gives, and never switches', async () => {
@@ -103,27 +149,51 @@ const NET = `tgts-${process.pid}`;
 describe('per-phase network on real Docker', () => {
   before(() => {
     // A network trials may join: the host holds no address on it (see trial-network.ts).
-    const r = spawnSync('docker', ['network', 'create', '--internal', '-o', 'com.docker.network.bridge.inhibit_ipv4=true', '--subnet', '198.18.77.0/24', NET], { encoding: 'utf8' });
+    const r = spawnSync(
+      'docker',
+      [
+        'network',
+        'create',
+        '--internal',
+        '-o',
+        'com.docker.network.bridge.inhibit_ipv4=true',
+        '--subnet',
+        '198.18.77.0/24',
+        NET,
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
   });
   after(() => {
     spawnSync('docker', ['network', 'rm', NET]);
   });
-  it('each phase\'s container gets the network its policy says: the agent on it, the verifier (sharing the agent\'s namespace) off it', async () => {
+  it("each phase's container gets the network its policy says: the agent on it, the verifier (sharing the agent's namespace) off it", async () => {
     const task = await loadTask(
       await trivialTask({
-        'task.toml': '[agent]\nnetwork_mode = "public"\ntimeout_sec = 30\n[verifier]\nnetwork_mode = "no-network"\ntimeout_sec = 30\n',
+        'task.toml':
+          '[agent]\nnetwork_mode = "public"\ntimeout_sec = 30\n[verifier]\nnetwork_mode = "no-network"\ntimeout_sec = 30\n',
         // The agent records its interfaces; the verifier records its own, and passes only when it has loopback alone.
-        'solution/solve.sh': '#!/bin/bash\nls /sys/class/net | sort | tr "\\n" , > /app/agent-net; echo hello > /app/out.txt\n',
-        'tests/test.sh': '#!/bin/bash\nls /sys/class/net | sort | tr "\\n" , > /logs/verifier/verifier-net\nif [ "$(cat /logs/verifier/verifier-net)" = "lo," ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\ncp /app/agent-net /logs/verifier/agent-net\n',
+        'solution/solve.sh':
+          '#!/bin/bash\nls /sys/class/net | sort | tr "\\n" , > /app/agent-net; echo hello > /app/out.txt\n',
+        'tests/test.sh':
+          '#!/bin/bash\nls /sys/class/net | sort | tr "\\n" , > /logs/verifier/verifier-net\nif [ "$(cat /logs/verifier/verifier-net)" = "lo," ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\ncp /app/agent-net /logs/verifier/agent-net\n',
       }),
     );
     const out = await tempDir();
     const r = await runTrial({ task, agent: oracleAgent, provider: docker(), outDir: out, network: NET });
     assert.equal(r.reward, 1, JSON.stringify(r.errors));
     const logs = path.join(out, r.trialId, 'verifier');
-    assert.match(await readFile(path.join(logs, 'agent-net'), 'utf8'), /^eth[0-9]+,lo,$/, 'the agent phase was on the network');
-    assert.equal(await readFile(path.join(logs, 'verifier-net'), 'utf8'), 'lo,', 'the verifier phase had loopback only');
+    assert.match(
+      await readFile(path.join(logs, 'agent-net'), 'utf8'),
+      /^eth[0-9]+,lo,$/,
+      'the agent phase was on the network',
+    );
+    assert.equal(
+      await readFile(path.join(logs, 'verifier-net'), 'utf8'),
+      'lo,',
+      'the verifier phase had loopback only',
+    );
   });
 });
 
@@ -143,9 +213,15 @@ describe('artifacts copied out of a real verifier sandbox', () => {
     const provider = docker();
     const box = await provider.start(task, await provider.prepare(task));
     try {
-      await box.exec('mkdir -p /app/dir/sub && echo s > /app/small.txt && echo d > /app/dir/sub/d.txt && ln -s /etc/passwd /app/link && head -c 5000 /dev/zero > /app/big/x 2>/dev/null || (mkdir -p /app/big && head -c 5000 /dev/zero > /app/big/x)');
+      await box.exec(
+        'mkdir -p /app/dir/sub && echo s > /app/small.txt && echo d > /app/dir/sub/d.txt && ln -s /etc/passwd /app/link && head -c 5000 /dev/zero > /app/big/x 2>/dev/null || (mkdir -p /app/big && head -c 5000 /dev/zero > /app/big/x)',
+      );
       const { hooks, kinds } = await runCollect(box, task);
-      assert.deepEqual(hooks.map((h) => h.exitCode), [0, 3], 'a failing hook is recorded, not thrown');
+      assert.deepEqual(
+        hooks.map((h) => h.exitCode),
+        [0, 3],
+        'a failing hook is recorded, not thrown',
+      );
       await box.stop();
       const host = await tempDir();
       const got = await copyArtifacts(box, task, kinds, host, 1000);
@@ -158,7 +234,11 @@ describe('artifacts copied out of a real verifier sandbox', () => {
       assert.match(by['/app/absent']!.message ?? '', /not there/);
       assert.equal(await readFile(path.join(host, 'logs', 'artifacts', 'c.txt'), 'utf8'), 'collected\n');
       assert.equal(await readFile(path.join(host, 'app', 'dir', 'sub', 'd.txt'), 'utf8'), 'd\n');
-      assert.deepEqual((await readdir(path.join(host, 'app'))).sort(), ['dir', 'small.txt'], 'nothing kept of a refused artifact');
+      assert.deepEqual(
+        (await readdir(path.join(host, 'app'))).sort(),
+        ['dir', 'small.txt'],
+        'nothing kept of a refused artifact',
+      );
       await mkdir(host, { recursive: true });
     } finally {
       await box.close();
@@ -179,9 +259,17 @@ describe('a multi-step trial with named rewards, recorded, exported, counted and
     const r = await runTrial({ task, agent: oracleAgent, provider: docker(), outDir: trials });
     const store = JobStore.open(path.join(jobDir, 'job.db'));
     try {
-      store.recordTrial(r, { slot: { config: 'oracle', task: task.name, attempt: 0 }, trialDir: path.join(trials, r.trialId), infraAttempts: 1, retryReasons: [] });
+      store.recordTrial(r, {
+        slot: { config: 'oracle', task: task.name, attempt: 0 },
+        trialDir: path.join(trials, r.trialId),
+        infraAttempts: 1,
+        retryReasons: [],
+      });
       const row = [...store.listTrials()][0]!;
-      assert.deepEqual(JSON.parse(row.steps_json).map((s: { name: string }) => s.name), ['01-create', '02-append', '03-finish']);
+      assert.deepEqual(
+        JSON.parse(row.steps_json).map((s: { name: string }) => s.name),
+        ['01-create', '02-append', '03-finish'],
+      );
       assert.equal(row.task_version, '2.1.0');
       assert.deepEqual([row.dataset_name, row.dataset_version], ['fixtures/multi', '0.3.0']);
     } finally {
@@ -190,13 +278,22 @@ describe('a multi-step trial with named rewards, recorded, exported, counted and
     const [exported] = await collectTrialRows([jobDir]);
     assert.ok(Math.abs(JSON.parse(exported!.rewards).quality - 0.5 / 3) < 1e-9, exported!.rewards);
     assert.equal(JSON.parse(exported!.steps).length, 3);
-    assert.deepEqual([exported!.task_version, exported!.dataset_name, exported!.dataset_version], ['2.1.0', 'fixtures/multi', '0.3.0']);
+    assert.deepEqual(
+      [exported!.task_version, exported!.dataset_name, exported!.dataset_version],
+      ['2.1.0', 'fixtures/multi', '0.3.0'],
+    );
     // Rates use the primary reward only; the other named rewards are shown beside them.
     const stats = await runCli(['stats', jobDir]);
     assert.equal(stats.status, 0, stats.stderr);
-    assert.match(stats.stdout, /named rewards \(mean over graded trials; rates use `reward` only\): quality 0\.167 \(1\)/);
+    assert.match(
+      stats.stdout,
+      /named rewards \(mean over graded trials; rates use `reward` only\): quality 0\.167 \(1\)/,
+    );
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
+    });
     try {
       const page = await browser.newPage();
       await page.goto(viewer.openUrl);
@@ -204,9 +301,16 @@ describe('a multi-step trial with named rewards, recorded, exported, counted and
       await page.waitForSelector('#trials tbody tr');
       await page.locator('#trials tbody tr td a').first().click();
       await page.waitForSelector('#steps');
-      assert.deepEqual(await page.locator('#steps tbody tr td:first-child').allTextContents(), ['01-create', '02-append', '03-finish']);
+      assert.deepEqual(await page.locator('#steps tbody tr td:first-child').allTextContents(), [
+        '01-create',
+        '02-append',
+        '03-finish',
+      ]);
       assert.match((await page.locator('#rewards').textContent()) ?? '', /quality 0\.167/);
-      assert.match((await page.locator('#versions').textContent()) ?? '', /task version 2\.1\.0 · dataset fixtures\/multi 0\.3\.0/);
+      assert.match(
+        (await page.locator('#versions').textContent()) ?? '',
+        /task version 2\.1\.0 · dataset fixtures\/multi 0\.3\.0/,
+      );
     } finally {
       await browser.close();
       await viewer.close();
@@ -215,14 +319,25 @@ describe('a multi-step trial with named rewards, recorded, exported, counted and
 });
 
 describe('check on a multi-step task (fake provider)', () => {
-  it('runs the steps\' reference solutions as the oracle (not refused for a missing root solve.sh) and runs no probe on it', async () => {
+  it("runs the steps' reference solutions as the oracle (not refused for a missing root solve.sh) and runs no probe on it", async () => {
     const dir = await multiStepTask();
     // The oracle's three step gradings come first (1 each), then the do-nothing agent's (0).
-    const pass = await checkTasks([dir], { provider: new FakeProvider({ grade: (_t, n) => (n < 3 ? 1 : 0) }), outDir: await tempDir(), repeat: 1 });
+    const pass = await checkTasks([dir], {
+      provider: new FakeProvider({ grade: (_t, n) => (n < 3 ? 1 : 0) }),
+      outDir: await tempDir(),
+      repeat: 1,
+    });
     const t = pass.tasks[0]!;
     assert.deepEqual(t.reasons, [], JSON.stringify(t.details));
-    assert.ok(t.details.some((d) => /probes not run: a multi-step task \(3 steps\)/.test(d)), JSON.stringify(t.details));
-    const fail = await checkTasks([dir], { provider: new FakeProvider({ grade: (_t, n) => FAKE_STEP_GRADES[n % 3]! }), outDir: await tempDir(), repeat: 1 });
+    assert.ok(
+      t.details.some((d) => /probes not run: a multi-step task \(3 steps\)/.test(d)),
+      JSON.stringify(t.details),
+    );
+    const fail = await checkTasks([dir], {
+      provider: new FakeProvider({ grade: (_t, n) => FAKE_STEP_GRADES[n % 3]! }),
+      outDir: await tempDir(),
+      repeat: 1,
+    });
     assert.deepEqual(fail.tasks[0]!.reasons, ['oracle_failed'], 'a step the reference solution fails fails the oracle');
   });
 });

@@ -14,9 +14,19 @@ const templateOf = (name: string): Promise<string> => readFile(path.join(TB2, na
 describe('what a verifier fetches, read from test.sh', () => {
   it("names every fetching command of TB2's standard template and its uvx pytest run", async () => {
     const needs = verifierNeeds(await templateOf('word-count'));
-    assert.deepEqual(needs.commands.map((c) => [c.kind, c.line]), [['apt', 3], ['apt', 4], ['download', 6], ['uv', 16]]);
+    assert.deepEqual(
+      needs.commands.map((c) => [c.kind, c.line]),
+      [
+        ['apt', 3],
+        ['apt', 4],
+        ['download', 6],
+        ['uv', 16],
+      ],
+    );
     assert.match(needs.commands[2]!.command, /astral\.sh\/uv/);
-    assert.deepEqual(needs.uvxPytest, [{ line: 16, python: '3.13', with: ['pytest==8.4.1', 'pytest-json-ctrf==0.3.5'], unknownFlags: [] }]);
+    assert.deepEqual(needs.uvxPytest, [
+      { line: 16, python: '3.13', with: ['pytest==8.4.1', 'pytest-json-ctrf==0.3.5'], unknownFlags: [] },
+    ]);
     const plan = planOf(needs);
     assert.equal(plan.kind, 'toolchain');
   });
@@ -24,30 +34,76 @@ describe('what a verifier fetches, read from test.sh', () => {
   it('says what the toolchain cannot serve: a requirement it lacks, pip, uv run, another download', async () => {
     const httpx = planOf(verifierNeeds(await templateOf('word-count-httpx')));
     assert.equal(httpx.kind, 'needs-network');
-    assert.ok(httpx.kind === 'needs-network' && httpx.unmet.some((u) => /httpx==0\.28\.1/.test(u)), JSON.stringify(httpx));
-    const pip = planOf(verifierNeeds('#!/bin/bash\npip3 install --break-system-packages pytest==8.4.1 pytest-json-ctrf==0.3.5\npytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n'));
+    assert.ok(
+      httpx.kind === 'needs-network' && httpx.unmet.some((u) => /httpx==0\.28\.1/.test(u)),
+      JSON.stringify(httpx),
+    );
+    const pip = planOf(
+      verifierNeeds(
+        '#!/bin/bash\npip3 install --break-system-packages pytest==8.4.1 pytest-json-ctrf==0.3.5\npytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n',
+      ),
+    );
     assert.ok(pip.kind === 'needs-network' && /line 2: pip install/.test(pip.unmet.join()), JSON.stringify(pip));
     const uvRun = planOf(verifierNeeds('uv venv && uv pip install pytest\nuv run pytest /tests\n'));
     assert.ok(uvRun.kind === 'needs-network' && uvRun.unmet.length >= 2, JSON.stringify(uvRun));
-    const data = planOf(verifierNeeds('curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nwget https://example.com/data.tar.gz # the expected output\nuvx -w pytest pytest /tests\n'));
+    const data = planOf(
+      verifierNeeds(
+        'curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nwget https://example.com/data.tar.gz # the expected output\nuvx -w pytest pytest /tests\n',
+      ),
+    );
     assert.ok(data.kind === 'needs-network' && /example\.com/.test(data.unmet.join()), JSON.stringify(data));
     // set -e before the fetching lines: their offline failure ends test.sh before it grades.
-    const errexit = planOf(verifierNeeds('#!/bin/bash\nset -e\napt-get update\napt-get install -y curl\ncurl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py\n'));
-    assert.ok(errexit.kind === 'needs-network' && /line 3: its failure offline ends test\.sh/.test(errexit.unmet.join()), JSON.stringify(errexit));
-    assert.equal(planOf(verifierNeeds('set -e\nset +e\napt-get update\nuvx -w pytest pytest /tests\n')).kind, 'toolchain');
+    const errexit = planOf(
+      verifierNeeds(
+        '#!/bin/bash\nset -e\napt-get update\napt-get install -y curl\ncurl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py\n',
+      ),
+    );
+    assert.ok(
+      errexit.kind === 'needs-network' && /line 3: its failure offline ends test\.sh/.test(errexit.unmet.join()),
+      JSON.stringify(errexit),
+    );
+    assert.equal(
+      planOf(verifierNeeds('set -e\nset +e\napt-get update\nuvx -w pytest pytest /tests\n')).kind,
+      'toolchain',
+    );
     // The newer template's guarded installer (skipped where uv is on the PATH) and `python -m pytest` under uvx.
-    const guarded = '#!/bin/bash\nif ! command -v uv &> /dev/null; then\n    apt-get update && apt-get install -y curl\n    (set -o pipefail; curl -LsSf https://astral.sh/uv/0.10.11/install.sh | sh) || exit $?\nfi\nsource $HOME/.local/bin/env\nuvx -p 3.13 --with pytest==8.4.1 --with pytest-json-ctrf==0.3.5 python -m pytest /tests/test_outputs.py --ctrf /logs/verifier/ctrf.json -rA\n';
-    assert.deepEqual(planOf(verifierNeeds(guarded)), { kind: 'toolchain', commands: verifierNeeds(guarded).commands, substituted: ['pytest==8.4.1 -> python3-pytest', 'pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)'], aptPackages: [] });
+    const guarded =
+      '#!/bin/bash\nif ! command -v uv &> /dev/null; then\n    apt-get update && apt-get install -y curl\n    (set -o pipefail; curl -LsSf https://astral.sh/uv/0.10.11/install.sh | sh) || exit $?\nfi\nsource $HOME/.local/bin/env\nuvx -p 3.13 --with pytest==8.4.1 --with pytest-json-ctrf==0.3.5 python -m pytest /tests/test_outputs.py --ctrf /logs/verifier/ctrf.json -rA\n';
+    assert.deepEqual(planOf(verifierNeeds(guarded)), {
+      kind: 'toolchain',
+      commands: verifierNeeds(guarded).commands,
+      substituted: ['pytest==8.4.1 -> python3-pytest', 'pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)'],
+      aptPackages: [],
+    });
     // Packages the tests use, installed with apt: served only if the image has them (the oracle decides).
-    const apt = planOf(verifierNeeds('apt-get update\napt-get install -y curl primer3 binutils\nuvx -w pytest pytest /tests\n'));
+    const apt = planOf(
+      verifierNeeds('apt-get update\napt-get install -y curl primer3 binutils\nuvx -w pytest pytest /tests\n'),
+    );
     assert.ok(apt.kind === 'toolchain' && apt.aptPackages.join() === 'primer3,binutils', JSON.stringify(apt));
     // Comments and plain commands fetch nothing.
-    assert.deepEqual(planOf(verifierNeeds('#!/bin/bash\n# apt-get install curl\npython3 -m pytest /tests -rA\necho 1 > /logs/verifier/reward.txt\n')), { kind: 'offline' });
+    assert.deepEqual(
+      planOf(
+        verifierNeeds(
+          '#!/bin/bash\n# apt-get install curl\npython3 -m pytest /tests -rA\necho 1 > /logs/verifier/reward.txt\n',
+        ),
+      ),
+      { kind: 'offline' },
+    );
   });
 
   it("confirms from the verifier's log that fetching failed for want of a network", () => {
-    assert.match(downloadFailure('Err:1 http://deb.debian.org/debian bookworm InRelease\n  Temporary failure resolving \'deb.debian.org\'\n')!, /Temporary failure resolving/);
-    assert.match(downloadFailure('curl: (6) Could not resolve host: astral.sh\n/tests/test.sh: line 16: uvx: command not found\n')!, /Could not resolve host: astral\.sh/);
+    assert.match(
+      downloadFailure(
+        "Err:1 http://deb.debian.org/debian bookworm InRelease\n  Temporary failure resolving 'deb.debian.org'\n",
+      )!,
+      /Temporary failure resolving/,
+    );
+    assert.match(
+      downloadFailure(
+        'curl: (6) Could not resolve host: astral.sh\n/tests/test.sh: line 16: uvx: command not found\n',
+      )!,
+      /Could not resolve host: astral\.sh/,
+    );
     assert.equal(downloadFailure('FAILED test_outputs.py::test_count_is_right - AssertionError\n'), null);
   });
 });
@@ -55,11 +111,22 @@ describe('what a verifier fetches, read from test.sh', () => {
 describe('Terminal-Bench 2 template graded offline (real Docker)', () => {
   it("admits a task in TB2's exact template shape: test.sh's uvx pytest served by the offline toolchain", async () => {
     const out = await tempDir();
-    const report = await checkTasks([path.join(TB2, 'word-count')], { provider: docker(), outDir: out, repeat: 1, probes: 'fast' });
+    const report = await checkTasks([path.join(TB2, 'word-count')], {
+      provider: docker(),
+      outDir: out,
+      repeat: 1,
+      probes: 'fast',
+    });
     const t = report.tasks[0]!;
     assert.equal(t.verdict, 'admissible', t.details.join('\n'));
-    assert.deepEqual([...t.tests].sort(), ['test_outputs.py::test_count_file_exists', 'test_outputs.py::test_count_is_right']);
-    assert.ok(t.details.some((d) => /verifier toolchain/.test(d)), t.details.join('\n'));
+    assert.deepEqual([...t.tests].sort(), [
+      'test_outputs.py::test_count_file_exists',
+      'test_outputs.py::test_count_is_right',
+    ]);
+    assert.ok(
+      t.details.some((d) => /verifier toolchain/.test(d)),
+      t.details.join('\n'),
+    );
     // The CTRF report came from the toolchain's plugin, and the nop agent's run failed the tests.
     const ctrf = JSON.parse(await readFile(path.join(out, 'trials', t.trials[0]!, 'verifier', 'ctrf.json'), 'utf8'));
     assert.equal(ctrf.results.summary.passed, 2);
@@ -68,7 +135,20 @@ describe('Terminal-Bench 2 template graded offline (real Docker)', () => {
 
   it("grades a run's offline trials of the TB2 template with the toolchain (the real binary)", async () => {
     const jobs = await tempDir();
-    const r = await runCli(['run', '-t', path.join(TB2, 'word-count'), '-a', 'oracle', '-k', '1', '--jobs-dir', jobs, '--no-preflight', '--name', 'tb2']);
+    const r = await runCli([
+      'run',
+      '-t',
+      path.join(TB2, 'word-count'),
+      '-a',
+      'oracle',
+      '-k',
+      '1',
+      '--jobs-dir',
+      jobs,
+      '--no-preflight',
+      '--name',
+      'tb2',
+    ]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout + r.stderr, /oracle\s+1\s+100\.0/);
     const trials = path.join(jobs, 'tb2', 'trials');
@@ -78,14 +158,25 @@ describe('Terminal-Bench 2 template graded offline (real Docker)', () => {
   });
 
   it('names a verifier that needs the network, with its commands, instead of a bare oracle_failed', async () => {
-    const off = await checkTasks([path.join(TB2, 'word-count')], { provider: docker(), outDir: await tempDir(), repeat: 1, probes: 'none', verifierToolchain: false });
+    const off = await checkTasks([path.join(TB2, 'word-count')], {
+      provider: docker(),
+      outDir: await tempDir(),
+      repeat: 1,
+      probes: 'none',
+      verifierToolchain: false,
+    });
     const t = off.tasks[0]!;
     assert.deepEqual(t.reasons, ['verifier_needs_network'], t.details.join('\n'));
     const detail = t.details.find((d) => d.startsWith('verifier_needs_network'))!;
     assert.match(detail, /line 3 \(apt\): apt-get update.*line 6 \(download\): curl .*astral\.sh.*line 16 \(uv\): uvx/);
     assert.match(detail, /its log shows: /);
 
-    const httpx = await checkTasks([path.join(TB2, 'word-count-httpx')], { provider: docker(), outDir: await tempDir(), repeat: 1, probes: 'none' });
+    const httpx = await checkTasks([path.join(TB2, 'word-count-httpx')], {
+      provider: docker(),
+      outDir: await tempDir(),
+      repeat: 1,
+      probes: 'none',
+    });
     const h = httpx.tasks[0]!;
     assert.deepEqual(h.reasons, ['verifier_needs_network'], h.details.join('\n'));
     assert.match(h.details.join('\n'), /requirement httpx==0\.28\.1 is not in the offline toolchain/);

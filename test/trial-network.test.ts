@@ -21,11 +21,22 @@ describe('which networks may carry trials (pure)', () => {
     assert.equal(overlapsPrivateRange('172.15.0.0/16'), false);
     assert.equal(overlapsPrivateRange('100.64.77.0/24'), false);
     assert.equal(overlapsPrivateRange('0.0.0.0/0'), true);
-    const ok = { Name: 'n', Driver: 'bridge', Options: { [INHIBIT_IPV4]: 'true' }, IPAM: { Config: [{ Subnet: '100.64.77.0/24' }] } };
+    const ok = {
+      Name: 'n',
+      Driver: 'bridge',
+      Options: { [INHIBIT_IPV4]: 'true' },
+      IPAM: { Config: [{ Subnet: '100.64.77.0/24' }] },
+    };
     assert.equal(trialNetworkRefusal(ok), null);
-    assert.match(trialNetworkRefusal({ ...ok, IPAM: { Config: [{ Subnet: '172.18.0.0/16' }] } })!, /private-range subnet 172\.18\.0\.0\/16/);
+    assert.match(
+      trialNetworkRefusal({ ...ok, IPAM: { Config: [{ Subnet: '172.18.0.0/16' }] } })!,
+      /private-range subnet 172\.18\.0\.0\/16/,
+    );
     assert.match(trialNetworkRefusal({ ...ok, Options: {} })!, /host holds the gateway address/);
-    assert.equal(trialNetworkRefusal({ Name: 'm', Driver: 'macvlan', IPAM: { Config: [{ Subnet: '100.64.0.0/24' }] } }), null);
+    assert.equal(
+      trialNetworkRefusal({ Name: 'm', Driver: 'macvlan', IPAM: { Config: [{ Subnet: '100.64.0.0/24' }] } }),
+      null,
+    );
     assert.match(trialNetworkRefusal({ Name: 'o', Driver: 'overlay' })!, /overlay driver/);
   });
 });
@@ -46,8 +57,10 @@ describe('run --network keeps Harbor online semantics, never the host (real Dock
   const taskWith = (allow: boolean): Promise<string> =>
     trivialTask({
       'task.toml': `[task]\nname = "net-${allow}"\n\n[verifier]\ntimeout_sec = 60\n\n[agent]\ntimeout_sec = 60\n\n[environment]\nallow_internet = ${allow}\n`,
-      'solution/solve.sh': '#!/bin/bash\nls /sys/class/net | sort > /app/agent-ifaces.txt\ncat /proc/net/fib_trie > /app/agent-addrs.txt\n',
-      'tests/test.sh': '#!/bin/bash\nls /sys/class/net | sort > /logs/verifier/verifier-ifaces.txt\ncp /app/agent-ifaces.txt /app/agent-addrs.txt /logs/verifier/\necho 1 > /logs/verifier/reward.txt\n',
+      'solution/solve.sh':
+        '#!/bin/bash\nls /sys/class/net | sort > /app/agent-ifaces.txt\ncat /proc/net/fib_trie > /app/agent-addrs.txt\n',
+      'tests/test.sh':
+        '#!/bin/bash\nls /sys/class/net | sort > /logs/verifier/verifier-ifaces.txt\ncp /app/agent-ifaces.txt /app/agent-addrs.txt /logs/verifier/\necho 1 > /logs/verifier/reward.txt\n',
     });
 
   it("gives the network to an allow_internet task's agent and verifier only, and the host no address on it", async () => {
@@ -60,7 +73,9 @@ describe('run --network keeps Harbor online semantics, never the host (real Dock
       assert.equal(r.reward, 1, JSON.stringify(r.errors));
       const logs = path.join(out, r.trialId, 'verifier');
       const agentIfaces = (await readFile(path.join(logs, 'agent-ifaces.txt'), 'utf8')).split('\n').filter(Boolean);
-      const verifierIfaces = (await readFile(path.join(logs, 'verifier-ifaces.txt'), 'utf8')).split('\n').filter(Boolean);
+      const verifierIfaces = (await readFile(path.join(logs, 'verifier-ifaces.txt'), 'utf8'))
+        .split('\n')
+        .filter(Boolean);
       if (allow) {
         assert.deepEqual(agentIfaces, ['eth0', 'lo']);
         assert.deepEqual(verifierIfaces, ['eth0', 'lo']);
@@ -70,8 +85,13 @@ describe('run --network keeps Harbor online semantics, never the host (real Dock
         assert.deepEqual(verifierIfaces, ['lo']);
       }
     }
-    const hostAddrs = Object.values(networkInterfaces()).flatMap((l) => l ?? []).map((a) => a.address);
-    assert.ok(!hostAddrs.some((a) => a.startsWith('100.64.91.')), `the host holds an address on the trial network: ${hostAddrs.join(', ')}`);
+    const hostAddrs = Object.values(networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .map((a) => a.address);
+    assert.ok(
+      !hostAddrs.some((a) => a.startsWith('100.64.91.')),
+      `the host holds an address on the trial network: ${hostAddrs.join(', ')}`,
+    );
   });
 
   it('refuses a bridge where the host would hold the gateway address', async () => {

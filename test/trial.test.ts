@@ -18,17 +18,22 @@ describe('trial', () => {
     assert.equal(r.passed, true);
     assert.equal(r.error, null);
     assert.equal(r.exitReason, 'completed');
-    assert.deepEqual(r.tests.map((t) => [t.name, t.status]), [
-      ['test_outputs.py::test_summary_exists', 'passed'],
-      ['test_outputs.py::test_regions_sorted', 'passed'],
-      ['test_outputs.py::test_units_skip_bad_rows', 'passed'],
-      ['test_outputs.py::test_revenue_rounded', 'passed'],
-    ]);
+    assert.deepEqual(
+      r.tests.map((t) => [t.name, t.status]),
+      [
+        ['test_outputs.py::test_summary_exists', 'passed'],
+        ['test_outputs.py::test_regions_sorted', 'passed'],
+        ['test_outputs.py::test_units_skip_bad_rows', 'passed'],
+        ['test_outputs.py::test_revenue_rounded', 'passed'],
+      ],
+    );
     for (const phase of ['environment_setup', 'agent_setup', 'agent_run', 'verification', 'teardown'] as const) {
       assert.ok(r.phases[phase], `phase ${phase} timed`);
       assert.ok(r.phases[phase]!.durationMs >= 0);
     }
-    const stored = TrialResultSchema.parse(JSON.parse(await readFile(path.join(out, r.trialId, 'result.json'), 'utf8')));
+    const stored = TrialResultSchema.parse(
+      JSON.parse(await readFile(path.join(out, r.trialId, 'result.json'), 'utf8')),
+    );
     assert.deepEqual(stored, r);
     assert.match(await readFile(path.join(out, r.trialId, 'verifier', 'test-stdout.txt'), 'utf8'), /4 passed/);
     assert.equal((await readFile(path.join(out, r.trialId, 'verifier', 'reward.txt'), 'utf8')).trim(), '1');
@@ -89,16 +94,23 @@ describe('trial', () => {
   });
 
   it('grades a missing reward file 0, naming it (verifier_no_reward), as Harbor counts it', async () => {
-    const task = await loadTask(await trivialTask({ 'tests/test.sh': '#!/bin/bash\necho "PASSED t.py::test_x"\nexit 1\n' }));
+    const task = await loadTask(
+      await trivialTask({ 'tests/test.sh': '#!/bin/bash\necho "PASSED t.py::test_x"\nexit 1\n' }),
+    );
     const r = await runTrial({ task, agent: oracleAgent, provider: docker(), outDir: await tempDir() });
     assert.equal(r.error?.class, 'verifier_no_reward');
     assert.equal(r.reward, 0);
     assert.equal(r.passed, false);
-    assert.deepEqual(r.tests.map((t) => t.name), ['t.py::test_x']);
+    assert.deepEqual(
+      r.tests.map((t) => t.name),
+      ['t.py::test_x'],
+    );
   });
 
   it('records a build failure without starting anything', async () => {
-    const task = await loadTask(await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN exit 9\n' }));
+    const task = await loadTask(
+      await trivialTask({ 'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN exit 9\n' }),
+    );
     const r = await runTrial({ task, agent: oracleAgent, provider: docker(), outDir: await tempDir() });
     assert.equal(r.error?.class, 'build_failed');
     assert.equal(r.exitReason, 'not_run');

@@ -3,7 +3,11 @@ import { describe, it } from 'node:test';
 import { judge } from '../src/check/verdict.js';
 import type { TrialErrorClass, TrialResult } from '../src/trial/schema.js';
 
-function trial(reward: number | null, tests: Array<'passed' | 'failed'>, errorClasses: TrialErrorClass[] = []): TrialResult {
+function trial(
+  reward: number | null,
+  tests: Array<'passed' | 'failed'>,
+  errorClasses: TrialErrorClass[] = [],
+): TrialResult {
   const errors = errorClasses.map((c) => ({ class: c, message: c, phase: 'verification' as const }));
   return {
     schemaVersion: 1,
@@ -76,6 +80,10 @@ describe('admission rule', () => {
   });
 
   it('reports several reasons in a fixed order', () => {
-    assert.deepEqual(judge([pass, trial(null, [], ['verifier_timeout'])], trial(1, [])), ['nop_passed', 'flaky', 'timeout']);
+    assert.deepEqual(judge([pass, trial(null, [], ['verifier_timeout'])], trial(1, [])), [
+      'nop_passed',
+      'flaky',
+      'timeout',
+    ]);
   });
 });

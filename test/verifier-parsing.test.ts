@@ -10,7 +10,12 @@ describe('reward files', () => {
   });
 
   it('reads one number from reward.txt, whitespace allowed', () => {
-    assert.deepEqual(parseRewardFiles(null, ' 1\n'), { ok: true, reward: 1, rewards: { reward: 1 }, source: 'reward.txt' });
+    assert.deepEqual(parseRewardFiles(null, ' 1\n'), {
+      ok: true,
+      reward: 1,
+      rewards: { reward: 1 },
+      source: 'reward.txt',
+    });
   });
 
   it('calls a missing reward a missing reward, never a 0', () => {
@@ -120,24 +125,47 @@ describe('real pytest output', () => {
       '!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!',
     ].join('\n');
     const { tests } = collectTests({ ctrf: null, stdout: out, junit: [] });
-    assert.deepEqual(tests, [{ name: 'test_outputs.py', status: 'error', durationMs: null, message: "collection error: ModuleNotFoundError: No module named 'numpy'" }]);
+    assert.deepEqual(tests, [
+      {
+        name: 'test_outputs.py',
+        status: 'error',
+        durationMs: null,
+        message: "collection error: ModuleNotFoundError: No module named 'numpy'",
+      },
+    ]);
   });
 
   it('gives a test one name whatever directory pytest ran in', () => {
     for (const prefix of ['', 'tests/', '/tests/', '../tests/', '../../tests/', './tests/']) {
-      const { tests } = collectTests({ ctrf: null, stdout: `PASSED ${prefix}test_outputs.py::test_a\nFAILED ${prefix}test_outputs.py::TestX::test_b - boom`, junit: [] });
-      assert.deepEqual(tests.map((t) => t.name), ['test_outputs.py::test_a', 'test_outputs.py::TestX::test_b'], prefix);
+      const { tests } = collectTests({
+        ctrf: null,
+        stdout: `PASSED ${prefix}test_outputs.py::test_a\nFAILED ${prefix}test_outputs.py::TestX::test_b - boom`,
+        junit: [],
+      });
+      assert.deepEqual(
+        tests.map((t) => t.name),
+        ['test_outputs.py::test_a', 'test_outputs.py::TestX::test_b'],
+        prefix,
+      );
     }
     const ctrf = JSON.stringify({ results: { tests: [{ name: '/tests/test_outputs.py::test_a', status: 'passed' }] } });
     assert.equal(collectTests({ ctrf, stdout: null, junit: [] }).tests[0]!.name, 'test_outputs.py::test_a');
-    assert.equal(collectTests({ ctrf: null, stdout: 'PASSED src/mytests/test_x.py::t', junit: [] }).tests[0]!.name, 'src/mytests/test_x.py::t', 'only the tests folder is stripped');
+    assert.equal(
+      collectTests({ ctrf: null, stdout: 'PASSED src/mytests/test_x.py::t', junit: [] }).tests[0]!.name,
+      'src/mytests/test_x.py::t',
+      'only the tests folder is stripped',
+    );
   });
 });
 
 describe('pytest node ids in every form', () => {
   const cases: Array<[string, string, string | null]> = [
     // [line after the status word, expected id, expected message]
-    ['tests/test_outputs.py::test_required_files[/app/results.txt-results file]', 'tests/test_outputs.py::test_required_files[/app/results.txt-results file]', null],
+    [
+      'tests/test_outputs.py::test_required_files[/app/results.txt-results file]',
+      'tests/test_outputs.py::test_required_files[/app/results.txt-results file]',
+      null,
+    ],
     ['a.py::t[z w] - boom', 'a.py::t[z w]', 'boom'],
     ['a.py::t[x - y] - assert [1] - 2 == 0', 'a.py::t[x - y]', 'assert [1] - 2 == 0'],
     ['a.py::t[[nested]-list]', 'a.py::t[[nested]-list]', null],
@@ -161,7 +189,14 @@ describe('pytest node ids in every form', () => {
 
   it('keeps every parametrised test of a real summary, the failing one included', () => {
     const tests = parsePytestSummary('PASSED a.py::t[x y]\nFAILED a.py::t[z w] - boom\nPASSED a.py::u\n');
-    assert.deepEqual(tests.map((t) => [t.name, t.status]), [['a.py::t[x y]', 'passed'], ['a.py::t[z w]', 'failed'], ['a.py::u', 'passed']]);
+    assert.deepEqual(
+      tests.map((t) => [t.name, t.status]),
+      [
+        ['a.py::t[x y]', 'passed'],
+        ['a.py::t[z w]', 'failed'],
+        ['a.py::u', 'passed'],
+      ],
+    );
   });
 
   it('takes the most complete report when reports disagree, and says which', () => {
@@ -170,11 +205,26 @@ describe('pytest node ids in every form', () => {
       <testcase classname="tests.test_outputs" name="test_b[x y]"><failure message="boom"/></testcase>
       <testcase classname="tests.test_outputs.TestC" name="test_c"/>
     </testsuite></testsuites>`;
-    const r = collectTests({ ctrf: null, stdout: 'PASSED tests/test_outputs.py::test_a\nsome line pytest printed oddly\n', junit: [junit] });
+    const r = collectTests({
+      ctrf: null,
+      stdout: 'PASSED tests/test_outputs.py::test_a\nsome line pytest printed oddly\n',
+      junit: [junit],
+    });
     assert.equal(r.source, 'junit');
     assert.deepEqual(r.counts, { 'pytest-rA': 1, junit: 3 });
-    assert.deepEqual(r.tests.map((t) => [t.name, t.status]), [['test_outputs.py::test_a', 'passed'], ['test_outputs.py::test_b[x y]', 'failed'], ['test_outputs.py::TestC::test_c', 'passed']]);
-    const tie = collectTests({ ctrf: JSON.stringify({ results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed' }] } }), stdout: 'PASSED test_outputs.py::test_a', junit: [] });
+    assert.deepEqual(
+      r.tests.map((t) => [t.name, t.status]),
+      [
+        ['test_outputs.py::test_a', 'passed'],
+        ['test_outputs.py::test_b[x y]', 'failed'],
+        ['test_outputs.py::TestC::test_c', 'passed'],
+      ],
+    );
+    const tie = collectTests({
+      ctrf: JSON.stringify({ results: { tests: [{ name: 'test_outputs.py::test_a', status: 'passed' }] } }),
+      stdout: 'PASSED test_outputs.py::test_a',
+      junit: [],
+    });
     assert.equal(tie.source, 'ctrf', 'on a tie, the most trusted report');
   });
 });

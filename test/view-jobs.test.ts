@@ -23,8 +23,24 @@ const LONG = 'a-long-task-name-with-many-parts-a-narrow-column-would-break-not-s
 let tasks: string[] = [];
 
 before(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
-  tasks = await Promise.all(['short', LONG].map((n) => trivialTask({ 'task.toml': `[task]\nname = "${n}"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 60\n` })));
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  tasks = await Promise.all(
+    ['short', LONG].map((n) =>
+      trivialTask({
+        'task.toml': `[task]\nname = "${n}"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 60\n`,
+      }),
+    ),
+  );
 });
 after(async () => {
   await browser?.close();
@@ -42,8 +58,15 @@ async function newPage(viewer: RunningViewer, width = 1280): Promise<{ page: Pag
 }
 
 /** A job in `jobsDir` run on the fake provider: oracle passes, nop fails (the fake grades by agent). */
-async function runFake(jobsDir: string, input: Partial<JobSpecInput>, provider = new FakeProvider({ grade: () => 1 })): Promise<void> {
-  const spec = parseSpec({ name: 'j', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 2, concurrency: 2, ...input }, 'test');
+async function runFake(
+  jobsDir: string,
+  input: Partial<JobSpecInput>,
+  provider = new FakeProvider({ grade: () => 1 }),
+): Promise<void> {
+  const spec = parseSpec(
+    { name: 'j', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 2, concurrency: 2, ...input },
+    'test',
+  );
   const job = await openJob(spec, jobsDir);
   try {
     await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider, jobDir: job.jobDir });
@@ -53,7 +76,7 @@ async function runFake(jobsDir: string, input: Partial<JobSpecInput>, provider =
 }
 
 describe('viewer: jobs page and grid', () => {
-  it('shows jobs made after it started, each configuration\'s figures, and the slots of every configuration a job ran', async () => {
+  it("shows jobs made after it started, each configuration's figures, and the slots of every configuration a job ran", async () => {
     const jobsDir = await tempDir();
     const viewer = await startViewer({ sources: [jobsDir], port: 0, refreshMs: 150 });
     const { page, errors } = await newPage(viewer);
@@ -74,17 +97,38 @@ describe('viewer: jobs page and grid', () => {
       const spec = parseSpec({ name: 'first', tasks: { paths: tasks }, agents: [{ agent: 'nop' }], k: 2 }, 'test');
       const job = await openJob(spec, jobsDir);
       try {
-        await page.waitForFunction(() => document.querySelector('.jobcard[data-job=first] .slots')?.textContent === '4 recorded of 8 slots', undefined, { timeout: 20_000 });
-        await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 0 }), jobDir: job.jobDir });
+        await page.waitForFunction(
+          () => document.querySelector('.jobcard[data-job=first] .slots')?.textContent === '4 recorded of 8 slots',
+          undefined,
+          { timeout: 20_000 },
+        );
+        await runJob({
+          spec: job.spec,
+          tasks: job.tasks,
+          store: job.store,
+          provider: new FakeProvider({ grade: () => 0 }),
+          jobDir: job.jobDir,
+        });
       } finally {
         await job.close();
       }
-      await page.waitForFunction(() => document.querySelector('.jobcard[data-job=first] .slots')?.textContent === '8 recorded of 8 slots', undefined, { timeout: 20_000 });
-      assert.equal(await page.locator('.jobcard[data-job=first] tr[data-config=nop] td.pass1').textContent(), '0.0% [0.0%, 0.0%]');
+      await page.waitForFunction(
+        () => document.querySelector('.jobcard[data-job=first] .slots')?.textContent === '8 recorded of 8 slots',
+        undefined,
+        { timeout: 20_000 },
+      );
+      assert.equal(
+        await page.locator('.jobcard[data-job=first] tr[data-config=nop] td.pass1').textContent(),
+        '0.0% [0.0%, 0.0%]',
+      );
       // A second job appears beside it, still without a reload.
       await runFake(jobsDir, { name: 'second' });
       await page.waitForSelector('.jobcard[data-job=second]', { timeout: 20_000 });
-      assert.equal(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 7, 'the page was reloaded');
+      assert.equal(
+        await page.evaluate(() => (window as unknown as { marker?: number }).marker),
+        7,
+        'the page was reloaded',
+      );
       assert.deepEqual(errors, []);
     } finally {
       await page.close();
@@ -94,33 +138,55 @@ describe('viewer: jobs page and grid', () => {
 
   it('grids tasks x configurations (filters apply), a cell opens exactly its trials, task names stay on one line', async () => {
     const jobsDir = await tempDir();
-    await runFake(jobsDir, { name: 'g', agents: [{ agent: 'oracle' }, { agent: 'nop' }] }, new FakeProvider({ grade: (_t, n) => (n % 2 === 0 ? 1 : 0) }));
+    await runFake(
+      jobsDir,
+      { name: 'g', agents: [{ agent: 'oracle' }, { agent: 'nop' }] },
+      new FakeProvider({ grade: (_t, n) => (n % 2 === 0 ? 1 : 0) }),
+    );
     const viewer = await startViewer({ sources: [jobsDir], port: 0 });
     const { page, errors } = await newPage(viewer, 700);
     try {
       await page.goto(`${viewer.url}/#/grid`);
       await page.waitForSelector('#grid tbody tr');
-      assert.deepEqual(await page.locator("#grid tbody th").allTextContents(), [LONG, "short"]);
+      assert.deepEqual(await page.locator('#grid tbody th').allTextContents(), [LONG, 'short']);
       assert.deepEqual(await page.locator('#grid thead th[data-config]').allTextContents(), ['nop', 'oracle']);
       const cells = await page.locator('#grid tbody td').allTextContents();
       assert.equal(cells.length, 4);
       for (const c of cells) assert.match(c, /^\d\.\d\d \(\d\/2\)$/);
       // Filters apply: failed trials only leaves a rate of 0 in every cell.
       await page.selectOption('select[name=reward]', 'fail');
-      await page.waitForFunction(() => new URLSearchParams(location.hash.split('?')[1]).get('reward') === 'fail' && document.querySelectorAll('#grid tbody td[data-rate]').length > 0 && [...document.querySelectorAll('#grid tbody td[data-rate]')].every((td) => td.getAttribute('data-rate') === '0'));
+      await page.waitForFunction(
+        () =>
+          new URLSearchParams(location.hash.split('?')[1]).get('reward') === 'fail' &&
+          document.querySelectorAll('#grid tbody td[data-rate]').length > 0 &&
+          [...document.querySelectorAll('#grid tbody td[data-rate]')].every(
+            (td) => td.getAttribute('data-rate') === '0',
+          ),
+      );
       await page.selectOption('select[name=reward]', '');
-      await page.waitForFunction(() => ![...document.querySelectorAll('#grid tbody td[data-rate]')].every((td) => td.getAttribute('data-rate') === '0'));
+      await page.waitForFunction(
+        () =>
+          ![...document.querySelectorAll('#grid tbody td[data-rate]')].every(
+            (td) => td.getAttribute('data-rate') === '0',
+          ),
+      );
       // A cell: exactly that task and configuration ("short" is not a part of the long name's match).
       await page.click(`#grid tbody tr[data-task=short] td[data-config=oracle] a`);
       await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(2 trials)'));
       assert.deepEqual(new Set(await page.locator('#trials tbody td.task').allTextContents()), new Set(['short']));
-      assert.deepEqual(new Set(await page.locator('#trials tbody tr td:nth-child(3)').allTextContents()), new Set(['oracle']));
+      assert.deepEqual(
+        new Set(await page.locator('#trials tbody tr td:nth-child(3)').allTextContents()),
+        new Set(['oracle']),
+      );
       // The task column never wraps, however narrow the page.
       await page.goto(`${viewer.url}/#/?task=${LONG}`);
       await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(4 trials)'));
       const cell = page.locator('#trials tbody td.task').first();
       assert.equal(await cell.evaluate((e) => getComputedStyle(e).whiteSpace), 'nowrap');
-      const lineHeight = await page.locator('#trials tbody td:nth-child(3)').first().evaluate((e) => e.getBoundingClientRect().height);
+      const lineHeight = await page
+        .locator('#trials tbody td:nth-child(3)')
+        .first()
+        .evaluate((e) => e.getBoundingClientRect().height);
       assert.equal(await cell.evaluate((e) => e.getBoundingClientRect().height), lineHeight, 'the task name wrapped');
       assert.deepEqual(errors, []);
     } finally {
@@ -129,7 +195,7 @@ describe('viewer: jobs page and grid', () => {
     }
   });
 
-  it('serves the report beside the viewer: each task row links to that task\'s trials', async () => {
+  it("serves the report beside the viewer: each task row links to that task's trials", async () => {
     const jobsDir = await tempDir();
     await runFake(jobsDir, { name: 'r', agents: [{ agent: 'oracle' }, { agent: 'nop' }] });
     const viewer = await startViewer({ sources: [jobsDir], port: 0 });
@@ -167,21 +233,49 @@ describe('viewer: trials in flight', () => {
     const viewer = await startViewer({ sources: [jobsDir], port: 0, refreshMs: 150 });
     const { page, errors } = await newPage(viewer);
     try {
-      const spec = parseSpec({ name: 'live', tasks: { paths: [tasks[0]!] }, agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' }, maxTurns: 2 }], k: 1 }, 'test');
+      const spec = parseSpec(
+        {
+          name: 'live',
+          tasks: { paths: [tasks[0]!] },
+          agents: [{ agent: 'bash-tool', model: { baseUrl, model: 'm' }, maxTurns: 2 }],
+          k: 1,
+        },
+        'test',
+      );
       const job = await openJob(spec, jobsDir);
-      const running = runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 1 }), jobDir: job.jobDir }).finally(() => job.close());
+      const running = runJob({
+        spec: job.spec,
+        tasks: job.tasks,
+        store: job.store,
+        provider: new FakeProvider({ grade: () => 1 }),
+        jobDir: job.jobDir,
+      }).finally(() => job.close());
       await page.goto(`${viewer.url}/#/`);
       await page.waitForSelector('#trials tbody tr.running', { timeout: 20_000 });
       const row = page.locator('#trials tbody tr.running');
       assert.equal(await row.locator('td:nth-child(5)').textContent(), 'running');
-      assert.deepEqual([await row.locator('td.task').textContent(), await row.locator('td:nth-child(3)').textContent()], ['short', 'bash-tool/m']);
+      assert.deepEqual(
+        [await row.locator('td.task').textContent(), await row.locator('td:nth-child(3)').textContent()],
+        ['short', 'bash-tool/m'],
+      );
       await row.locator('td.task a').click();
       await page.waitForSelector('.running-note');
       // While it still runs (turn 2 is held back): the first turn is on the page.
-      await page.waitForFunction(() => document.querySelector('.running-note') && document.querySelectorAll('.transcript .step.agent').length === 1 && document.querySelector('.transcript')?.textContent?.includes('first-turn-output'), undefined, { timeout: 20_000 });
+      await page.waitForFunction(
+        () =>
+          document.querySelector('.running-note') &&
+          document.querySelectorAll('.transcript .step.agent').length === 1 &&
+          document.querySelector('.transcript')?.textContent?.includes('first-turn-output'),
+        undefined,
+        { timeout: 20_000 },
+      );
       // Once recorded, the same page shows the record: graded, no longer running.
       await running;
-      await page.waitForFunction(() => !document.querySelector('.running-note') && document.querySelector('#reward')?.textContent === '1', undefined, { timeout: 20_000 });
+      await page.waitForFunction(
+        () => !document.querySelector('.running-note') && document.querySelector('#reward')?.textContent === '1',
+        undefined,
+        { timeout: 20_000 },
+      );
       assert.match((await page.textContent('.transcript'))!, /TERMGRADE_TASK_COMPLETE/);
       assert.deepEqual(errors, []);
     } finally {
@@ -190,4 +284,3 @@ describe('viewer: trials in flight', () => {
     }
   });
 });
-

@@ -27,7 +27,9 @@ const model = new ScriptedModelServer({
   // Each trial: a long listing (its whole output must be viewable), the work, then done.
   m: (_i, body) => {
     const turns = body.messages.filter((m) => m.role === 'assistant').length;
-    return [bash('seq 1 1500'), bash('echo hello > /app/out.txt'), bash('echo TERMGRADE_TASK_COMPLETE')][Math.min(turns, 2)]!;
+    return [bash('seq 1 1500'), bash('echo hello > /app/out.txt'), bash('echo TERMGRADE_TASK_COMPLETE')][
+      Math.min(turns, 2)
+    ]!;
   },
 });
 
@@ -70,11 +72,37 @@ async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 before(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
   const baseUrl = await model.start();
-  const tasks = await Promise.all(['alpha', 'beta'].map((n) => trivialTask({ 'task.toml': `[task]\nname = "${n}"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 60\n` })));
+  const tasks = await Promise.all(
+    ['alpha', 'beta'].map((n) =>
+      trivialTask({
+        'task.toml': `[task]\nname = "${n}"\n\n[verifier]\ntimeout_sec = 30\n\n[agent]\ntimeout_sec = 60\n`,
+      }),
+    ),
+  );
   jobsDir = await tempDir();
-  const spec = parseSpec({ name: 'shown', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }, { agent: 'nop' }, { agent: 'bash-tool', model: { baseUrl, model: 'm' } }], k: 2, concurrency: 4 }, 'test');
+  const spec = parseSpec(
+    {
+      name: 'shown',
+      tasks: { paths: tasks },
+      agents: [{ agent: 'oracle' }, { agent: 'nop' }, { agent: 'bash-tool', model: { baseUrl, model: 'm' } }],
+      k: 2,
+      concurrency: 4,
+    },
+    'test',
+  );
   const job = await openJob(spec, jobsDir);
   jobDir = job.jobDir;
   const summary = await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: docker(), jobDir });
@@ -89,15 +117,55 @@ after(async () => {
 describe('termgrade report', () => {
   it('has the figures stats --json gives, opens from file:// with nothing fetched, sorts, and shows check and selection', async () => {
     const out = await tempDir();
-    const check = await runCli(['check', await trivialTask(), '--json', '--quiet', '--probes', 'none', '-o', path.join(out, 'check')]);
+    const check = await runCli([
+      'check',
+      await trivialTask(),
+      '--json',
+      '--quiet',
+      '--probes',
+      'none',
+      '-o',
+      path.join(out, 'check'),
+    ]);
     assert.equal(check.status, 0, check.stderr);
-    const select = await runCli(['select', jobDir, '--model', 'bash-tool/m', '--min-trials', '1', '--band', '0:1', '-o', path.join(out, 'sel')]);
+    const select = await runCli([
+      'select',
+      jobDir,
+      '--model',
+      'bash-tool/m',
+      '--min-trials',
+      '1',
+      '--band',
+      '0:1',
+      '-o',
+      path.join(out, 'sel'),
+    ]);
     assert.equal(select.status, 0, select.stderr);
-    const made = await runCli(['report', jobDir, '-o', path.join(out, 'report'), '--check', path.join(out, 'check', 'check.json'), '--select', path.join(out, 'sel')]);
+    const made = await runCli([
+      'report',
+      jobDir,
+      '-o',
+      path.join(out, 'report'),
+      '--check',
+      path.join(out, 'check', 'check.json'),
+      '--select',
+      path.join(out, 'sel'),
+    ]);
     assert.equal(made.status, 0, made.stderr);
 
     const stats = JSON.parse((await runCli(['stats', jobDir, '--json'])).stdout) as { configs: unknown[] };
-    const data = JSON.parse(await readFile(path.join(out, 'report', 'report.json'), 'utf8')) as { configs: unknown[]; check: { total: number; admissible: number }; selection: { training: unknown[] }; behaviour: Array<{ config: string; withTrajectory: number; quitEarly: number; turns: number; inputOutputRatio: number | null }> };
+    const data = JSON.parse(await readFile(path.join(out, 'report', 'report.json'), 'utf8')) as {
+      configs: unknown[];
+      check: { total: number; admissible: number };
+      selection: { training: unknown[] };
+      behaviour: Array<{
+        config: string;
+        withTrajectory: number;
+        quitEarly: number;
+        turns: number;
+        inputOutputRatio: number | null;
+      }>;
+    };
     assert.deepEqual(data.configs, stats.configs, 'report figures differ from stats --json');
     assert.deepEqual([data.check.total, data.check.admissible], [1, 1]);
     assert.equal(data.selection.training.length, 2);
@@ -111,13 +179,20 @@ describe('termgrade report', () => {
     assert.match((await page.textContent('#configs'))!, /bash-tool\/m/);
     assert.match((await page.textContent('body'))!, /1 of 1 candidate tasks admitted/);
     // Sorting: the per-task table by rate, both ways.
-    const rates = async (): Promise<number[]> => (await page.locator('#task-rates tbody tr td:nth-child(5)').allTextContents()).map(Number);
+    const rates = async (): Promise<number[]> =>
+      (await page.locator('#task-rates tbody tr td:nth-child(5)').allTextContents()).map(Number);
     await page.click('#task-rates th:nth-child(5)');
     const up = await rates();
-    assert.deepEqual(up, [...up].sort((a, b) => a - b));
+    assert.deepEqual(
+      up,
+      [...up].sort((a, b) => a - b),
+    );
     await page.click('#task-rates th:nth-child(5)');
     const down = await rates();
-    assert.deepEqual(down, [...up].sort((a, b) => b - a));
+    assert.deepEqual(
+      down,
+      [...up].sort((a, b) => b - a),
+    );
     assert.notDeepEqual(up, down);
     await screenshot(page, 'report.png');
     assert.deepEqual(errors, []);
@@ -136,9 +211,16 @@ describe('termgrade view', () => {
       assert.equal(await page.locator('#trials tbody tr').count(), 12);
       await page.selectOption('select[name=config]', 'nop');
       await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(4 trials)'));
-      assert.deepEqual(new Set(await page.locator('#trials tbody tr td:nth-child(3)').allTextContents()), new Set(['nop']));
+      assert.deepEqual(
+        new Set(await page.locator('#trials tbody tr td:nth-child(3)').allTextContents()),
+        new Set(['nop']),
+      );
       // Each change re-renders the page: wait for it before the next, so no control is stale.
-      const showing = (n: number) => page.waitForFunction((text) => document.querySelector('#page-info')?.textContent?.includes(text), `(${n} trials)`);
+      const showing = (n: number) =>
+        page.waitForFunction(
+          (text) => document.querySelector('#page-info')?.textContent?.includes(text),
+          `(${n} trials)`,
+        );
       await page.selectOption('select[name=config]', '');
       await showing(12);
       await page.selectOption('select[name=reward]', 'pass');
@@ -152,7 +234,10 @@ describe('termgrade view', () => {
       await page.goto(`${viewer.url}/#/?sort=reward&dir=desc`);
       await page.waitForFunction(() => document.querySelectorAll('#trials tbody tr').length === 12);
       const rewards = (await page.locator('#trials tbody tr td:nth-child(6)').allTextContents()).map(Number);
-      assert.deepEqual(rewards, [...rewards].sort((a, b) => b - a));
+      assert.deepEqual(
+        rewards,
+        [...rewards].sort((a, b) => b - a),
+      );
       await screenshot(page, 'view.png');
 
       // A bash-tool trial: the whole tool output, per-test results, phases, logs.
@@ -162,12 +247,19 @@ describe('termgrade view', () => {
       await page.waitForSelector('.trial .transcript');
       const outputs = await page.locator('pre.observation').allTextContents();
       const listing = outputs.find((o) => o.includes('\n1500')); // 'exit code: 0' and 1..1500, 6,406 characters
-      assert.ok(listing && listing.length === 6406, `the long tool output is cut: ${outputs.map((o) => `${o.length}:${o.slice(0, 40)}`).join(' | ')}`);
+      assert.ok(
+        listing && listing.length === 6406,
+        `the long tool output is cut: ${outputs.map((o) => `${o.length}:${o.slice(0, 40)}`).join(' | ')}`,
+      );
       assert.match((await page.textContent('table.tests'))!, /test_hello/);
       assert.ok((await page.locator('.timeline div').count()) >= 3);
       const log = page.locator('details[data-file="verifier/test-stdout.txt"]');
       await log.locator('summary').click();
-      await page.waitForFunction(() => document.querySelector('details[data-file="verifier/test-stdout.txt"] pre')?.textContent?.includes('test_hello'));
+      await page.waitForFunction(() =>
+        document
+          .querySelector('details[data-file="verifier/test-stdout.txt"] pre')
+          ?.textContent?.includes('test_hello'),
+      );
       await screenshot(page, 'view-trial.png');
       const deep = page.url();
 
@@ -194,9 +286,14 @@ describe('termgrade view', () => {
     }
   });
 
-  it('shows a running job\'s new trials without reloading the page', async () => {
-    const tasks = await Promise.all(Array.from({ length: 3 }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "live${i}"\n` })));
-    const spec = parseSpec({ name: 'live', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 4, concurrency: 2 }, 'test');
+  it("shows a running job's new trials without reloading the page", async () => {
+    const tasks = await Promise.all(
+      Array.from({ length: 3 }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "live${i}"\n` })),
+    );
+    const spec = parseSpec(
+      { name: 'live', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 4, concurrency: 2 },
+      'test',
+    );
     const job = await openJob(spec, await tempDir());
     const viewer = await startViewer({ sources: [job.jobDir], port: 0, refreshMs: 200 });
     const { page, errors } = await newPage(viewer);
@@ -205,11 +302,29 @@ describe('termgrade view', () => {
       await page.waitForSelector('#page-info');
       assert.match((await page.textContent('#page-info'))!, /\(0 trials\)/);
       await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
-      const running = runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ commandMs: 40 }), jobDir: job.jobDir });
-      await page.waitForFunction(() => /\((\d+) trials\)/.exec(document.querySelector('#page-info')?.textContent ?? '')?.[1] !== '0', undefined, { timeout: 30_000 });
+      const running = runJob({
+        spec: job.spec,
+        tasks: job.tasks,
+        store: job.store,
+        provider: new FakeProvider({ commandMs: 40 }),
+        jobDir: job.jobDir,
+      });
+      await page.waitForFunction(
+        () => /\((\d+) trials\)/.exec(document.querySelector('#page-info')?.textContent ?? '')?.[1] !== '0',
+        undefined,
+        { timeout: 30_000 },
+      );
       await running;
-      await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.includes('(12 trials)'), undefined, { timeout: 30_000 });
-      assert.equal(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 42, 'the page was reloaded');
+      await page.waitForFunction(
+        () => document.querySelector('#page-info')?.textContent?.includes('(12 trials)'),
+        undefined,
+        { timeout: 30_000 },
+      );
+      assert.equal(
+        await page.evaluate(() => (window as unknown as { marker?: number }).marker),
+        42,
+        'the page was reloaded',
+      );
       assert.match((await page.textContent('.job'))!, /of 12 slots/);
       assert.deepEqual(errors, []);
     } finally {
@@ -227,10 +342,15 @@ describe('termgrade view', () => {
     const viewer = await startViewer({ sources: [jobDir, out], port: 0 });
     const fetch = (url: string) => globalThis.fetch(url, { headers: { authorization: `Bearer ${viewer.token}` } });
     try {
-      const page = (await (await fetch(`${viewer.url}/api/trials?job=check-out&limit=500`)).json()) as { total: number; rows: Array<{ id: string; config: string }> };
+      const page = (await (await fetch(`${viewer.url}/api/trials?job=check-out&limit=500`)).json()) as {
+        total: number;
+        rows: Array<{ id: string; config: string }>;
+      };
       assert.equal(page.total, ran);
       assert.deepEqual(new Set(page.rows.map((r) => r.config)), new Set(['oracle', 'nop']));
-      const one = (await (await fetch(`${viewer.url}/api/trial?id=${encodeURIComponent(page.rows[0]!.id)}`)).json()) as { result: { trialId: string } | null; files: Array<{ path: string }> };
+      const one = (await (
+        await fetch(`${viewer.url}/api/trial?id=${encodeURIComponent(page.rows[0]!.id)}`)
+      ).json()) as { result: { trialId: string } | null; files: Array<{ path: string }> };
       assert.ok(one.result && one.files.some((f) => f.path.startsWith('verifier/')));
       const jobs = (await (await fetch(`${viewer.url}/api/summary`)).json()) as { jobs: Array<{ job: string }> };
       assert.deepEqual(jobs.jobs.map((j) => j.job).sort(), ['check-out', path.basename(jobDir)].sort());
@@ -240,19 +360,51 @@ describe('termgrade view', () => {
   });
 
   it('follows a job whose records are replaced (a resume with --retry), leaving no stale row', async () => {
-    const tasks = await Promise.all(Array.from({ length: 3 }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "again${i}"\n` })));
-    const spec = parseSpec({ name: 'again', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 1, concurrency: 3, infraRetries: 0 }, 'test');
+    const tasks = await Promise.all(
+      Array.from({ length: 3 }, (_, i) => trivialTask({ 'task.toml': `[task]\nname = "again${i}"\n` })),
+    );
+    const spec = parseSpec(
+      { name: 'again', tasks: { paths: tasks }, agents: [{ agent: 'oracle' }], k: 1, concurrency: 3, infraRetries: 0 },
+      'test',
+    );
     const job = await openJob(spec, await tempDir());
     try {
-      await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 'no-reward' }), jobDir: job.jobDir });
+      await runJob({
+        spec: job.spec,
+        tasks: job.tasks,
+        store: job.store,
+        provider: new FakeProvider({ grade: () => 'no-reward' }),
+        jobDir: job.jobDir,
+      });
       const catalog = await Catalog.open([job.jobDir]);
       try {
         // No reward after the agent's turn is graded 0 (verifier_no_reward); --retry by that class replaces them.
-        assert.deepEqual(catalog.query({}).rows.map((r) => [r.status, r.reward]), [['completed', 0], ['completed', 0], ['completed', 0]]);
-        await runJob({ spec: job.spec, tasks: job.tasks, store: job.store, provider: new FakeProvider({ grade: () => 1 }), jobDir: job.jobDir, retry: { classes: ['verifier_no_reward'] } });
+        assert.deepEqual(
+          catalog.query({}).rows.map((r) => [r.status, r.reward]),
+          [
+            ['completed', 0],
+            ['completed', 0],
+            ['completed', 0],
+          ],
+        );
+        await runJob({
+          spec: job.spec,
+          tasks: job.tasks,
+          store: job.store,
+          provider: new FakeProvider({ grade: () => 1 }),
+          jobDir: job.jobDir,
+          retry: { classes: ['verifier_no_reward'] },
+        });
         assert.equal(catalog.refresh(), true);
         const rows = catalog.query({}).rows;
-        assert.deepEqual(rows.map((r) => [r.task, r.status, r.reward]), [['again0', 'completed', 1], ['again1', 'completed', 1], ['again2', 'completed', 1]]);
+        assert.deepEqual(
+          rows.map((r) => [r.task, r.status, r.reward]),
+          [
+            ['again0', 'completed', 1],
+            ['again1', 'completed', 1],
+            ['again2', 'completed', 1],
+          ],
+        );
         assert.equal(catalog.refresh(), false, 'nothing changed since');
       } finally {
         catalog.close();
@@ -268,8 +420,14 @@ describe('termgrade view', () => {
     try {
       assert.equal(viewer.tokenGenerated, false);
       assert.equal((await fetch(`${viewer.url}/api/summary`)).status, 401);
-      assert.equal((await fetch(`${viewer.url}/api/summary`, { headers: { authorization: 'Bearer wrong-token-1234' } })).status, 401);
-      assert.equal((await fetch(`${viewer.url}/api/summary`, { headers: { authorization: 'Bearer open-sesame-123' } })).status, 200);
+      assert.equal(
+        (await fetch(`${viewer.url}/api/summary`, { headers: { authorization: 'Bearer wrong-token-1234' } })).status,
+        401,
+      );
+      assert.equal(
+        (await fetch(`${viewer.url}/api/summary`, { headers: { authorization: 'Bearer open-sesame-123' } })).status,
+        200,
+      );
       // The token in the address becomes a cookie (named for this viewer's port) and leaves the address.
       const first = await fetch(viewer.openUrl, { redirect: 'manual' });
       assert.equal(first.status, 303);
@@ -277,11 +435,27 @@ describe('termgrade view', () => {
       const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
       assert.equal(cookie.split('=')[0], `tg_token_${new URL(viewer.url).port}`);
       assert.equal((await fetch(`${viewer.url}/api/trials`, { headers: { cookie } })).status, 200);
-      assert.equal((await fetch(`${viewer.url}/api/trials`, { headers: { cookie: 'tg_token_1=open-sesame-123' } })).status, 401, "another port's cookie");
+      assert.equal(
+        (await fetch(`${viewer.url}/api/trials`, { headers: { cookie: 'tg_token_1=open-sesame-123' } })).status,
+        401,
+        "another port's cookie",
+      );
       // A file outside the trial's folder is never served.
-      const id = ((await (await fetch(`${viewer.url}/api/trials?limit=1`, { headers: { cookie } })).json()) as { rows: Array<{ id: string }> }).rows[0]!.id;
-      assert.equal((await fetch(`${viewer.url}/api/file?id=${encodeURIComponent(id)}&path=../../job.db`, { headers: { cookie } })).status, 404);
-      assert.equal((await fetch(`${viewer.url}/api/file?id=${encodeURIComponent(id)}&path=result.json`, { headers: { cookie } })).status, 200);
+      const id = (
+        (await (await fetch(`${viewer.url}/api/trials?limit=1`, { headers: { cookie } })).json()) as {
+          rows: Array<{ id: string }>;
+        }
+      ).rows[0]!.id;
+      assert.equal(
+        (await fetch(`${viewer.url}/api/file?id=${encodeURIComponent(id)}&path=../../job.db`, { headers: { cookie } }))
+          .status,
+        404,
+      );
+      assert.equal(
+        (await fetch(`${viewer.url}/api/file?id=${encodeURIComponent(id)}&path=result.json`, { headers: { cookie } }))
+          .status,
+        200,
+      );
     } finally {
       await viewer.close();
     }

@@ -26,7 +26,8 @@ export interface AgentContext {
 }
 
 /** Why the agent stopped; the trial records it and verifies the sandbox either way. */
-export type AgentExitReason = 'completed' | 'max_turns' | 'context_exhausted' | 'model_error' | 'parse_errors' | 'agent_error';
+export type AgentExitReason =
+  'completed' | 'max_turns' | 'context_exhausted' | 'model_error' | 'parse_errors' | 'agent_error';
 
 export interface AgentOutcome {
   exitReason: AgentExitReason;

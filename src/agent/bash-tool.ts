@@ -11,7 +11,8 @@ export const BASH_TOOL: Tool = {
   type: 'function',
   function: {
     name: 'bash',
-    description: 'Run a command with bash -lc in a fresh shell in the task environment and return its exit code and output.',
+    description:
+      'Run a command with bash -lc in a fresh shell in the task environment and return its exit code and output.',
     parameters: {
       type: 'object',
       properties: { command: { type: 'string', description: 'The command to run.' } },
@@ -25,7 +26,8 @@ const SYSTEM_PROMPT = `You are an agent completing a task in a Linux environment
 Work step by step: inspect, act, check. There is no internet access. When the task is fully done and checked, run exactly: echo ${COMPLETION_MARKER}`;
 
 const NO_TOOL_CALL = `Use the bash tool to act. When the task is done, call it with: echo ${COMPLETION_MARKER}`;
-const OUTPUT_CUT = 'Your reply was cut off by the output token limit, so nothing was run. Use shorter commands and less text.';
+const OUTPUT_CUT =
+  'Your reply was cut off by the output token limit, so nothing was run. Use shorter commands and less text.';
 
 export interface BashToolOptions {
   client: ModelClient;
@@ -62,7 +64,10 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
       transcript.system(SYSTEM_PROMPT);
       transcript.user(task.instruction);
       let noTool = 0;
-      const end = (exitReason: AgentExitReason, message: string | null = null): AgentOutcome => ({ exitReason, message });
+      const end = (exitReason: AgentExitReason, message: string | null = null): AgentOutcome => ({
+        exitReason,
+        message,
+      });
 
       try {
         for (let turn = 0; turn < maxTurns; turn++) {
@@ -70,7 +75,14 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
           try {
             c = await client.complete({ messages, tools: [BASH_TOOL], signal });
           } catch (err) {
-            if (err instanceof ModelError) return { ...end(err.kind === 'context_length' ? 'context_exhausted' : 'model_error', `${err.kind}: ${err.message}`), modelErrorKind: err.kind };
+            if (err instanceof ModelError)
+              return {
+                ...end(
+                  err.kind === 'context_length' ? 'context_exhausted' : 'model_error',
+                  `${err.kind}: ${err.message}`,
+                ),
+                modelErrorKind: err.kind,
+              };
             throw err;
           }
           const step = transcript.agent(c);
@@ -102,11 +114,20 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
               command = undefined;
             }
             if (call.name !== 'bash') content = `error: unknown tool "${call.name}"; the only tool is bash`;
-            else if (typeof command !== 'string') content = 'error: the arguments must be JSON of the form {"command": "..."}';
+            else if (typeof command !== 'string')
+              content = 'error: the arguments must be JSON of the form {"command": "..."}';
             else {
-              const r = await sandbox.exec(['bash', '-lc', command], { timeoutSec: commandTimeoutSec, signal, env: ctx.env });
-              const output = r.stdout.text + (r.stderr.text ? (r.stdout.text && !r.stdout.text.endsWith('\n') ? '\n' : '') + r.stderr.text : '');
-              content = r.timedOut ? `timed out after ${commandTimeoutSec} s\n${truncateMiddle(output)}` : `exit code: ${r.exitCode}\n${truncateMiddle(output)}`;
+              const r = await sandbox.exec(['bash', '-lc', command], {
+                timeoutSec: commandTimeoutSec,
+                signal,
+                env: ctx.env,
+              });
+              const output =
+                r.stdout.text +
+                (r.stderr.text ? (r.stdout.text && !r.stdout.text.endsWith('\n') ? '\n' : '') + r.stderr.text : '');
+              content = r.timedOut
+                ? `timed out after ${commandTimeoutSec} s\n${truncateMiddle(output)}`
+                : `exit code: ${r.exitCode}\n${truncateMiddle(output)}`;
               if (r.stdout.text.includes(COMPLETION_MARKER)) done = true;
             }
             messages.push({ role: 'tool', tool_call_id: call.id, content });
@@ -114,7 +135,8 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
           }
           if (done) return end('completed');
           await transcript.checkpoint(ctx.logsDir, ctx.sessionId, ctx.scrub);
-          if (options.maxCostUsd !== undefined && (transcript.totals.costUsd ?? 0) >= options.maxCostUsd) return end('max_turns', `cost limit of $${options.maxCostUsd} reached`);
+          if (options.maxCostUsd !== undefined && (transcript.totals.costUsd ?? 0) >= options.maxCostUsd)
+            return end('max_turns', `cost limit of $${options.maxCostUsd} reached`);
         }
         return end('max_turns', `stopped after ${maxTurns} turns`);
       } finally {
@@ -127,5 +149,6 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
 export const bashToolPlugin: AgentPlugin = {
   name: 'bash-tool',
   needsModel: true,
-  create: ({ client, maxTurns, commandTimeoutSec }) => createBashToolAgent({ client: client!, maxTurns, commandTimeoutSec }),
+  create: ({ client, maxTurns, commandTimeoutSec }) =>
+    createBashToolAgent({ client: client!, maxTurns, commandTimeoutSec }),
 };

@@ -15,9 +15,11 @@ export function parseEnvFile(text: string, file: string): Record<string, string>
     if (!line || line.startsWith('#')) return;
     const eq = line.indexOf('=');
     const key = (eq < 0 ? line : line.slice(0, eq)).replace(/^export\s+/, '').trim();
-    if (eq < 0 || !NAME.test(key)) throw new TermgradeError('bad_input', `${file}:${i + 1}: expected KEY=VALUE, got "${line.slice(0, 60)}"`);
+    if (eq < 0 || !NAME.test(key))
+      throw new TermgradeError('bad_input', `${file}:${i + 1}: expected KEY=VALUE, got "${line.slice(0, 60)}"`);
     let value = line.slice(eq + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]!)) value = value.slice(1, -1);
+    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]!))
+      value = value.slice(1, -1);
     env[key] = value;
   });
   return env;
@@ -28,7 +30,10 @@ export async function readEnvFile(file: string): Promise<Record<string, string>>
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new TermgradeError('bad_input', `${file}: cannot read the env file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new TermgradeError(
+      'bad_input',
+      `${file}: cannot read the env file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   return parseEnvFile(text, file);
 }
@@ -45,7 +50,10 @@ export function parseEnvAssignment(text: string): [string, string] {
  * An agent configuration's environment: its env files (later files win), then its literal `env`.
  * Values read from files are returned as secrets too: they are scrubbed from everything recorded.
  */
-export async function agentEnvOf(config: { env?: Record<string, string>; envFiles?: string[] }): Promise<{ env: Record<string, string>; secrets: string[] }> {
+export async function agentEnvOf(config: {
+  env?: Record<string, string>;
+  envFiles?: string[];
+}): Promise<{ env: Record<string, string>; secrets: string[] }> {
   const fromFiles: Record<string, string> = {};
   for (const f of config.envFiles ?? []) Object.assign(fromFiles, await readEnvFile(f));
   // Short values ("1", "yes") would scrub every occurrence of themselves from the records.

@@ -112,7 +112,10 @@ export async function loadAgentModule(spec: string, from = process.cwd()): Promi
   }
   const known = registry.get(parsed.data.name);
   if (known && (AGENT_NAMES as readonly string[]).includes(parsed.data.name)) {
-    throw new TermgradeError('usage', `agent module ${spec}: the name "${parsed.data.name}" is a bundled agent's; choose another`);
+    throw new TermgradeError(
+      'usage',
+      `agent module ${spec}: the name "${parsed.data.name}" is a bundled agent's; choose another`,
+    );
   }
   registerAgent(candidate as AgentPlugin);
   return parsed.data.name;
@@ -126,17 +129,34 @@ export async function loadAgentModules(configs: Array<{ agent: string; importPat
   for (const c of configs) {
     if (!c.importPath) continue;
     const name = await loadAgentModule(c.importPath);
-    if (name !== c.agent) throw new TermgradeError('usage', `agent module ${c.importPath} registers "${name}", but the configuration names agent "${c.agent}"`);
+    if (name !== c.agent)
+      throw new TermgradeError(
+        'usage',
+        `agent module ${c.importPath} registers "${name}", but the configuration names agent "${c.agent}"`,
+      );
   }
   const unknown = configs.find((c) => !registry.has(c.agent));
-  if (unknown) throw new TermgradeError('usage', `unknown agent "${unknown.agent}" (known: ${knownAgents().join(', ')}; a custom agent is loaded with --agent-import-path or importPath)`);
+  if (unknown)
+    throw new TermgradeError(
+      'usage',
+      `unknown agent "${unknown.agent}" (known: ${knownAgents().join(', ')}; a custom agent is loaded with --agent-import-path or importPath)`,
+    );
 }
 
 /** The checks a created agent must pass before any sandbox is given to it. */
 function checkAgent(name: string, agent: unknown): Agent {
   const a = agent as Partial<Agent> | null;
-  if (!a || typeof a !== 'object' || typeof a.run !== 'function' || typeof a.setup !== 'function' || typeof a.name !== 'string') {
-    throw new TermgradeError('usage', `agent "${name}": create() must return an Agent { name, model, setup(ctx), run(ctx) }`);
+  if (
+    !a ||
+    typeof a !== 'object' ||
+    typeof a.run !== 'function' ||
+    typeof a.setup !== 'function' ||
+    typeof a.name !== 'string'
+  ) {
+    throw new TermgradeError(
+      'usage',
+      `agent "${name}": create() must return an Agent { name, model, setup(ctx), run(ctx) }`,
+    );
   }
   return a as Agent;
 }
@@ -144,15 +164,27 @@ function checkAgent(name: string, agent: unknown): Agent {
 /** An agent by the name users type, from the registry (bundled agents and loaded modules alike). */
 export function createAgent(spec: AgentSpec): CreatedAgent {
   const plugin = registry.get(spec.name);
-  if (!plugin) throw new TermgradeError('usage', `unknown agent "${spec.name}" (known: ${knownAgents().join(', ')}; a custom agent is loaded with --agent-import-path)`);
-  if (plugin.needsModel && !spec.model) throw new TermgradeError('usage', `agent "${spec.name}" needs a model: give --model and --base-url`);
+  if (!plugin)
+    throw new TermgradeError(
+      'usage',
+      `unknown agent "${spec.name}" (known: ${knownAgents().join(', ')}; a custom agent is loaded with --agent-import-path)`,
+    );
+  if (plugin.needsModel && !spec.model)
+    throw new TermgradeError('usage', `agent "${spec.name}" needs a model: give --model and --base-url`);
   let client: ModelClient | undefined;
   if (spec.model) {
     const parsed = ModelConfigSchema.safeParse(spec.model);
-    if (!parsed.success) throw new TermgradeError('usage', `model settings: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+    if (!parsed.success)
+      throw new TermgradeError(
+        'usage',
+        `model settings: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+      );
     client = new ModelClient(parsed.data);
   }
-  const agent = checkAgent(spec.name, plugin.create({ client, maxTurns: spec.maxTurns, commandTimeoutSec: spec.commandTimeoutSec }));
+  const agent = checkAgent(
+    spec.name,
+    plugin.create({ client, maxTurns: spec.maxTurns, commandTimeoutSec: spec.commandTimeoutSec }),
+  );
   const secrets = [client?.secret()].filter((s): s is string => typeof s === 'string');
   return { agent, secrets };
 }
@@ -170,7 +202,10 @@ export async function loadPrices(file?: string): Promise<Record<string, Price>> 
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? ` (at ${issue.path.join('.')}: ${issue.message})` : '';
-    throw new TermgradeError('bad_input', `${file}: expected {"model": {"input": n, "output": n, "cachedInput"?: n}} (USD per 1M tokens)${where}`);
+    throw new TermgradeError(
+      'bad_input',
+      `${file}: expected {"model": {"input": n, "output": n, "cachedInput"?: n}} (USD per 1M tokens)${where}`,
+    );
   }
   return { ...DEFAULT_PRICES, ...parsed.data };
 }

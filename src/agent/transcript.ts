@@ -74,7 +74,15 @@ export class Transcript {
     if (c.costUsd !== null) this.totals.costUsd = (this.totals.costUsd ?? 0) + c.costUsd;
     this.episode.push(
       c.toolCalls.length
-        ? { role: 'assistant', content: c.content || null, tool_calls: c.toolCalls.map((t) => ({ id: t.id, type: 'function' as const, function: { name: t.name, arguments: t.arguments } })) }
+        ? {
+            role: 'assistant',
+            content: c.content || null,
+            tool_calls: c.toolCalls.map((t) => ({
+              id: t.id,
+              type: 'function' as const,
+              function: { name: t.name, arguments: t.arguments },
+            })),
+          }
         : { role: 'assistant', content: c.content },
     );
     return this.push({
@@ -82,7 +90,11 @@ export class Transcript {
       model_name: this.modelName,
       message: c.content,
       reasoning_content: c.reasoning,
-      tool_calls: c.toolCalls.map((t) => ({ tool_call_id: t.id, function_name: t.name, arguments: parseArgs(t.arguments) })),
+      tool_calls: c.toolCalls.map((t) => ({
+        tool_call_id: t.id,
+        function_name: t.name,
+        arguments: parseArgs(t.arguments),
+      })),
       metrics: {
         prompt_tokens: c.usage.prompt,
         completion_tokens: c.usage.completion,
@@ -92,7 +104,9 @@ export class Transcript {
         completion_token_ids: c.completionTokenIds,
         logprobs: c.logprobs,
       },
-      ...(extra || c.truncatedChars ? { extra: { ...extra, ...(c.truncatedChars ? { reply_chars_cut: c.truncatedChars } : {}) } } : {}),
+      ...(extra || c.truncatedChars
+        ? { extra: { ...extra, ...(c.truncatedChars ? { reply_chars_cut: c.truncatedChars } : {}) } }
+        : {}),
     });
   }
 

@@ -3,7 +3,12 @@ import path from 'node:path';
 import { loadTask } from '../task/load.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
-import { describeCommands, verifierPlan, withVerifierToolchain, type VerifierPlan } from '../verifier/toolchain/plan.js';
+import {
+  describeCommands,
+  verifierPlan,
+  withVerifierToolchain,
+  type VerifierPlan,
+} from '../verifier/toolchain/plan.js';
 import { checkRuns, safeName, type CheckContext } from './check-runs.js';
 import type { CheckOptions } from './options.js';
 import { reviewTask } from './review.js';
@@ -42,8 +47,16 @@ async function loadForCheck(taskPath: string, result: CheckedTask): Promise<Task
     result.name = task.name;
     // Kept and shown, never a reason: a typo'd section would otherwise pass silently.
     for (const w of task.warnings ?? []) result.details.push(`warning: ${w}`);
-    const unsolved = task.steps?.length ? task.steps.filter((st) => !st.solutionDir).map((st) => `steps/${st.name}/solution/solve.sh`) : task.solutionDir ? [] : ['solution/solve.sh'];
-    if (unsolved.length) throw new TermgradeError('invalid_task', `task ${taskPath}: ${unsolved.join(', ')}: missing (check needs a reference solution)`);
+    const unsolved = task.steps?.length
+      ? task.steps.filter((st) => !st.solutionDir).map((st) => `steps/${st.name}/solution/solve.sh`)
+      : task.solutionDir
+        ? []
+        : ['solution/solve.sh'];
+    if (unsolved.length)
+      throw new TermgradeError(
+        'invalid_task',
+        `task ${taskPath}: ${unsolved.join(', ')}: missing (check needs a reference solution)`,
+      );
     return task;
   } catch (err) {
     result.details.push(errorMessage(err));
@@ -55,7 +68,11 @@ async function loadForCheck(taskPath: string, result: CheckedTask): Promise<Task
  * How the task's verifier gets its tools; the task graded with the offline toolchain where it
  * serves them. Null: test.sh unreadable.
  */
-async function planVerifier(task: Task, result: CheckedTask, options: CheckOptions): Promise<{ task: Task; plan: VerifierPlan } | null> {
+async function planVerifier(
+  task: Task,
+  result: CheckedTask,
+  options: CheckOptions,
+): Promise<{ task: Task; plan: VerifierPlan } | null> {
   let plan: VerifierPlan;
   try {
     plan = await verifierPlan(task);
@@ -65,12 +82,19 @@ async function planVerifier(task: Task, result: CheckedTask, options: CheckOptio
   }
   if (plan.kind !== 'toolchain' || options.verifierToolchain === false) return { task, plan };
   const substituted = plan.substituted.length ? ` (${plan.substituted.join(', ')})` : '';
-  result.details.push(`verifier: test.sh fetches its tools (${describeCommands(plan.commands)}); graded offline with termgrade's verifier toolchain${substituted}`);
+  result.details.push(
+    `verifier: test.sh fetches its tools (${describeCommands(plan.commands)}); graded offline with termgrade's verifier toolchain${substituted}`,
+  );
   return { task: withVerifierToolchain(task, plan), plan };
 }
 
 /** The task's image built (or found), its log kept under builds/; false when the build failed. */
-async function buildForCheck(task: Task, taskPath: string, result: CheckedTask, options: CheckOptions): Promise<boolean> {
+async function buildForCheck(
+  task: Task,
+  taskPath: string,
+  result: CheckedTask,
+  options: CheckOptions,
+): Promise<boolean> {
   const buildLog = path.join(options.outDir, 'builds', `${safeName(taskPath)}.log`);
   try {
     const prepared = await options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild });

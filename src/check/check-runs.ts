@@ -44,7 +44,12 @@ async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt:
     timeouts: options.timeouts,
     signal: options.signal,
     network: null,
-    prepare: () => options.provider.prepare(task, { signal: options.signal, forceBuild: options.forceBuild, agentLayer: agent.imageLayer }),
+    prepare: () =>
+      options.provider.prepare(task, {
+        signal: options.signal,
+        forceBuild: options.forceBuild,
+        agentLayer: agent.imageLayer,
+      }),
     onProtectionRecord: agent === oracleAgent && options.protection ? (rec) => (recorded.record = rec) : undefined,
   });
   if (recorded.record && oracleRunPassed(r)) await options.protection!.save(recorded.record);
@@ -69,14 +74,22 @@ async function oracleRuns(ctx: CheckContext): Promise<TrialResult[]> {
     runs.push(r);
     if (!oracleRunPassed(r)) {
       // Name what failed, with pytest's own words where it gave some (a collection error names the missing module).
-      const failed = r.tests.filter((t) => t.status !== 'passed' && t.status !== 'skipped').map((t) => (t.message ? `${t.name} (${clipMessage(t.message)})` : t.name));
-      result.details.push(`oracle run ${i + 1}: reward ${r.reward ?? 'none'}${failed.length ? `, failed: ${failed.join(', ')}` : ''}`);
+      const failed = r.tests
+        .filter((t) => t.status !== 'passed' && t.status !== 'skipped')
+        .map((t) => (t.message ? `${t.name} (${clipMessage(t.message)})` : t.name));
+      result.details.push(
+        `oracle run ${i + 1}: reward ${r.reward ?? 'none'}${failed.length ? `, failed: ${failed.join(', ')}` : ''}`,
+      );
     }
     const passes = runs.filter(oracleRunPassed).length;
     if (passes > 0 && passes < runs.length) break;
     if (r.errors.some((e) => e.class === 'agent_timeout' || e.class === 'verifier_timeout')) break;
   }
-  result.oracle = { runs: runs.length, passed: runs.filter(oracleRunPassed).length, rewards: runs.map((r) => r.reward) };
+  result.oracle = {
+    runs: runs.length,
+    passed: runs.filter(oracleRunPassed).length,
+    rewards: runs.map((r) => r.reward),
+  };
   result.tests = [...new Set(runs.flatMap((r) => r.tests.map((t) => t.name)))];
   return runs;
 }
@@ -92,7 +105,9 @@ async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: Tria
   if (plan.kind === 'offline' || !blamed) return;
   if (task.verifierLayer && !(plan.kind === 'toolchain' && plan.aptPackages.length > 0)) return;
   const failed = runs.find((r) => !oracleRunPassed(r));
-  const log = failed ? await readTextIfThere(path.join(options.outDir, 'trials', failed.trialId, 'verifier', 'test-stdout.txt')) : null;
+  const log = failed
+    ? await readTextIfThere(path.join(options.outDir, 'trials', failed.trialId, 'verifier', 'test-stdout.txt'))
+    : null;
   const seen = log ? downloadFailure(log) : null;
   if (!seen) return;
   reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
@@ -102,7 +117,9 @@ async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: Tria
       : task.verifierLayer
         ? ` (the offline toolchain served uvx, but not the apt package(s) ${plan.aptPackages.join(', ')}, which the image lacks)`
         : ' (the offline toolchain was turned off)';
-  ctx.result.details.push(`verifier_needs_network: test.sh fetches from the network: ${describeCommands(plan.commands)}${why}; its log shows: ${seen}`);
+  ctx.result.details.push(
+    `verifier_needs_network: test.sh fetches from the network: ${describeCommands(plan.commands)}${why}; its log shows: ${seen}`,
+  );
 }
 
 /**
@@ -113,11 +130,19 @@ async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialRes
   const { task, options, result } = ctx;
   const level = options.probes ?? 'fast';
   const p0 = performance.now();
-  const prober = new TaskProber(task, options.provider, path.join(options.outDir, 'probes', safeName(ctx.taskPath)), options.signal);
+  const prober = new TaskProber(
+    task,
+    options.provider,
+    path.join(options.outDir, 'probes', safeName(ctx.taskPath)),
+    options.signal,
+  );
   ctx.emit({ type: 'phase', path: ctx.taskPath, phase: 'probes' });
   const nopLogs = path.join(options.outDir, 'trials', nop.trialId, 'verifier');
   const rewardFile = existsSync(path.join(nopLogs, 'reward.json')) ? 'reward.json' : 'reward.txt';
-  for (const probe of [() => prober.forgeable(rewardFile).then((f) => (f ? [f] : [])), () => prober.fromOracle(level)]) {
+  for (const probe of [
+    () => prober.forgeable(rewardFile).then((f) => (f ? [f] : [])),
+    () => prober.fromOracle(level),
+  ]) {
     try {
       result.findings.push(...(await probe()));
     } catch (err) {
@@ -146,7 +171,10 @@ export async function checkRuns(ctx: CheckContext): Promise<ReasonCode[]> {
   // The probes replay the task's own solution/ against its own tests/: a multi-step task's steps
   // (each with its solution and tests) are not what they would judge, so they are not run on it.
   const steps = task.steps?.length ?? 0;
-  if (steps > 0 && level !== 'none' && reasons.length === 0) result.details.push(`probes not run: a multi-step task (${steps} steps) is admitted by its oracle and do-nothing runs only`);
+  if (steps > 0 && level !== 'none' && reasons.length === 0)
+    result.details.push(
+      `probes not run: a multi-step task (${steps} steps) is admitted by its oracle and do-nothing runs only`,
+    );
   if (reasons.length === 0 && level !== 'none' && steps === 0) await runProbes(ctx, reasons, nop);
   return [...new Set(reasons)];
 }

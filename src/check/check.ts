@@ -15,7 +15,12 @@ export type { CheckEvent, CheckOptions } from './options.js';
 async function duplicateKey(taskPath: string): Promise<DuplicateCandidate | null> {
   try {
     const t = await loadTask(taskPath);
-    return { name: taskPath, environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image, tests: await hashTree(t.testsDir), instruction: t.instruction };
+    return {
+      name: taskPath,
+      environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image,
+      tests: await hashTree(t.testsDir),
+      instruction: t.instruction,
+    };
   } catch {
     return null;
   }
@@ -53,10 +58,17 @@ export async function checkTasks(taskPaths: string[], options: CheckOptions): Pr
   if (level !== 'none') {
     // The same task twice among the admitted: the later one (by path) is the duplicate, naming the
     // earlier (a rejected task is out already, whatever it duplicates).
-    const keys = (await Promise.all(tasks.filter((t) => t.verdict === 'admissible').map((t) => duplicateKey(t.path)))).filter((k): k is DuplicateCandidate => k !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const keys = (await Promise.all(tasks.filter((t) => t.verdict === 'admissible').map((t) => duplicateKey(t.path))))
+      .filter((k): k is DuplicateCandidate => k !== null)
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const pair of findDuplicates(keys)) {
       const dup = tasks.find((t) => t.path === pair.b)!;
-      const finding = { probe: 'duplicate' as const, rejects: true, did: `compared ${path.basename(pair.b)} with every other task`, saw: `the same task as ${path.basename(pair.a)}: ${pair.why}` };
+      const finding = {
+        probe: 'duplicate' as const,
+        rejects: true,
+        did: `compared ${path.basename(pair.b)} with every other task`,
+        saw: `the same task as ${path.basename(pair.a)}: ${pair.why}`,
+      };
       dup.findings.push(finding);
       dup.details.push(`duplicate: ${finding.saw}`);
       if (!dup.reasons.includes('duplicate')) dup.reasons.push('duplicate');

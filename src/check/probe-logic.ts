@@ -47,7 +47,8 @@ export function splitCommands(script: string): string[] {
 }
 
 /** Paths a solution's run leaves that are not its outputs: caches, logs, the harness's own files. */
-const NOT_OUTPUT = /^\/(proc|sys|dev|run|tmp|var\/tmp|logs|solution|tests|var\/cache|var\/log|var\/lib\/(apt|dpkg)|root\/\.cache|root\/\.npm|root\/\.local\/share)(\/|$)|\/__pycache__\/|\.pyc$|\/\.pytest_cache\/|\/\.git\/|\.termgrade-exec/;
+const NOT_OUTPUT =
+  /^\/(proc|sys|dev|run|tmp|var\/tmp|logs|solution|tests|var\/cache|var\/log|var\/lib\/(apt|dpkg)|root\/\.cache|root\/\.npm|root\/\.local\/share)(\/|$)|\/__pycache__\/|\.pyc$|\/\.pytest_cache\/|\/\.git\/|\.termgrade-exec/;
 
 export function isOutputPath(p: string): boolean {
   return !NOT_OUTPUT.test(p);
@@ -58,7 +59,10 @@ export function isOutputPath(p: string): boolean {
  * output file of the full run present with the same content. True means the steps left out only
  * cleaned up or were redundant, so passing without them is no sign of weak tests.
  */
-export function keepsFinalState(full: Map<string, string>, partial: Map<string, string>): { same: boolean; differing: string[] } {
+export function keepsFinalState(
+  full: Map<string, string>,
+  partial: Map<string, string>,
+): { same: boolean; differing: string[] } {
   const differing = [...full].filter(([p, h]) => partial.get(p) !== h).map(([p]) => p);
   return { same: differing.length === 0, differing };
 }
@@ -71,11 +75,16 @@ const normalise = (s: string): string => s.replace(/\s+/g, ' ').trim();
  * characters) appears in it verbatim (whitespace folded). Short outputs ("hello") are often
  * rightly named by an instruction and are not counted.
  */
-export function instructionLeak(instruction: string, solveScript: string, outputs: Array<{ path: string; text: string }>): string | null {
+export function instructionLeak(
+  instruction: string,
+  solveScript: string,
+  outputs: Array<{ path: string; text: string }>,
+): string | null {
   const text = normalise(instruction);
   for (const line of solveScript.split('\n')) {
     const l = normalise(line);
-    if (l.length >= 40 && !l.startsWith('#') && text.includes(l)) return `the instruction contains the solution's line "${l.slice(0, 80)}"`;
+    if (l.length >= 40 && !l.startsWith('#') && text.includes(l))
+      return `the instruction contains the solution's line "${l.slice(0, 80)}"`;
   }
   for (const o of outputs) {
     const t = normalise(o.text);
@@ -165,7 +174,10 @@ export interface DuplicateCandidate {
  * number of tasks rather than quadratic. A shingle that 200 or more tasks share (boilerplate of a
  * generated set) is not used to find candidates; near-identical tasks still share their rarer ones.
  */
-export function findDuplicates(tasks: DuplicateCandidate[], threshold = 0.9): Array<{ a: string; b: string; why: string }> {
+export function findDuplicates(
+  tasks: DuplicateCandidate[],
+  threshold = 0.9,
+): Array<{ a: string; b: string; why: string }> {
   const pairs: Array<{ a: string; b: string; why: string }> = [];
   const seen = new Set<string>();
   const add = (i: number, j: number, why: string): void => {

@@ -7,7 +7,14 @@ import { readTextIfThere } from '../util/files.js';
 import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
 import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
-import { instructionLeak, isOutputPath, keepsFinalState, leakPlacements, namedInput, splitCommands } from './probe-logic.js';
+import {
+  instructionLeak,
+  isOutputPath,
+  keepsFinalState,
+  leakPlacements,
+  namedInput,
+  splitCommands,
+} from './probe-logic.js';
 import { acquireSandbox } from '../sandbox/lease.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
@@ -16,7 +23,8 @@ const trimEnd = (text: string): string => text.replace(/[ \t\r\n]+$/, '');
 const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
 
 /** What the leak scan leaves out: the kernel's and the harness's folders, and system data. */
-const SCAN_PRUNE = '-path /proc -o -path /sys -o -path /dev -o -path /solution -o -path /tests -o -path /logs -o -path /usr/share -o -path /usr/lib -o -path /var/lib';
+const SCAN_PRUNE =
+  '-path /proc -o -path /sys -o -path /dev -o -path /solution -o -path /tests -o -path /logs -o -path /usr/share -o -path /usr/lib -o -path /var/lib';
 
 const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
 
@@ -30,7 +38,8 @@ const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
  * (`duplicate` compares tasks with each other: see checkTasks.)
  */
 export type ProbeLevel = 'none' | 'fast' | 'all';
-export type ProbeCode = 'reward_forgeable' | 'solution_leaked' | 'weak_tests' | 'verifier_nondeterministic' | 'duplicate';
+export type ProbeCode =
+  'reward_forgeable' | 'solution_leaked' | 'weak_tests' | 'verifier_nondeterministic' | 'duplicate';
 
 export interface Finding {
   probe: ProbeCode;
@@ -73,18 +82,41 @@ export class TaskProber {
     if (commands !== undefined) {
       const script = await readFile(path.join(this.task.solutionDir!, 'solve.sh'), 'utf8');
       const shebang = script.startsWith('#!') ? `${script.split('\n')[0]}\n` : '#!/bin/bash\n';
-      await s.putFiles([{ path: '/solution/.termgrade-prefix.sh', content: `${shebang}${splitCommands(script).slice(0, commands).join('\n')}\n`, mode: 0o755 }]);
+      await s.putFiles([
+        {
+          path: '/solution/.termgrade-prefix.sh',
+          content: `${shebang}${splitCommands(script).slice(0, commands).join('\n')}\n`,
+          mode: 0o755,
+        },
+      ]);
       entry = '/solution/.termgrade-prefix.sh';
     }
-    await s.exec(['bash', entry], { env: this.task.config.solution.env, timeoutSec: this.task.config.agent.timeout_sec, signal: this.signal, cwd: this.task.config.environment.workdir });
+    await s.exec(['bash', entry], {
+      env: this.task.config.solution.env,
+      timeoutSec: this.task.config.agent.timeout_sec,
+      signal: this.signal,
+      cwd: this.task.config.environment.workdir,
+    });
   }
 
   /** Output files of the sandbox's current state (changed or added since the image), with content hashes. */
   private async finalState(s: Sandbox): Promise<Map<string, string>> {
-    const paths = (await s.changes()).filter((c) => c.kind !== 'deleted' && isOutputPath(c.path)).map((c) => c.path).slice(0, 500);
+    const paths = (await s.changes())
+      .filter((c) => c.kind !== 'deleted' && isOutputPath(c.path))
+      .map((c) => c.path)
+      .slice(0, 500);
     const state = new Map<string, string>();
     if (!paths.length) return state;
-    const r = await s.exec(['sh', '-c', 'for f; do if [ -f "$f" ] && [ ! -L "$f" ]; then sha256sum "$f"; fi; done', 'termgrade-hash', ...paths], { maxOutputBytes: 4 * 1024 * 1024 });
+    const r = await s.exec(
+      [
+        'sh',
+        '-c',
+        'for f; do if [ -f "$f" ] && [ ! -L "$f" ]; then sha256sum "$f"; fi; done',
+        'termgrade-hash',
+        ...paths,
+      ],
+      { maxOutputBytes: 4 * 1024 * 1024 },
+    );
     for (const line of r.stdout.text.split('\n')) {
       const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
       if (m) state.set(m[2]!, m[1]!);
@@ -94,8 +126,16 @@ export class TaskProber {
 
   /** The task's verifier with every protection, as `run` grades. */
   private async grade(s: Sandbox): Promise<Graded> {
-    const v = await verify(s, this.task, { hostLogsDir: path.join(this.logsDir, `grade-${++this.n}`), signal: this.signal });
-    return { passed: v.reward !== null && v.reward >= 1 && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'), reward: v.reward, tests: v.tests.map((t) => `${t.name}=${t.status}`).join(',') };
+    const v = await verify(s, this.task, {
+      hostLogsDir: path.join(this.logsDir, `grade-${++this.n}`),
+      signal: this.signal,
+    });
+    return {
+      passed:
+        v.reward !== null && v.reward >= 1 && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'),
+      reward: v.reward,
+      tests: v.tests.map((t) => `${t.name}=${t.status}`).join(','),
+    };
   }
 
   /**
@@ -115,14 +155,23 @@ export class TaskProber {
       // the tests copied over what is there, nothing emptied. If the file the verifier writes still
       // says 1 afterwards (planted and left standing, or written 1), test.sh trusted agent state.
       await s.copyIn(this.task.testsDir, TESTS_DIR);
-      await s.exec(`bash ${TESTS_DIR}/test.sh > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`, { env: this.task.config.verifier.env, timeoutSec: this.task.config.verifier.timeout_sec, signal: this.signal });
+      await s.exec(`bash ${TESTS_DIR}/test.sh > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`, {
+        env: this.task.config.verifier.env,
+        timeoutSec: this.task.config.verifier.timeout_sec,
+        signal: this.signal,
+      });
       const logs = path.join(this.logsDir, 'forger');
       await s.copyOut(VERIFIER_LOGS, logs, { trusted: true });
       const json = await readTextIfThere(path.join(logs, 'reward.json'));
       const txt = await readTextIfThere(path.join(logs, 'reward.txt'));
       const parsed = rewardFile === 'reward.json' ? parseRewardFiles(json, null) : parseRewardFiles(null, txt);
       if (parsed.ok && parsed.reward >= 1) {
-        return { probe: 'reward_forgeable', rejects: true, did: "an agent that only planted reward.txt = 1 and reward.json = 1 in /logs/verifier and a file in /tests, then the task's test.sh as written, with nothing emptied first", saw: `reward ${parsed.reward} from the verifier's ${parsed.source}: test.sh trusts state the agent controls` };
+        return {
+          probe: 'reward_forgeable',
+          rejects: true,
+          did: "an agent that only planted reward.txt = 1 and reward.json = 1 in /logs/verifier and a file in /tests, then the task's test.sh as written, with nothing emptied first",
+          saw: `reward ${parsed.reward} from the verifier's ${parsed.source}: test.sh trusts state the agent controls`,
+        };
       }
       return null;
     } finally {
@@ -154,14 +203,25 @@ export class TaskProber {
       }
       // The instruction is the specification: quoting what to type or write is never a leak by itself.
       const quoted = instructionLeak(this.task.instruction, solveScript, outputs);
-      if (quoted) findings.push({ probe: 'solution_leaked', rejects: false, did: "compared the instruction with solve.sh and the oracle's outputs", saw: `${quoted} (a warning: the instruction may rightly spell out what to type)` });
+      if (quoted)
+        findings.push({
+          probe: 'solution_leaked',
+          rejects: false,
+          did: "compared the instruction with solve.sh and the oracle's outputs",
+          saw: `${quoted} (a warning: the instruction may rightly spell out what to type)`,
+        });
       let first: Graded | null = null;
       try {
         first = await this.nondeterminism(s, findings);
       } catch (err) {
         if (err instanceof CancelledError || this.signal?.aborted) throw err;
         // Undecided is not confirmed: said as a warning, and the other probes still run.
-        findings.push({ probe: 'verifier_nondeterministic', rejects: false, did: "tried to verify two fresh copies of the oracle's final state", saw: `could not: ${errorMessage(err)}` });
+        findings.push({
+          probe: 'verifier_nondeterministic',
+          rejects: false,
+          did: "tried to verify two fresh copies of the oracle's final state",
+          saw: `could not: ${errorMessage(err)}`,
+        });
       }
       if (level === 'all' && first?.passed) findings.push(...(await this.damagedOutputs(s, full)));
     } finally {
@@ -187,7 +247,12 @@ export class TaskProber {
     const a = await this.grade(s);
     const b = await this.grade(s);
     if (a.reward !== b.reward || a.tests !== b.tests) {
-      findings.push({ probe: 'verifier_nondeterministic', rejects: true, did: "froze the oracle's final state and verified two fresh copies of it, once each", saw: `reward ${a.reward} then ${b.reward}; tests ${a.tests || '-'} then ${b.tests || '-'}` });
+      findings.push({
+        probe: 'verifier_nondeterministic',
+        rejects: true,
+        did: "froze the oracle's final state and verified two fresh copies of it, once each",
+        saw: `reward ${a.reward} then ${b.reward}; tests ${a.tests || '-'} then ${b.tests || '-'}`,
+      });
     }
     return a;
   }
@@ -200,7 +265,12 @@ export class TaskProber {
    * files the oracle consumed, outputs the copy does not complete (an archive, a permission change),
    * and solution/ files sitting in the image are warnings.
    */
-  private async leakedInImage(full: Map<string, string>, outputTexts: Map<string, string>, consumed: Set<string>, solveScript: string): Promise<Finding[]> {
+  private async leakedInImage(
+    full: Map<string, string>,
+    outputTexts: Map<string, string>,
+    consumed: Set<string>,
+    solveScript: string,
+  ): Promise<Finding[]> {
     const solutionFiles = new Map<string, string>(); // hash -> solution/rel
     for (const f of (await walk(this.task.solutionDir!)).filter((e) => e.kind === 'file')) {
       const body = await readFile(f.abs);
@@ -210,10 +280,15 @@ export class TaskProber {
     try {
       // Every file of 16 bytes to 1 MiB in the image, outside system folders, hashed in one pass.
       const r = await s.exec(
-        ['sh', '-c', `pwd; find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null`],
+        [
+          'sh',
+          '-c',
+          `pwd; find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null`,
+        ],
         { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal },
       );
-      if (r.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
+      if (r.stdout.truncatedBytes > 0)
+        throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
       const [workdir, ...lines] = r.stdout.text.split('\n');
       const image: Array<[string, string]> = [];
       for (const line of lines) {
@@ -231,27 +306,66 @@ export class TaskProber {
       const sizes = new Set([...outputTexts.values()].map((t) => trimEnd(t).length));
       const near = r.stdout.text.length ? await this.nearFiles(s, sizes) : [];
       const candidates = new Map(leakPlacements(full, image));
-      for (const [output, sources] of leakPlacements(stripped, near)) candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
+      for (const [output, sources] of leakPlacements(stripped, near))
+        candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
       for (const [output, sources] of candidates) {
-        const hidden = sources.find((f) => !consumed.has(f) && !namedInput(f, texts, workdir?.startsWith('/') ? workdir : null));
+        const hidden = sources.find(
+          (f) => !consumed.has(f) && !namedInput(f, texts, workdir?.startsWith('/') ? workdir : null),
+        );
         if (hidden) place.set(output, hidden);
         else inputs.push(`${sources[0]} (the content of ${output})`);
       }
-      if (inputs.length) findings.push({ probe: 'solution_leaked', rejects: false, did: "hashed the image's files against the oracle's outputs", saw: `${inputs.slice(0, 3).join(', ')}: an input the task names or the solution consumes, not a leak` });
+      if (inputs.length)
+        findings.push({
+          probe: 'solution_leaked',
+          rejects: false,
+          did: "hashed the image's files against the oracle's outputs",
+          saw: `${inputs.slice(0, 3).join(', ')}: an input the task names or the solution consumes, not a leak`,
+        });
       const inImage = image.filter(([, h]) => solutionFiles.has(h)).map(([f, h]) => `${f} = ${solutionFiles.get(h)}`);
       if (place.size) {
-        const moves = [...place].map(([output, from]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(from)} ${quote(output)}`);
+        const moves = [...place].map(
+          ([output, from]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(from)} ${quote(output)}`,
+        );
         const placed = await s.exec(['sh', '-c', moves.join(' && ')], { signal: this.signal, timeoutSec: 120 });
-        const did = `on a fresh sandbox from the image, copied ${[...place].slice(0, 3).map(([o, f]) => `${f} to ${o}`).join(', ')}${place.size > 3 ? ` (${place.size} outputs)` : ''}, ran nothing else of the solution, and graded it`;
+        const did = `on a fresh sandbox from the image, copied ${[...place]
+          .slice(0, 3)
+          .map(([o, f]) => `${f} to ${o}`)
+          .join(
+            ', ',
+          )}${place.size > 3 ? ` (${place.size} outputs)` : ''}, ran nothing else of the solution, and graded it`;
         if (placed.exitCode !== 0) {
-          findings.push({ probe: 'solution_leaked', rejects: false, did, saw: `the copy failed (${placed.stderr.text.trim().slice(0, 200)}): nothing confirmed` });
+          findings.push({
+            probe: 'solution_leaked',
+            rejects: false,
+            did,
+            saw: `the copy failed (${placed.stderr.text.trim().slice(0, 200)}): nothing confirmed`,
+          });
         } else {
           const g = await this.grade(s);
-          if (g.passed) findings.push({ probe: 'solution_leaked', rejects: true, did, saw: `every test passes (${g.tests}): the answer sits readable in the image` });
-          else findings.push({ probe: 'solution_leaked', rejects: false, did, saw: `the tests fail (${g.tests || `reward ${g.reward}`}): the image's copies are not the answer` });
+          if (g.passed)
+            findings.push({
+              probe: 'solution_leaked',
+              rejects: true,
+              did,
+              saw: `every test passes (${g.tests}): the answer sits readable in the image`,
+            });
+          else
+            findings.push({
+              probe: 'solution_leaked',
+              rejects: false,
+              did,
+              saw: `the tests fail (${g.tests || `reward ${g.reward}`}): the image's copies are not the answer`,
+            });
         }
       }
-      if (inImage.length && !findings.some((f) => f.rejects)) findings.push({ probe: 'solution_leaked', rejects: false, did: 'hashed the files of the image the agent starts from against solution/', saw: `${inImage.slice(0, 3).join(', ')} byte for byte (the agent can read it; no output is a copy of it)` });
+      if (inImage.length && !findings.some((f) => f.rejects))
+        findings.push({
+          probe: 'solution_leaked',
+          rejects: false,
+          did: 'hashed the files of the image the agent starts from against solution/',
+          saw: `${inImage.slice(0, 3).join(', ')} byte for byte (the agent can read it; no output is a copy of it)`,
+        });
       return findings;
     } finally {
       await s.close();
@@ -264,8 +378,16 @@ export class TaskProber {
    */
   private async nearFiles(s: Sandbox, sizes: Set<number>): Promise<Array<[string, string]>> {
     const wanted = new Set([...sizes].flatMap((n) => [n, n + 1, n + 2, n + 3, n + 4]));
-    const listed = await s.exec(['sh', '-c', `find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -printf '%s %p\\n' 2>/dev/null`], { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal });
-    if (listed.stdout.truncatedBytes > 0) throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
+    const listed = await s.exec(
+      [
+        'sh',
+        '-c',
+        `find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -printf '%s %p\\n' 2>/dev/null`,
+      ],
+      { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal },
+    );
+    if (listed.stdout.truncatedBytes > 0)
+      throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
     const files = listed.stdout.text
       .split('\n')
       .map((l) => /^(\d+) (\/.*)$/.exec(l))
@@ -298,7 +420,12 @@ export class TaskProber {
         const g = await this.grade(s);
         await restore();
         if (g.passed) {
-          findings.push({ probe: 'weak_tests', rejects: true, did: `ran the solution, then ${how} ${file} (removing it fails the tests)`, saw: `every test still passes (${g.tests})` });
+          findings.push({
+            probe: 'weak_tests',
+            rejects: true,
+            did: `ran the solution, then ${how} ${file} (removing it fails the tests)`,
+            saw: `every test still passes (${g.tests})`,
+          });
           return findings;
         }
       }
@@ -309,7 +436,9 @@ export class TaskProber {
   /** Strict prefixes of solve.sh: passing while the final state lacks an output of the full solution is weak. */
   private async prefixes(solveScript: string, full: Map<string, string>): Promise<Finding | null> {
     const n = splitCommands(solveScript).length;
-    const ks = [...new Set([n - 1, Math.floor((2 * n) / 3), Math.floor(n / 2), Math.floor(n / 3)])].filter((k) => k >= 1 && k < n).sort((a, b) => b - a);
+    const ks = [...new Set([n - 1, Math.floor((2 * n) / 3), Math.floor(n / 2), Math.floor(n / 3)])]
+      .filter((k) => k >= 1 && k < n)
+      .sort((a, b) => b - a);
     for (const k of ks) {
       const s = await this.sandbox();
       try {
@@ -320,7 +449,12 @@ export class TaskProber {
         const kept = keepsFinalState(full, state);
         // The commands left out changed no output the full solution ends with: they only cleaned up.
         if (kept.same) continue;
-        return { probe: 'weak_tests', rejects: true, did: `ran the first ${k} of solve.sh's ${n} commands`, saw: `every test passes though ${kept.differing.slice(0, 5).join(', ')} ${kept.differing.length === 1 ? 'is' : 'are'} missing or different from the full solution's` };
+        return {
+          probe: 'weak_tests',
+          rejects: true,
+          did: `ran the first ${k} of solve.sh's ${n} commands`,
+          saw: `every test passes though ${kept.differing.slice(0, 5).join(', ')} ${kept.differing.length === 1 ? 'is' : 'are'} missing or different from the full solution's`,
+        };
       } catch {
         // A prefix that cannot even run proves nothing either way; the next one is tried.
       } finally {

@@ -10,7 +10,12 @@ import { errorMessage } from '../util/errors.js';
  * An optional LLM review of a task against the field's rubric. Advisory only: recorded next to the
  * execution evidence, it never admits or rejects a task (the probes prove; a reader only suspects).
  */
-export const REVIEW_CRITERIA = ['behavior_in_instruction', 'behavior_in_tests', 'anti_cheating', 'hardcoded_solution'] as const;
+export const REVIEW_CRITERIA = [
+  'behavior_in_instruction',
+  'behavior_in_tests',
+  'anti_cheating',
+  'hardcoded_solution',
+] as const;
 
 export const ReviewSchema = z.object({
   model: z.string(),
@@ -51,13 +56,28 @@ export async function reviewTask(task: Task, model: ModelConfig, signal?: AbortS
   const content = [
     `# Instruction\n${task.instruction}`,
     `# Tests\n${await folderText(task.testsDir, 20_000)}`,
-    task.solutionDir ? `# Reference solution\n${await folderText(task.solutionDir, 10_000)}` : '# Reference solution\n(none)',
+    task.solutionDir
+      ? `# Reference solution\n${await folderText(task.solutionDir, 10_000)}`
+      : '# Reference solution\n(none)',
   ].join('\n\n');
   try {
-    const reply = await client.complete({ messages: [{ role: 'system', content: RUBRIC }, { role: 'user', content }], signal });
+    const reply = await client.complete({
+      messages: [
+        { role: 'system', content: RUBRIC },
+        { role: 'user', content },
+      ],
+      signal,
+    });
     const json = /\{[\s\S]*\}/.exec(reply.content)?.[0];
-    const parsed = ReviewSchema.shape.criteria.safeParse(json ? (JSON.parse(json) as { criteria?: unknown }).criteria : undefined);
-    if (!parsed.success) return { model: model.model, criteria: [], error: `the reply is not the rubric's JSON: ${reply.content.slice(0, 200)}` };
+    const parsed = ReviewSchema.shape.criteria.safeParse(
+      json ? (JSON.parse(json) as { criteria?: unknown }).criteria : undefined,
+    );
+    if (!parsed.success)
+      return {
+        model: model.model,
+        criteria: [],
+        error: `the reply is not the rubric's JSON: ${reply.content.slice(0, 200)}`,
+      };
     return { model: model.model, criteria: parsed.data, error: null };
   } catch (err) {
     return { model: model.model, criteria: [], error: errorMessage(err) };

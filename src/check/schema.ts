@@ -21,7 +21,9 @@ export const CheckedTaskSchema = z.object({
    * What each probe did and saw. `rejects`: execution confirmed the exploit, and the probe's code is
    * among `reasons`; false is a warning (a suspicion execution did not confirm), never a reason.
    */
-  findings: z.array(z.object({ probe: ReasonCode, did: z.string(), saw: z.string(), rejects: z.boolean().default(true) })).default([]),
+  findings: z
+    .array(z.object({ probe: ReasonCode, did: z.string(), saw: z.string(), rejects: z.boolean().default(true) }))
+    .default([]),
   /** An LLM's advisory review against the rubric (check --review); never decides the verdict. */
   review: ReviewSchema.nullable().default(null),
   /** Time spent probing, ms (null when no probe ran). */

@@ -24,7 +24,11 @@ export type ReasonCode = z.infer<typeof ReasonCode>;
 
 /** An oracle run counts as a pass only with reward 1 and no test that did not pass. */
 export function oracleRunPassed(trial: TrialResult): boolean {
-  return trial.reward === 1 && trial.error?.class !== 'verifier_timeout' && trial.tests.every((t) => t.status === 'passed' || t.status === 'skipped');
+  return (
+    trial.reward === 1 &&
+    trial.error?.class !== 'verifier_timeout' &&
+    trial.tests.every((t) => t.status === 'passed' || t.status === 'skipped')
+  );
 }
 
 const reasonFor = (cls: TrialErrorClass): ReasonCode | null => {

@@ -41,13 +41,26 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   };
   let review: ModelConfig | undefined;
   if (flags.review) {
-    if (!flags.reviewModel || !flags.reviewBaseUrl) throw new TermgradeError('usage', '--review needs --review-model and --review-base-url');
-    const parsed = ModelConfigSchema.safeParse({ baseUrl: flags.reviewBaseUrl, model: flags.reviewModel, apiKeyEnv: flags.reviewApiKeyEnv, temperature: 0 });
-    if (!parsed.success) throw new TermgradeError('usage', `review model: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+    if (!flags.reviewModel || !flags.reviewBaseUrl)
+      throw new TermgradeError('usage', '--review needs --review-model and --review-base-url');
+    const parsed = ModelConfigSchema.safeParse({
+      baseUrl: flags.reviewBaseUrl,
+      model: flags.reviewModel,
+      apiKeyEnv: flags.reviewApiKeyEnv,
+      temperature: 0,
+    });
+    if (!parsed.success)
+      throw new TermgradeError(
+        'usage',
+        `review model: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+      );
     review = parsed.data;
   }
   const taskDirs = await findTaskDirs(dirs);
-  const provider = providerFor(enginesFromFlags(flags.engine), { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => log(poolEventLine(e)) });
+  const provider = providerFor(enginesFromFlags(flags.engine), {
+    buildNetwork: resolveBuildNetwork(flags.buildNetwork),
+    onEvent: (e) => log(poolEventLine(e)),
+  });
   for (const w of await provider.ping()) log(`warning: ${w}`);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
@@ -57,14 +70,17 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   let release: (() => Promise<void>) | undefined;
   let jobDir: string | undefined;
   if (flags.job) {
-    if (!/^[A-Za-z0-9._-]+$/.test(flags.job)) throw new TermgradeError('usage', `--job ${flags.job}: letters, digits, dot, dash and underscore only`);
+    if (!/^[A-Za-z0-9._-]+$/.test(flags.job))
+      throw new TermgradeError('usage', `--job ${flags.job}: letters, digits, dot, dash and underscore only`);
     jobDir = path.resolve(flags.jobsDir, flags.job);
     release = (await holdJobFolder(jobDir, `check job "${flags.job}"`)).release;
     store = JobStore.open(path.join(jobDir, 'job.db'));
     const before = store.checkedTasks().size;
     if (before) log(`check job ${flags.job}: ${before} task(s) already checked, resuming with the rest`);
   }
-  const outDir = path.resolve(flags.out ?? (jobDir ? path.join(jobDir, 'out') : path.join('.termgrade', 'check', stamp())));
+  const outDir = path.resolve(
+    flags.out ?? (jobDir ? path.join(jobDir, 'out') : path.join('.termgrade', 'check', stamp())),
+  );
   const signals = handleSignals(provider, log);
   // Each task is listed once: by the progress display when it prints where the report goes, else by the report.
   const listedLive = !flags.quiet && !flags.json && stdoutIsStderr();

@@ -20,7 +20,8 @@ export function taskLine(t: CheckedTask): string {
 /** One task's block: its line, then its problems (when rejected) and its warnings indented under it. */
 export function taskBlock(t: CheckedTask): string[] {
   const lines = [taskLine(t)];
-  if (t.verdict === 'rejected') for (const d of t.details.filter((x) => !x.startsWith('warning: ')).slice(0, 5)) lines.push(`       ${d}`);
+  if (t.verdict === 'rejected')
+    for (const d of t.details.filter((x) => !x.startsWith('warning: ')).slice(0, 5)) lines.push(`       ${d}`);
   for (const d of t.details.filter((x) => CONFIG_WARNING.test(x))) lines.push(`       ${d}`);
   // Warnings: what a probe suspected but execution did not confirm (never a rejection).
   for (const f of t.findings.filter((x) => !x.rejects).slice(0, 3)) lines.push(`       warning: ${f.probe}: ${f.saw}`);
@@ -41,7 +42,9 @@ export function formatCheckReport(report: CheckReport, options: { listed?: Reado
   }
   const s = report.summary;
   if (lines.length) lines.push('');
-  lines.push(`${s.admissible} of ${s.total} admissible (yield ${(s.yield * 100).toFixed(1)}%) in ${secs(s.durationMs)}${s.cancelled ? ' -- CANCELLED, partial results' : ''}`);
+  lines.push(
+    `${s.admissible} of ${s.total} admissible (yield ${(s.yield * 100).toFixed(1)}%) in ${secs(s.durationMs)}${s.cancelled ? ' -- CANCELLED, partial results' : ''}`,
+  );
   const reasons = Object.entries(s.reasons).sort((a, b) => b[1] - a[1]);
   if (reasons.length) lines.push(`rejections: ${reasons.map(([r, n]) => `${r} ${n}`).join(', ')}`);
   lines.push(`trials and logs: ${s.outDir}`);

@@ -7,7 +7,11 @@ import type { RunFlags } from './job-commands.js';
  * `run -c job.yaml` (Harbor's spelling) or `--config FILE`: the job file. `-c N` stays the
  * concurrency. `jobsDirIsDefault` lets a Harbor config's jobs_dir apply when --jobs-dir was not given.
  */
-export function harborRunArgs(file: string | undefined, opts: RunFlags & { config?: string; concurrency?: number | string }, jobsDirIsDefault: boolean): [string | undefined, RunFlags] {
+export function harborRunArgs(
+  file: string | undefined,
+  opts: RunFlags & { config?: string; concurrency?: number | string },
+  jobsDirIsDefault: boolean,
+): [string | undefined, RunFlags] {
   const { config, concurrency, ...rest } = opts;
   const fromC = typeof concurrency === 'string' ? concurrency : undefined;
   const given = [file, fromC, config].filter((f): f is string => f !== undefined);

@@ -2,7 +2,15 @@ import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ProtectionStore } from '../verifier/protection-store.js';
-import { importHarbor, readJobFile, parseSpec, runJob, type JobSpec, type JobSpecInput, TermgradeError } from '../index.js';
+import {
+  importHarbor,
+  readJobFile,
+  parseSpec,
+  runJob,
+  type JobSpec,
+  type JobSpecInput,
+  TermgradeError,
+} from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
@@ -68,9 +76,16 @@ export interface RunFlags {
 /** `--retry errors` or `--retry cls1,cls2`: validated against the known error classes. */
 function parseRetry(value: string | undefined): { classes?: string[]; errors?: boolean } | undefined {
   if (!value) return undefined;
-  const parts = value.split(',').map((p) => p.trim()).filter(Boolean);
+  const parts = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const unknown = parts.filter((p) => p !== 'errors' && !TrialErrorClass.options.includes(p as never));
-  if (unknown.length) throw new TermgradeError('usage', `--retry: unknown error class ${unknown.map((u) => `"${u}"`).join(', ')} (known: errors, ${TrialErrorClass.options.join(', ')})`);
+  if (unknown.length)
+    throw new TermgradeError(
+      'usage',
+      `--retry: unknown error class ${unknown.map((u) => `"${u}"`).join(', ')} (known: errors, ${TrialErrorClass.options.join(', ')})`,
+    );
   return { errors: parts.includes('errors'), classes: parts.filter((p) => p !== 'errors') };
 }
 
@@ -79,7 +94,11 @@ function modelsFrom(f: RunFlags): Array<{ model: string; baseUrl: string }> {
   return (f.model ?? []).map((m) => {
     const at = m.search(/@https?:\/\//);
     if (at > 0) return { model: m.slice(0, at), baseUrl: m.slice(at + 1) };
-    if (!f.baseUrl) throw new TermgradeError('usage', `--model ${m}: give its endpoint, as ${m}@http://HOST:PORT/v1 or with --base-url`);
+    if (!f.baseUrl)
+      throw new TermgradeError(
+        'usage',
+        `--model ${m}: give its endpoint, as ${m}@http://HOST:PORT/v1 or with --base-url`,
+      );
     return { model: m, baseUrl: f.baseUrl };
   });
 }
@@ -95,13 +114,25 @@ async function agentsFrom(f: RunFlags): Promise<AgentConfigInput[]> {
   const imported = new Map<string, string>();
   for (const p of f.agentImportPath ?? []) imported.set(await loadAgentModule(p), modulePath(p));
   const names = [...new Set([...(f.agent ?? []), ...imported.keys()])];
-  if (!names.length) throw new TermgradeError('usage', 'give a job file, or --tasks and at least one --agent or --agent-import-path (or --job NAME to resume)');
+  if (!names.length)
+    throw new TermgradeError(
+      'usage',
+      'give a job file, or --tasks and at least one --agent or --agent-import-path (or --job NAME to resume)',
+    );
   const models = modelsFrom(f);
   return names.flatMap((name): AgentConfigInput[] => {
-    const base = { agent: name, importPath: imported.get(name), maxTurns: f.maxTurns, concurrency: f.endpointConcurrency };
+    const base = {
+      agent: name,
+      importPath: imported.get(name),
+      maxTurns: f.maxTurns,
+      concurrency: f.endpointConcurrency,
+    };
     if (!agentNeedsModel(name) && !imported.has(name)) return [{ agent: name, importPath: imported.get(name) }];
     if (!models.length) return [base];
-    return models.map((m) => ({ ...base, model: { baseUrl: m.baseUrl, model: m.model, apiKeyEnv: f.apiKeyEnv, temperature: f.temperature } }));
+    return models.map((m) => ({
+      ...base,
+      model: { baseUrl: m.baseUrl, model: m.model, apiKeyEnv: f.apiKeyEnv, temperature: f.temperature },
+    }));
   });
 }
 
@@ -113,16 +144,31 @@ async function agentsFrom(f: RunFlags): Promise<AgentConfigInput[]> {
 async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSpec> {
   let spec: JobSpec;
   const fromFlags = !file && !(f.job && !f.tasks?.length);
-  const agentFlags = ['agent', 'agentImportPath', 'model', 'baseUrl', 'maxTurns', 'temperature', 'endpointConcurrency'] as const;
+  const agentFlags = [
+    'agent',
+    'agentImportPath',
+    'model',
+    'baseUrl',
+    'maxTurns',
+    'temperature',
+    'endpointConcurrency',
+  ] as const;
   const misplaced = agentFlags.filter((k) => f[k] !== undefined);
   if (!fromFlags && misplaced.length) {
     const flag = misplaced.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ');
-    throw new TermgradeError('usage', `${flag}: agent settings come from ${file ? `the job file ${file}` : `the stored job "${f.job}"`}; edit ${file ? 'it' : 'a job file'} instead (flags would leave them silently unused)`);
+    throw new TermgradeError(
+      'usage',
+      `${flag}: agent settings come from ${file ? `the job file ${file}` : `the stored job "${f.job}"`}; edit ${file ? 'it' : 'a job file'} instead (flags would leave them silently unused)`,
+    );
   }
   if (file) spec = (await readHarborRunFile(file, f)) ?? (await readJobFile(file));
   else if (!fromFlags) spec = storedSpec(f.jobsDir, f.job!);
   else {
-    if (!f.tasks?.length) throw new TermgradeError('usage', 'give a job file, or --tasks and at least one --agent (or --job NAME to resume)');
+    if (!f.tasks?.length)
+      throw new TermgradeError(
+        'usage',
+        'give a job file, or --tasks and at least one --agent (or --job NAME to resume)',
+      );
     const input: JobSpecInput = {
       name: f.name ?? f.job ?? `job-${new Date().toISOString().replace(/[:.]/g, '-')}`,
       tasks: { paths: f.tasks.map((p) => path.resolve(p)) },
@@ -143,7 +189,15 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
       method: was?.method ?? 'optimal',
       risk: f.adaptiveRisk ?? was?.risk,
       step: was?.step ?? 1,
-      prior: f.prior ? { source: path.resolve(f.prior), config: f.priorConfig, weight: was?.prior?.weight, maxTrials: was?.prior?.maxTrials, floor: was?.prior?.floor ?? DEFAULT_AGREEMENT_FLOOR } : was?.prior,
+      prior: f.prior
+        ? {
+            source: path.resolve(f.prior),
+            config: f.priorConfig,
+            weight: was?.prior?.weight,
+            maxTrials: was?.prior?.maxTrials,
+            floor: was?.prior?.floor ?? DEFAULT_AGREEMENT_FLOOR,
+          }
+        : was?.prior,
     };
   }
   if (f.timeoutMultiplier !== undefined) {
@@ -168,7 +222,8 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
 }
 
 /** The invalid task folders a run leaves out, one per line with its error. */
-const invalidLines = (invalid: Array<{ path: string; message: string }>): string => invalid.map((b) => `  ${b.path}: ${b.message.replace(`task ${b.path}: `, '')}`).join('\n');
+const invalidLines = (invalid: Array<{ path: string; message: string }>): string =>
+  invalid.map((b) => `  ${b.path}: ${b.message.replace(`task ${b.path}: `, '')}`).join('\n');
 
 export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
   const spec = await resolveSpec(file, flags);
@@ -176,9 +231,16 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   // custom agents load, env files read, and every model endpoint answers.
   const resolved = await resolveTasks(spec);
   if (resolved.invalid.length && !flags.skipInvalid) {
-    throw new TermgradeError('bad_input', `${resolved.invalid.length} task folder(s) cannot be used (leave them out with --exclude-task, or run the rest with --skip-invalid):\n${invalidLines(resolved.invalid)}`);
+    throw new TermgradeError(
+      'bad_input',
+      `${resolved.invalid.length} task folder(s) cannot be used (leave them out with --exclude-task, or run the rest with --skip-invalid):\n${invalidLines(resolved.invalid)}`,
+    );
   }
-  if (resolved.invalid.length && !resolved.tasks.length) throw new TermgradeError('bad_input', `no task is left to run: every one of the ${resolved.invalid.length} task folder(s) cannot be used:\n${invalidLines(resolved.invalid)}`);
+  if (resolved.invalid.length && !resolved.tasks.length)
+    throw new TermgradeError(
+      'bad_input',
+      `no task is left to run: every one of the ${resolved.invalid.length} task folder(s) cannot be used:\n${invalidLines(resolved.invalid)}`,
+    );
   warnAboutTasks(resolved.tasks);
   await loadAgentModules(spec.agents);
   for (const a of spec.agents) await agentEnvOf(a); // a missing or malformed env file: exit 2 now, not a failed trial each
@@ -186,14 +248,21 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   if (flags.preflight !== false) {
     for (const w of await preflightModels(models)) process.stderr.write(`termgrade: warning: ${w}\n`);
   } else {
-    for (const m of models) if (!process.env[m.apiKeyEnv]) process.stderr.write(`termgrade: warning: ${m.apiKeyEnv} is not set, so requests to ${m.baseUrl} carry no API key\n`);
+    for (const m of models)
+      if (!process.env[m.apiKeyEnv])
+        process.stderr.write(
+          `termgrade: warning: ${m.apiKeyEnv} is not set, so requests to ${m.baseUrl} carry no API key\n`,
+        );
   }
   const log = (m: string): void => {
     if (!flags.quiet && !flags.jsonl) process.stderr.write(`${m}\n`);
   };
   // Engine events go where the job's events go, once the progress display exists.
   let onPoolEvent: (e: PoolEvent) => void = () => {};
-  const provider = providerFor(spec.engines, { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => onPoolEvent(e) });
+  const provider = providerFor(spec.engines, {
+    buildNetwork: resolveBuildNetwork(flags.buildNetwork),
+    onEvent: (e) => onPoolEvent(e),
+  });
   for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   // A network named for internet tasks must exist and be isolated: refused now, not per trial.
   if (spec.network) await provider.checkNetwork(spec.network);
@@ -201,7 +270,10 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   if (removed) log(`removed ${removed} container(s) left by runs that were killed`);
   // --name of a job that already has trials would silently extend it: resuming is said with --job.
   if (!file && flags.name && !flags.job && existsSync(jobDbOf(jobDirOf(flags.jobsDir, flags.name)))) {
-    throw new TermgradeError('usage', `job "${flags.name}" already exists in ${path.resolve(flags.jobsDir)}: resume it with --job ${flags.name}, or choose another --name`);
+    throw new TermgradeError(
+      'usage',
+      `job "${flags.name}" already exists in ${path.resolve(flags.jobsDir)}: resume it with --job ${flags.name}, or choose another --name`,
+    );
   }
 
   const job = await openJob(spec, flags.jobsDir, resolved);
@@ -212,7 +284,10 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   // --skip-invalid: what was left out is said before the run (even with --quiet), and is an event.
   if (skipped.length) {
     if (flags.jsonl) progress.onEvent({ type: 'tasks-skipped', tasks: skipped });
-    else process.stderr.write(`termgrade: warning: skipped ${skipped.length} task folder(s) that cannot be used (--skip-invalid):\n${invalidLines(skipped)}\n`);
+    else
+      process.stderr.write(
+        `termgrade: warning: skipped ${skipped.length} task folder(s) that cannot be used (--skip-invalid):\n${invalidLines(skipped)}\n`,
+      );
   }
   try {
     const summary = await runJob({
@@ -236,7 +311,9 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
           `${skipped.length ? `; ${skipped.length} invalid task folder(s) skipped (listed above)` : ''}\n` +
           `store: ${jobDbOf(job.jobDir)}\n`,
       );
-      process.stdout.write(`\n${await endingTable(job.store, job.jobDir)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`);
+      process.stdout.write(
+        `\n${await endingTable(job.store, job.jobDir)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`,
+      );
     }
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
@@ -264,12 +341,35 @@ async function endingTable(store: JobStore, jobDir: string): Promise<string> {
   const rows = [...store.listTrials()];
   const stats = configStats(await loadRecords([jobDir]));
   const main = table(
-    ['config', 'graded', 'pass@1 %', '95% CI', 'no reward (by class)', 'not run', 'cost $', 'trial time h', 'time wasted %'],
+    [
+      'config',
+      'graded',
+      'pass@1 %',
+      '95% CI',
+      'no reward (by class)',
+      'not run',
+      'cost $',
+      'trial time h',
+      'time wasted %',
+    ],
     stats.map((c) => {
       const mine = rows.filter((r) => r.config === c.config);
-      const errors = Object.entries(c.errorsByClass).map(([k, v]) => `${k} ${v}`).join(', ') || '-';
+      const errors =
+        Object.entries(c.errorsByClass)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || '-';
       const cost = mine.reduce((a, r) => a + (r.cost_usd ?? 0), 0);
-      return [c.config, c.trials, pct(c.pass1.mean), c.pass1.ciLo === null ? '-' : `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`, errors, mine.filter((r) => r.status === 'not_run').length, cost ? cost.toFixed(4) : '-', (c.retryWaste.sandboxMs / 3_600_000).toFixed(2), pct(c.retryWaste.share)];
+      return [
+        c.config,
+        c.trials,
+        pct(c.pass1.mean),
+        c.pass1.ciLo === null ? '-' : `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`,
+        errors,
+        mine.filter((r) => r.status === 'not_run').length,
+        cost ? cost.toFixed(4) : '-',
+        (c.retryWaste.sandboxMs / 3_600_000).toFixed(2),
+        pct(c.retryWaste.share),
+      ];
     }),
   );
   return `${main}\n${wasteLines(stats)}`;
@@ -281,7 +381,12 @@ function openStore(jobsDir: string, name: string): JobStore {
   return JobStore.open(file, { readonly: true }); // a damaged store says so (exit 5)
 }
 
-export async function trialsCommand(flags: { job: string; jobsDir: string; json?: boolean; status?: TrialStatus }): Promise<number> {
+export async function trialsCommand(flags: {
+  job: string;
+  jobsDir: string;
+  json?: boolean;
+  status?: TrialStatus;
+}): Promise<number> {
   const store = openStore(flags.jobsDir, flags.job);
   try {
     if (flags.json) {
@@ -301,7 +406,17 @@ export async function trialsCommand(flags: { job: string; jobsDir: string; json?
     process.stdout.write(
       `${table(
         ['trial', 'config', 'task', 'attempt', 'status', 'reward', 'error class', 'tests passed', 'runs'],
-        rows.map((r) => [r.trial_id, r.config, r.task, r.attempt, r.status, r.reward ?? '-', r.error_class ?? '', `${r.tests_passed}/${r.tests_total}`, r.infra_attempts]),
+        rows.map((r) => [
+          r.trial_id,
+          r.config,
+          r.task,
+          r.attempt,
+          r.status,
+          r.reward ?? '-',
+          r.error_class ?? '',
+          `${r.tests_passed}/${r.tests_total}`,
+          r.infra_attempts,
+        ]),
       )}\n${rows.length} trials\n`,
     );
     return EXIT.ok;
@@ -315,7 +430,9 @@ export async function importCommand(dir: string, flags: { job: string; jobsDir: 
   try {
     const { imported, skipped } = await importHarbor(path.resolve(dir), store);
     for (const s of skipped) process.stderr.write(`skipped ${s}\n`);
-    process.stdout.write(`imported ${imported} Harbor trials into job ${flags.job} (${jobDbOf(jobDirOf(flags.jobsDir, flags.job))})\n`);
+    process.stdout.write(
+      `imported ${imported} Harbor trials into job ${flags.job} (${jobDbOf(jobDirOf(flags.jobsDir, flags.job))})\n`,
+    );
     return imported > 0 ? EXIT.ok : EXIT.rejected;
   } finally {
     store.close();

@@ -13,7 +13,14 @@ interface Counter {
   durationMs: number;
 }
 
-const fmtEta = (sec: number): string => (!Number.isFinite(sec) ? 'estimating' : sec > 3600 ? `${(sec / 3600).toFixed(1)}h` : sec > 60 ? `${Math.round(sec / 60)}m` : `${Math.round(sec)}s`);
+const fmtEta = (sec: number): string =>
+  !Number.isFinite(sec)
+    ? 'estimating'
+    : sec > 3600
+      ? `${(sec / 3600).toFixed(1)}h`
+      : sec > 60
+        ? `${Math.round(sec / 60)}m`
+        : `${Math.round(sec)}s`;
 
 /**
  * Seconds left for one configuration: its trials still to run, times the mean duration of its
@@ -56,7 +63,16 @@ class JobTally {
     switch (e.type) {
       case 'job-start':
         this.concurrency = e.concurrency;
-        for (const label of e.configs) counters.set(label, { total: e.pendingByConfig[label] ?? 0, done: 0, running: 0, failed: 0, tokens: 0, cost: null, durationMs: 0 });
+        for (const label of e.configs)
+          counters.set(label, {
+            total: e.pendingByConfig[label] ?? 0,
+            done: 0,
+            running: 0,
+            failed: 0,
+            tokens: 0,
+            cost: null,
+            durationMs: 0,
+          });
         return null;
       case 'build-start':
         images.building.push(e.task);
@@ -118,7 +134,9 @@ function linesProgress(tally: JobTally): Progress {
     if (images.building.length || images.failed) process.stderr.write(`${tally.imageLine()}\n`);
     for (const [label, c] of counters) {
       const l = tally.line(label, c);
-      process.stderr.write(`[${label}] ${c.done}/${c.total} done, ${c.running} running, ${c.failed} failed, ${l.rate}/min, ETA ${l.eta}, ${c.tokens} output tokens, cost ${l.cost}\n`);
+      process.stderr.write(
+        `[${label}] ${c.done}/${c.total} done, ${c.running} running, ${c.failed} failed, ${l.rate}/min, ETA ${l.eta}, ${c.tokens} output tokens, cost ${l.cost}\n`,
+      );
     }
   };
   const timer = setInterval(status, 10_000);
@@ -127,7 +145,8 @@ function linesProgress(tally: JobTally): Progress {
     onEvent: (e) => {
       const said = tally.update(e);
       if (said) process.stderr.write(`${said}\n`);
-      if (e.type === 'build-start' && images.building.length === 1 && images.built === 0) process.stderr.write(`building images (trials wait for their task's image)\n`);
+      if (e.type === 'build-start' && images.building.length === 1 && images.built === 0)
+        process.stderr.write(`building images (trials wait for their task's image)\n`);
     },
     stop: () => {
       clearInterval(timer);
@@ -140,16 +159,31 @@ function linesProgress(tally: JobTally): Progress {
 function barsProgress(tally: JobTally): Progress {
   const { counters, images } = tally;
   const multi = new cliProgress.MultiBar(
-    { format: '{label} [{bar}] {value}/{total} | run {running} | fail {failed} | {rate}/min | ETA {eta} | tok {tokens} | {cost}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
+    {
+      format:
+        '{label} [{bar}] {value}/{total} | run {running} | fail {failed} | {rate}/min | ETA {eta} | tok {tokens} | {cost}',
+      stream: process.stderr,
+      hideCursor: true,
+      clearOnComplete: false,
+    },
     cliProgress.Presets.shades_classic,
   );
   const bars = new Map<string, cliProgress.SingleBar>();
   let imageBar: cliProgress.SingleBar | null = null;
-  const imageFields = (): Fields => ({ label: 'images'.padEnd(24), running: images.building.length, failed: images.failed, rate: '-', eta: images.building.length ? 'building' : 'done', tokens: '-', cost: '-' });
+  const imageFields = (): Fields => ({
+    label: 'images'.padEnd(24),
+    running: images.building.length,
+    failed: images.failed,
+    rate: '-',
+    eta: images.building.length ? 'building' : 'done',
+    tokens: '-',
+    cost: '-',
+  });
   return {
     onEvent: (e) => {
       const said = tally.update(e);
-      if (e.type === 'job-start') for (const [label, c] of counters) bars.set(label, multi.create(c.total, 0, tally.line(label, c)));
+      if (e.type === 'job-start')
+        for (const [label, c] of counters) bars.set(label, multi.create(c.total, 0, tally.line(label, c)));
       if (e.type === 'build-start' && !imageBar) imageBar = multi.create(1, 0, imageFields());
       imageBar?.setTotal(images.started);
       imageBar?.update(images.built + images.failed, imageFields());

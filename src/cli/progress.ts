@@ -22,7 +22,11 @@ export function stdoutIsStderr(): boolean {
  * terminal, else one line per finished task (readable in CI logs). `whole`: each finished task's
  * whole block (problems and warnings too), for when the final report will not list the tasks.
  */
-export function checkProgress(total: number, quiet: boolean, whole = false): { onEvent: (e: CheckEvent) => void; stop: () => void; listed: ReadonlyMap<string, string> } {
+export function checkProgress(
+  total: number,
+  quiet: boolean,
+  whole = false,
+): { onEvent: (e: CheckEvent) => void; stop: () => void; listed: ReadonlyMap<string, string> } {
   const listed = new Map<string, string>();
   const shown = (t: Parameters<typeof taskLine>[0]): string => {
     if (!whole) return taskLine(t);
@@ -45,7 +49,12 @@ export function checkProgress(total: number, quiet: boolean, whole = false): { o
   }
   const running = new Map<string, string>();
   const multi = new cliProgress.MultiBar(
-    { format: 'check [{bar}] {value}/{total} | {running}', stream: process.stderr, hideCursor: true, clearOnComplete: true },
+    {
+      format: 'check [{bar}] {value}/{total} | {running}',
+      stream: process.stderr,
+      hideCursor: true,
+      clearOnComplete: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   const bar = multi.create(total, 0, { running: '' });

@@ -61,7 +61,11 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       : undefined;
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
-  const provider = createProvider({ backend: 'docker', engines: [], buildNetwork: resolveBuildNetwork(flags.buildNetwork) });
+  const provider = createProvider({
+    backend: 'docker',
+    engines: [],
+    buildNetwork: resolveBuildNetwork(flags.buildNetwork),
+  });
   await provider.ping();
   const signals = handleSignals(provider, (m) => process.stderr.write(`${m}\n`));
   // A failed build's log is kept beside the trial folders, and its path printed: the error line
@@ -72,7 +76,11 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       return await provider.prepare(task, { signal: signals.signal, agentLayer: agent.imageLayer });
     } catch (err) {
       if (err instanceof BuildError && err.log) {
-        buildLog = path.join(path.resolve(flags.out), 'builds', `${task.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+        buildLog = path.join(
+          path.resolve(flags.out),
+          'builds',
+          `${task.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`,
+        );
         await mkdir(path.dirname(buildLog), { recursive: true });
         await writeFile(buildLog, err.log);
       }
@@ -94,15 +102,28 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       const s = result.testsSummary;
-      const failed = result.tests.filter((t) => t.status === 'failed' || t.status === 'error').map((t) => `\n  ${t.name}${t.message ? `: ${clipMessage(t.message)}` : ''}`);
+      const failed = result.tests
+        .filter((t) => t.status === 'failed' || t.status === 'error')
+        .map((t) => `\n  ${t.name}${t.message ? `: ${clipMessage(t.message)}` : ''}`);
       process.stdout.write(
         `${task.name} / ${agent.name}${agent.model ? ` (${agent.model})` : ''}: reward ${result.reward ?? 'none'} (${s.passed}/${s.total} tests passed)` +
           `, ${result.turns} turns, ended: ${result.exitReason}` +
           `${result.error ? `, ${result.error.class}: ${result.error.message}` : ''}\n` +
           (failed.length ? `failed tests:${failed.join('')}\n` : '') +
-          (Object.keys(result.rewards).some((k) => k !== 'reward') ? `rewards: ${Object.entries(result.rewards).map(([k, v]) => `${k} ${round3(v)}`).join(', ')}\n` : '') +
-          result.steps.map((st) => `step ${st.name}: reward ${st.reward === null ? 'none' : round3(st.reward)}${st.contributes ? '' : ' (not counted)'}${st.stoppedTrial ? ' (missed its min_reward: the trial stopped here)' : ''}${st.error ? `, ${st.error.class}` : ''}\n`).join('') +
-          (result.taskVersion || result.dataset ? `task version ${result.taskVersion ?? '-'}${result.dataset ? `, dataset ${result.dataset.name ?? '-'} ${result.dataset.version ?? '-'}` : ''}\n` : '') +
+          (Object.keys(result.rewards).some((k) => k !== 'reward')
+            ? `rewards: ${Object.entries(result.rewards)
+                .map(([k, v]) => `${k} ${round3(v)}`)
+                .join(', ')}\n`
+            : '') +
+          result.steps
+            .map(
+              (st) =>
+                `step ${st.name}: reward ${st.reward === null ? 'none' : round3(st.reward)}${st.contributes ? '' : ' (not counted)'}${st.stoppedTrial ? ' (missed its min_reward: the trial stopped here)' : ''}${st.error ? `, ${st.error.class}` : ''}\n`,
+            )
+            .join('') +
+          (result.taskVersion || result.dataset
+            ? `task version ${result.taskVersion ?? '-'}${result.dataset ? `, dataset ${result.dataset.name ?? '-'} ${result.dataset.version ?? '-'}` : ''}\n`
+            : '') +
           `trial folder: ${path.join(path.resolve(flags.out), result.trialId)}\n`,
       );
     }

@@ -6,10 +6,12 @@ import { EXIT } from './signals.js';
 
 export async function schemaCommand(name: string | undefined, flags: { out?: string }): Promise<number> {
   const names = Object.keys(OUTPUT_SCHEMAS) as OutputName[];
-  if (name !== undefined && !names.includes(name as OutputName)) throw new TermgradeError('usage', `no schema "${name}" (known: ${names.join(', ')})`);
+  if (name !== undefined && !names.includes(name as OutputName))
+    throw new TermgradeError('usage', `no schema "${name}" (known: ${names.join(', ')})`);
   if (flags.out) {
     await mkdir(flags.out, { recursive: true });
-    for (const n of name ? [name as OutputName] : names) await writeFile(path.join(flags.out, `${n}.schema.json`), `${JSON.stringify(jsonSchemaOf(n), null, 2)}\n`);
+    for (const n of name ? [name as OutputName] : names)
+      await writeFile(path.join(flags.out, `${n}.schema.json`), `${JSON.stringify(jsonSchemaOf(n), null, 2)}\n`);
     process.stdout.write(`wrote ${name ? 1 : names.length} schema(s) to ${flags.out}\n`);
     return EXIT.ok;
   }

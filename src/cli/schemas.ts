@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { CheckReportSchema } from '../check/schema.js';
 import { JobEventSchema } from '../job/events.js';
 import { JobSpecSchema } from '../job/spec.js';
-import { CompareOutputSchema, DriftOutputSchema, OverlapOutputSchema, SelectManifestSchema, StatsOutputSchema } from '../report/outputs.js';
+import {
+  CompareOutputSchema,
+  DriftOutputSchema,
+  OverlapOutputSchema,
+  SelectManifestSchema,
+  StatsOutputSchema,
+} from '../report/outputs.js';
 import { TrialRowSchema } from '../store/store.js';
 import { TrialResultSchema } from '../trial/schema.js';
 import { EnginesOutputSchema } from '../sandbox/pool/inspect.js';
@@ -16,7 +22,11 @@ import { SynthReportSchema } from '../synth/schema.js';
  */
 export const OUTPUT_SCHEMAS = {
   check: { schema: CheckReportSchema, io: 'output', what: '`check --json`, and check.json under --out' },
-  'trial-result': { schema: TrialResultSchema, io: 'output', what: '`run-trial --json`, and result.json in every trial folder' },
+  'trial-result': {
+    schema: TrialResultSchema,
+    io: 'output',
+    what: '`run-trial --json`, and result.json in every trial folder',
+  },
   'job-event': { schema: JobEventSchema, io: 'output', what: 'each line of `run --jsonl`' },
   'trial-row': { schema: TrialRowSchema, io: 'output', what: 'each line of `trials --json`' },
   stats: { schema: StatsOutputSchema, io: 'output', what: '`stats --json`' },
@@ -46,5 +56,10 @@ export function jsonSchemaOf(name: OutputName): Record<string, unknown> {
       Object.assign(js, { description, anyOf: [number, { enum: ['Infinity', '-Infinity'] }, { type: 'null' }] });
     },
   }) as Record<string, unknown>;
-  return { $id: `urn:termgrade:schema:${name}`, title: `termgrade ${name}`, description: `The shape of ${what}.`, ...json };
+  return {
+    $id: `urn:termgrade:schema:${name}`,
+    title: `termgrade ${name}`,
+    description: `The shape of ${what}.`,
+    ...json,
+  };
 }

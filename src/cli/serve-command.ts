@@ -45,13 +45,17 @@ function numberFlag(flag: string, value: string): number {
 }
 
 /** The live curriculum's settings from --band LO,HI, --explore, --forget and --prior-weight (unset: the defaults). */
-export function curriculumFlags(flags: Pick<ServeFlags, 'band' | 'explore' | 'forget' | 'priorWeight'>): Partial<CurriculumConfig> {
+export function curriculumFlags(
+  flags: Pick<ServeFlags, 'band' | 'explore' | 'forget' | 'priorWeight'>,
+): Partial<CurriculumConfig> {
   const out: Partial<CurriculumConfig> = {};
   if (flags.band !== undefined) {
     const parts = flags.band.split(',');
-    if (parts.length !== 2) throw new TermgradeError('usage', `--band ${flags.band}: give two rates LO,HI (e.g. 0.25,0.75)`);
+    if (parts.length !== 2)
+      throw new TermgradeError('usage', `--band ${flags.band}: give two rates LO,HI (e.g. 0.25,0.75)`);
     const [lo, hi] = parts.map((p) => numberFlag('--band', p));
-    if (!(lo! >= 0 && hi! <= 1 && lo! < hi!)) throw new TermgradeError('usage', `--band ${flags.band}: need 0 <= LO < HI <= 1`);
+    if (!(lo! >= 0 && hi! <= 1 && lo! < hi!))
+      throw new TermgradeError('usage', `--band ${flags.band}: need 0 <= LO < HI <= 1`);
     Object.assign(out, { lo, hi });
   }
   if (flags.explore !== undefined) out.explore = numberFlag('--explore', flags.explore);
@@ -60,21 +64,34 @@ export function curriculumFlags(flags: Pick<ServeFlags, 'band' | 'explore' | 'fo
   const checked = CurriculumConfigSchema.partial().safeParse(out);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
-    const flag = { explore: '--explore', decay: '--forget', priorTrials: '--prior-weight', lo: '--band', hi: '--band' }[String(issue.path[0])] ?? '--band';
-    throw new TermgradeError('usage', `${flag}: ${issue.message} (--explore in 0..1, --forget in (0, 1], --prior-weight > 0)`);
+    const flag =
+      { explore: '--explore', decay: '--forget', priorTrials: '--prior-weight', lo: '--band', hi: '--band' }[
+        String(issue.path[0])
+      ] ?? '--band';
+    throw new TermgradeError(
+      'usage',
+      `${flag}: ${issue.message} (--explore in 0..1, --forget in (0, 1], --prior-weight > 0)`,
+    );
   }
   return out;
 }
 
 /** Where a server keeps its records: --data-dir, else .termgrade/serve/NAME for --record NAME. */
 export function serveDataDir(flags: { dataDir?: string; record?: string }): string {
-  if (flags.record && !/^[A-Za-z0-9._-]+$/.test(flags.record)) throw new TermgradeError('usage', `--record ${flags.record}: letters, digits, dot, dash and underscore only`);
+  if (flags.record && !/^[A-Za-z0-9._-]+$/.test(flags.record))
+    throw new TermgradeError('usage', `--record ${flags.record}: letters, digits, dot, dash and underscore only`);
   return path.resolve(flags.dataDir ?? path.join('.termgrade', 'serve', flags.record ?? ''));
 }
 
 /** The models episodes may call: --model NAME@URL flags and a --model-config file. */
-export async function servedModels(flags: Pick<ServeFlags, 'model' | 'modelConfig' | 'apiKeyEnv' | 'requestTimeout' | 'modelRetries'>): Promise<ServedModel[]> {
-  const defaults = { apiKeyEnv: flags.apiKeyEnv, requestTimeoutSec: flags.requestTimeout, maxRetries: flags.modelRetries };
+export async function servedModels(
+  flags: Pick<ServeFlags, 'model' | 'modelConfig' | 'apiKeyEnv' | 'requestTimeout' | 'modelRetries'>,
+): Promise<ServedModel[]> {
+  const defaults = {
+    apiKeyEnv: flags.apiKeyEnv,
+    requestTimeoutSec: flags.requestTimeout,
+    maxRetries: flags.modelRetries,
+  };
   const fromFlags = (flags.model ?? []).map((m) => parseModelFlag(m, defaults));
   const fromFile = flags.modelConfig ? await loadServedModels(flags.modelConfig, defaults) : [];
   return checkServedModels([...fromFlags, ...fromFile]);
@@ -86,17 +103,41 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const curriculum = curriculumFlags(flags);
   const models = await servedModels(flags);
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
-  const provider = providerFor(enginesFromFlags(flags.engine), { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`) });
+  const provider = providerFor(enginesFromFlags(flags.engine), {
+    buildNetwork: resolveBuildNetwork(flags.buildNetwork),
+    onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`),
+  });
   for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
   warnAboutTasks(tasks.map((t) => t.task));
   const dataDir = serveDataDir(flags);
-  const server = await startServer({ provider, tasks, dataDir, host: flags.host, port: flags.port, token, allowedHosts: flags.allowedHost, models, maxSessions: flags.maxSessions, idleTtlSec: flags.idleTtl, curriculum });
-  const modelsLine = models.length ? models.map((m) => `${m.name} at ${shownUrl(m.base_url)} (key ${m.api_key_env})`).join(', ') : 'none (episodes refused; give --model NAME@URL)';
-  process.stderr.write(`termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(dataDir, 'grades.jsonl')}); episode models: ${modelsLine}\n`);
+  const server = await startServer({
+    provider,
+    tasks,
+    dataDir,
+    host: flags.host,
+    port: flags.port,
+    token,
+    allowedHosts: flags.allowedHost,
+    models,
+    maxSessions: flags.maxSessions,
+    idleTtlSec: flags.idleTtl,
+    curriculum,
+  });
+  const modelsLine = models.length
+    ? models.map((m) => `${m.name} at ${shownUrl(m.base_url)} (key ${m.api_key_env})`).join(', ')
+    : 'none (episodes refused; give --model NAME@URL)';
+  process.stderr.write(
+    `termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(dataDir, 'grades.jsonl')}); episode models: ${modelsLine}\n`,
+  );
   // A token the operator chose (--token-env) is never printed; a generated one must be, or no client could connect.
-  if (server.tokenGenerated) process.stderr.write(`termgrade serve: clients send "Authorization: Bearer ${server.token}" (a token generated for this run; give --token-env VAR to choose one)\n`);
-  process.stdout.write(`${JSON.stringify({ url: server.url, tasks: tasks.length, ...(server.tokenGenerated ? { token: server.token } : {}) })}\n`);
+  if (server.tokenGenerated)
+    process.stderr.write(
+      `termgrade serve: clients send "Authorization: Bearer ${server.token}" (a token generated for this run; give --token-env VAR to choose one)\n`,
+    );
+  process.stdout.write(
+    `${JSON.stringify({ url: server.url, tasks: tasks.length, ...(server.tokenGenerated ? { token: server.token } : {}) })}\n`,
+  );
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -1,13 +1,25 @@
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 
-export const EXIT = { ok: 0, rejected: 1, usage: 2, engine: 3, internal: 4, store: 5, sigint: 130, sigterm: 143 } as const;
+export const EXIT = {
+  ok: 0,
+  rejected: 1,
+  usage: 2,
+  engine: 3,
+  internal: 4,
+  store: 5,
+  sigint: 130,
+  sigterm: 143,
+} as const;
 
 /**
  * Turns Ctrl-C / SIGTERM into an aborted signal so running trials stop and tear down, and removes
  * every open sandbox right away as well. A second signal exits at once (sandboxes still removed).
  * Returns the exit code to use if the run ends because of a signal, and a disposer.
  */
-export function handleSignals(provider: SandboxProvider, log: (msg: string) => void): {
+export function handleSignals(
+  provider: SandboxProvider,
+  log: (msg: string) => void,
+): {
   signal: AbortSignal;
   exitCode: () => number | null;
   dispose: () => void;

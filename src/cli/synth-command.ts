@@ -53,7 +53,8 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   const log = (msg: string): void => {
     if (!flags.quiet) process.stderr.write(`${msg}\n`);
   };
-  if (!flags.seeds && !flags.exemplars?.length) throw new TermgradeError('usage', 'synth needs --seeds FILE or --exemplars DIR... (or both)');
+  if (!flags.seeds && !flags.exemplars?.length)
+    throw new TermgradeError('usage', 'synth needs --seeds FILE or --exemplars DIR... (or both)');
   const seedsFile = flags.seeds;
   const seeds = !seedsFile
     ? []
@@ -66,15 +67,22 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   const config = await readModelConfig(flags.model);
   const outDir = path.resolve(flags.out);
   const held = await holdJobFolder(path.join(outDir, '.synth'), `synth job in ${outDir}`);
-  const provider = providerFor(enginesFromFlags(flags.engine), { buildNetwork: resolveBuildNetwork(flags.buildNetwork), onEvent: (e) => log(poolEventLine(e)) });
+  const provider = providerFor(enginesFromFlags(flags.engine), {
+    buildNetwork: resolveBuildNetwork(flags.buildNetwork),
+    onEvent: (e) => log(poolEventLine(e)),
+  });
   for (const w of await provider.ping()) log(`warning: ${w}`);
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
   const signals = handleSignals(provider, log);
   const onEvent = (e: SynthEvent): void => {
     if (flags.jsonl) process.stdout.write(`${JSON.stringify(e)}\n`);
-    else if (e.type === 'stage-done') log(`${e.candidate} round ${e.round}: ${e.stage} ${e.outcome}${e.reasons.length ? ` (${e.reasons.join(', ')})` : ''}`);
-    else if (e.type === 'candidate-done') log(`${e.candidate}: ${e.status}${e.reasons.length ? ` (${e.reasons.join(', ')})` : ''}`);
+    else if (e.type === 'stage-done')
+      log(
+        `${e.candidate} round ${e.round}: ${e.stage} ${e.outcome}${e.reasons.length ? ` (${e.reasons.join(', ')})` : ''}`,
+      );
+    else if (e.type === 'candidate-done')
+      log(`${e.candidate}: ${e.status}${e.reasons.length ? ` (${e.reasons.join(', ')})` : ''}`);
   };
   let report;
   try {

@@ -3,14 +3,24 @@ import type { ConfigStats } from '../report/aggregate.js';
 export function table(header: string[], rows: Array<Array<string | number>>): string {
   const cells = [header, ...rows.map((r) => r.map((c) => String(c)))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  const numeric = header.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || /^[-+]?[\d.]+%?$|^-$/.test(String(r[i]))));
+  const numeric = header.map(
+    (_, i) =>
+      rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || /^[-+]?[\d.]+%?$|^-$/.test(String(r[i]))),
+  );
   return cells
-    .map((r) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 
-export const pct = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined || Number.isNaN(x) ? '-' : `${(x * 100).toFixed(digits)}`);
-export const num = (x: number | null | undefined, digits = 0): string => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits));
+export const pct = (x: number | null | undefined, digits = 1): string =>
+  x === null || x === undefined || Number.isNaN(x) ? '-' : `${(x * 100).toFixed(digits)}`;
+export const num = (x: number | null | undefined, digits = 0): string =>
+  x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
 
 /** "0.25:0.75" -> [0.25, 0.75] */
 export function parseBand(text: string): [number, number] {
@@ -27,7 +37,10 @@ export function wasteLines(stats: ConfigStats[]): string {
     .filter((c) => c.retryWaste.wastedMs > 0)
     .map((c) => {
       const w = c.retryWaste;
-      const causes = Object.entries(w.byCause).sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${pct(ms / w.sandboxMs)}%`).join(', ');
+      const causes = Object.entries(w.byCause)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, ms]) => `${k} ${pct(ms / w.sandboxMs)}%`)
+        .join(', ');
       return `${c.config}: ${pct(w.share)}% of sandbox time bought no grade (${w.wastedRuns} of ${w.runs} runs): ${causes}\n`;
     })
     .join('');

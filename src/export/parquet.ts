@@ -9,13 +9,7 @@ import { parquetWriteBuffer } from 'hyparquet-writer';
  */
 type SchemaElement = Record<string, unknown> & { name: string };
 
-export type Shape =
-  | 'string'
-  | 'double'
-  | 'int64'
-  | 'bool'
-  | { list: Shape }
-  | { struct: Record<string, Shape> };
+export type Shape = 'string' | 'double' | 'int64' | 'bool' | { list: Shape } | { struct: Record<string, Shape> };
 
 function elements(name: string, shape: Shape, repetition = 'OPTIONAL'): SchemaElement[] {
   if (shape === 'string') return [{ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: repetition }];
@@ -23,10 +17,17 @@ function elements(name: string, shape: Shape, repetition = 'OPTIONAL'): SchemaEl
   if (shape === 'int64') return [{ name, type: 'INT64', repetition_type: repetition }];
   if (shape === 'bool') return [{ name, type: 'BOOLEAN', repetition_type: repetition }];
   if ('list' in shape) {
-    return [{ name, repetition_type: repetition, converted_type: 'LIST', num_children: 1 }, { name: 'list', repetition_type: 'REPEATED', num_children: 1 }, ...elements('element', shape.list)];
+    return [
+      { name, repetition_type: repetition, converted_type: 'LIST', num_children: 1 },
+      { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+      ...elements('element', shape.list),
+    ];
   }
   const fields = Object.entries(shape.struct);
-  return [{ name, repetition_type: repetition, num_children: fields.length }, ...fields.flatMap(([k, v]) => elements(k, v))];
+  return [
+    { name, repetition_type: repetition, num_children: fields.length },
+    ...fields.flatMap(([k, v]) => elements(k, v)),
+  ];
 }
 
 /** The same value with each struct's absent fields made null (Parquet needs every field). */
@@ -63,6 +64,8 @@ export const MESSAGE: Shape = {
     content: 'string',
     tool_call_id: 'string',
     name: 'string',
-    tool_calls: { list: { struct: { id: 'string', type: 'string', function: { struct: { name: 'string', arguments: 'string' } } } } },
+    tool_calls: {
+      list: { struct: { id: 'string', type: 'string', function: { struct: { name: 'string', arguments: 'string' } } } },
+    },
   },
 };

@@ -52,10 +52,21 @@ function safeJson(text: string | null | undefined): Record<string, number> {
 /** OpenAI messages with non-string content written as JSON text (Parquet wants one type). */
 function normaliseMessages(raw: unknown): Array<Record<string, unknown>> {
   if (!Array.isArray(raw)) return [];
-  return raw.map((m: Record<string, unknown>) => ({ ...m, content: m.content === null || m.content === undefined || typeof m.content === 'string' ? m.content : JSON.stringify(m.content) }));
+  return raw.map((m: Record<string, unknown>) => ({
+    ...m,
+    content:
+      m.content === null || m.content === undefined || typeof m.content === 'string'
+        ? m.content
+        : JSON.stringify(m.content),
+  }));
 }
 
-async function fromResult(result: Record<string, any>, job: JobRef, trialDir: string | null, config?: string): Promise<TrialRowOut> {
+async function fromResult(
+  result: Record<string, any>,
+  job: JobRef,
+  trialDir: string | null,
+  config?: string,
+): Promise<TrialRowOut> {
   const agentDir = trialDir ? path.join(trialDir, 'agent') : null;
   const messages = agentDir ? await readTextIfThere(path.join(agentDir, 'messages.json')) : null;
   const errorClass = result.error?.class ?? null;
@@ -78,7 +89,11 @@ async function fromResult(result: Record<string, any>, job: JobRef, trialDir: st
     status: accountingOf(result.reward ?? null, errorClass),
     error_class: errorClass,
     exit_reason: result.exitReason ?? null,
-    tests: (result.tests ?? []).map((t: { name: string; status: string; message?: string | null }) => ({ name: t.name, status: t.status, message: t.message ?? null })),
+    tests: (result.tests ?? []).map((t: { name: string; status: string; message?: string | null }) => ({
+      name: t.name,
+      status: t.status,
+      message: t.message ?? null,
+    })),
     messages: messages ? normaliseMessages(JSON.parse(messages)) : [],
     tools: agentDir ? await readTextIfThere(path.join(agentDir, 'tools.json')) : null,
     trajectory: agentDir ? await readTextIfThere(path.join(agentDir, 'trajectory.json')) : null,
@@ -101,7 +116,8 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
   const folders = new TrialFolderJobs();
   for (const source of sources) {
     const st = await stat(source).catch(() => null);
-    if (!st?.isDirectory()) throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
+    if (!st?.isDirectory())
+      throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
     if (await stat(path.join(source, 'job.db')).catch(() => null)) {
       const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
       try {
@@ -109,14 +125,39 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
         for (const r of store.listTrials()) {
           if (r.status === 'not_run') continue;
           const text = r.trial_dir ? await readTextIfThere(path.join(r.trial_dir, 'result.json')) : null;
-          if (text) rows.push({ ...(await fromResult(JSON.parse(text), job, r.trial_dir, r.config)), attempt: r.attempt });
-          else rows.push({ ...(await fromResult({ trialId: r.trial_id, task: { name: r.task }, agent: { name: r.agent, model: r.model }, reward: r.reward, rewards: safeJson(r.rewards_json), steps: JSON.parse(r.steps_json), taskVersion: r.task_version, dataset: r.dataset_name || r.dataset_version ? { name: r.dataset_name, version: r.dataset_version } : null, error: r.error_class ? { class: r.error_class } : null, exitReason: r.exit_reason, durationMs: r.duration_ms, costUsd: r.cost_usd }, job, null, r.config)), attempt: r.attempt });
+          if (text)
+            rows.push({ ...(await fromResult(JSON.parse(text), job, r.trial_dir, r.config)), attempt: r.attempt });
+          else
+            rows.push({
+              ...(await fromResult(
+                {
+                  trialId: r.trial_id,
+                  task: { name: r.task },
+                  agent: { name: r.agent, model: r.model },
+                  reward: r.reward,
+                  rewards: safeJson(r.rewards_json),
+                  steps: JSON.parse(r.steps_json),
+                  taskVersion: r.task_version,
+                  dataset:
+                    r.dataset_name || r.dataset_version ? { name: r.dataset_name, version: r.dataset_version } : null,
+                  error: r.error_class ? { class: r.error_class } : null,
+                  exitReason: r.exit_reason,
+                  durationMs: r.duration_ms,
+                  costUsd: r.cost_usd,
+                },
+                job,
+                null,
+                r.config,
+              )),
+              attempt: r.attempt,
+            });
         }
       } finally {
         store.close();
       }
     } else {
-      for await (const file of filesNamed(source, 'result.json')) rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), folders.of(file), path.dirname(file)));
+      for await (const file of filesNamed(source, 'result.json'))
+        rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), folders.of(file), path.dirname(file)));
     }
   }
   const seen = new Set<string>();
@@ -142,7 +183,11 @@ const TRIAL_COLUMNS: Array<Column<TrialRowOut>> = [
   { name: 'status', shape: 'string', value: (r) => r.status },
   { name: 'error_class', shape: 'string', value: (r) => r.error_class },
   { name: 'exit_reason', shape: 'string', value: (r) => r.exit_reason },
-  { name: 'tests', shape: { list: { struct: { name: 'string', status: 'string', message: 'string' } } }, value: (r) => r.tests },
+  {
+    name: 'tests',
+    shape: { list: { struct: { name: 'string', status: 'string', message: 'string' } } },
+    value: (r) => r.tests,
+  },
   { name: 'messages', shape: { list: MESSAGE }, value: (r) => r.messages },
   { name: 'tools', shape: 'string', value: (r) => r.tools },
   { name: 'trajectory', shape: 'string', value: (r) => r.trajectory },
@@ -195,7 +240,11 @@ ${jobsLine(rows)}
 }
 
 /** Trials as a Hugging Face-style dataset folder: data/trials.parquet (or .jsonl) and a card. */
-export async function exportTrials(sources: string[], outDir: string, options: { format?: 'parquet' | 'jsonl' } = {}): Promise<{ rows: number; file: string }> {
+export async function exportTrials(
+  sources: string[],
+  outDir: string,
+  options: { format?: 'parquet' | 'jsonl' } = {},
+): Promise<{ rows: number; file: string }> {
   const rows = await collectTrialRows(sources);
   await mkdir(path.join(outDir, 'data'), { recursive: true });
   const file = path.join(outDir, 'data', options.format === 'jsonl' ? 'trials.jsonl' : 'trials.parquet');

@@ -10,7 +10,13 @@ import { TermgradeError } from '../util/errors.js';
 import { exists, readTextIfThere } from '../util/files.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
 import { harborJobConfig, harborJobResult, harborTrialResult, uuidOf, type TrialInput } from './layout.js';
-import { HarborJobConfigSchema, HarborJobResultSchema, HarborTrialConfigSchema, HarborTrialResultSchema, type HarborTrialResult } from './schema.js';
+import {
+  HarborJobConfigSchema,
+  HarborJobResultSchema,
+  HarborTrialConfigSchema,
+  HarborTrialResultSchema,
+  type HarborTrialResult,
+} from './schema.js';
 
 const VERSION = '0.1.0';
 /** What a trial folder holds that Harbor's layout has too: copied as they are. */
@@ -37,7 +43,11 @@ async function secretScrub(spec: JobSpec): Promise<Scrub> {
 
 function storedSpecOf(store: JobStore, source: string): JobSpec {
   const raw = store.getMeta('spec');
-  if (!raw) throw new TermgradeError('bad_input', `${source}: the job has no stored spec (an import?); the Harbor layout is written for jobs termgrade ran`);
+  if (!raw)
+    throw new TermgradeError(
+      'bad_input',
+      `${source}: the job has no stored spec (an import?); the Harbor layout is written for jobs termgrade ran`,
+    );
   return parseSpec(JSON.parse(raw), `${source}/job.db`);
 }
 
@@ -46,7 +56,11 @@ async function readResult(row: TrialRow): Promise<TrialResult | null> {
   if (!text) return null;
   const parsed = TrialResultSchema.safeParse(JSON.parse(text));
   // A record this version cannot read whole is a failure to say, not a trial to half-export.
-  if (!parsed.success) throw new TermgradeError('bad_input', `${row.trial_dir}/result.json: not a termgrade trial record (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`);
+  if (!parsed.success)
+    throw new TermgradeError(
+      'bad_input',
+      `${row.trial_dir}/result.json: not a termgrade trial record (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`,
+    );
   return parsed.data;
 }
 
@@ -58,12 +72,20 @@ const json = (v: unknown): string => `${JSON.stringify(v, null, 2)}\n`;
  * (TrialConfig), exception.txt when it failed, and the trial's agent/, verifier/ and artifacts/.
  */
 async function exportOne(source: string, outDir: string): Promise<{ name: string; dir: string; trials: number }> {
-  if (!(await exists(jobDbOf(source)))) throw new TermgradeError('bad_input', `${source}: not a termgrade job folder (no job.db); the Harbor layout is written per job`);
+  if (!(await exists(jobDbOf(source))))
+    throw new TermgradeError(
+      'bad_input',
+      `${source}: not a termgrade job folder (no job.db); the Harbor layout is written per job`,
+    );
   const store = JobStore.open(jobDbOf(source), { readonly: true });
   try {
     const spec = storedSpecOf(store, source);
     const jobDir = path.join(outDir, spec.name);
-    if ((await exists(jobDir)) && (await readdir(jobDir)).length) throw new TermgradeError('bad_input', `${jobDir} already exists and is not empty; export into another --out folder`);
+    if ((await exists(jobDir)) && (await readdir(jobDir)).length)
+      throw new TermgradeError(
+        'bad_input',
+        `${jobDir} already exists and is not empty; export into another --out folder`,
+      );
     await mkdir(jobDir, { recursive: true });
     const scrub = await secretScrub(spec);
     const jobUuid = uuidOf(store.jobId());
@@ -84,15 +106,26 @@ async function exportOne(source: string, outDir: string): Promise<{ name: string
       used.add(trialName);
       const result = await readResult(row);
       const taskParent = result?.task.path ? path.dirname(path.resolve(result.task.path)) : null;
-      const input: TrialInput = { row, result, trialName, trialDir: path.join(jobDir, trialName), source: taskParent && datasets.has(taskParent) ? path.basename(taskParent) : null };
+      const input: TrialInput = {
+        row,
+        result,
+        trialName,
+        trialDir: path.join(jobDir, trialName),
+        source: taskParent && datasets.has(taskParent) ? path.basename(taskParent) : null,
+      };
       const trial = scrubValue(HarborTrialResultSchema.parse(harborTrialResult(input, job)), scrub);
       await mkdir(input.trialDir, { recursive: true });
       for (const sub of COPIED) {
         const from = row.trial_dir ? path.join(row.trial_dir, sub) : null;
-        if (from && (await stat(from).catch(() => null))?.isDirectory()) await cp(from, path.join(input.trialDir, sub), { recursive: true });
+        if (from && (await stat(from).catch(() => null))?.isDirectory())
+          await cp(from, path.join(input.trialDir, sub), { recursive: true });
       }
       await writeFile(path.join(input.trialDir, 'config.json'), json(HarborTrialConfigSchema.parse(trial.config)));
-      if (trial.exception_info) await writeFile(path.join(input.trialDir, 'exception.txt'), `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`);
+      if (trial.exception_info)
+        await writeFile(
+          path.join(input.trialDir, 'exception.txt'),
+          `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`,
+        );
       await writeFile(path.join(input.trialDir, 'result.json'), json(trial));
       trials.push(trial);
       primary.set(trialName, row.reward);
@@ -100,7 +133,9 @@ async function exportOne(source: string, outDir: string): Promise<{ name: string
     const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
     const config = scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, outDir, taskFolders)), scrub);
     await writeFile(path.join(jobDir, 'config.json'), json(config));
-    const result = HarborJobResultSchema.parse(harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() }));
+    const result = HarborJobResultSchema.parse(
+      harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() }),
+    );
     await writeFile(path.join(jobDir, 'result.json'), json(result));
     return { name: spec.name, dir: jobDir, trials: trials.length };
   } finally {
@@ -109,7 +144,10 @@ async function exportOne(source: string, outDir: string): Promise<{ name: string
 }
 
 /** Each job folder as Harbor's job folder under outDir (a Harbor jobs folder: `harbor view outDir`). */
-export async function exportHarborJobs(sources: string[], outDir: string): Promise<Array<{ name: string; dir: string; trials: number }>> {
+export async function exportHarborJobs(
+  sources: string[],
+  outDir: string,
+): Promise<Array<{ name: string; dir: string; trials: number }>> {
   const out = path.resolve(outDir);
   const done: Array<{ name: string; dir: string; trials: number }> = [];
   for (const source of sources) done.push(await exportOne(path.resolve(source), out));

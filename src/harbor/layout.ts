@@ -45,7 +45,14 @@ const EXCEPTION_TYPES: Record<string, string> = {
 };
 export const exceptionTypeOf = (errorClass: string): string => EXCEPTION_TYPES[errorClass] ?? 'TermgradeError';
 /** The exception types of infrastructure failures: what Harbor's retry would retry, as termgrade does. */
-export const INFRA_EXCEPTION_TYPES = ['EnvironmentBuildError', 'EnvironmentStartError', 'SetupFailedError', 'ModelUnavailableError', 'VerifierEngineLostError', 'InternalError'];
+export const INFRA_EXCEPTION_TYPES = [
+  'EnvironmentBuildError',
+  'EnvironmentStartError',
+  'SetupFailedError',
+  'ModelUnavailableError',
+  'VerifierEngineLostError',
+  'InternalError',
+];
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i;
 
@@ -63,7 +70,8 @@ export function publicUrl(url: string): string {
 }
 
 /** Agent variables as Harbor writes them: a secret-looking one as its ${NAME} template, never its value. */
-const publicEnv = (env: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(env).map(([k, v]) => [k, SECRET_NAME.test(k) ? `\${${k}}` : v]));
+const publicEnv = (env: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(env).map(([k, v]) => [k, SECRET_NAME.test(k) ? `\${${k}}` : v]));
 
 export function harborAgentConfig(a: AgentConfig): HarborJobConfig['agents'][number] {
   const m = a.model;
@@ -77,16 +85,41 @@ export function harborAgentConfig(a: AgentConfig): HarborJobConfig['agents'][num
   }
   if (a.maxTurns !== undefined) kwargs.max_turns = a.maxTurns;
   if (a.label) kwargs.label = a.label;
-  return { name: a.agent, import_path: a.importPath ?? null, model_name: m?.model ?? null, override_timeout_sec: null, override_setup_timeout_sec: null, max_timeout_sec: null, kwargs, env: publicEnv(a.env) };
+  return {
+    name: a.agent,
+    import_path: a.importPath ?? null,
+    model_name: m?.model ?? null,
+    override_timeout_sec: null,
+    override_setup_timeout_sec: null,
+    max_timeout_sec: null,
+    kwargs,
+    env: publicEnv(a.env),
+  };
 }
 
-const ENVIRONMENT = (forceBuild: boolean): HarborJobConfig['environment'] => ({ type: 'docker', import_path: null, force_build: forceBuild, delete: true, override_cpus: null, override_memory_mb: null, override_storage_mb: null, override_gpus: null, kwargs: {} });
+const ENVIRONMENT = (forceBuild: boolean): HarborJobConfig['environment'] => ({
+  type: 'docker',
+  import_path: null,
+  force_build: forceBuild,
+  delete: true,
+  override_cpus: null,
+  override_memory_mb: null,
+  override_storage_mb: null,
+  override_gpus: null,
+  kwargs: {},
+});
 const VERIFIER: HarborJobConfig['verifier'] = { override_timeout_sec: null, max_timeout_sec: null, disable: false };
 
 /** Harbor's three timeout fields from termgrade's two multipliers. */
-function multipliers(spec: JobSpec): { timeout_multiplier: number; agent_timeout_multiplier: number | null; verifier_timeout_multiplier: number | null } {
+function multipliers(spec: JobSpec): {
+  timeout_multiplier: number;
+  agent_timeout_multiplier: number | null;
+  verifier_timeout_multiplier: number | null;
+} {
   const { agentMultiplier: a, verifierMultiplier: v } = spec.timeouts;
-  return a === v ? { timeout_multiplier: a, agent_timeout_multiplier: null, verifier_timeout_multiplier: null } : { timeout_multiplier: 1, agent_timeout_multiplier: a, verifier_timeout_multiplier: v };
+  return a === v
+    ? { timeout_multiplier: a, agent_timeout_multiplier: null, verifier_timeout_multiplier: null }
+    : { timeout_multiplier: 1, agent_timeout_multiplier: a, verifier_timeout_multiplier: v };
 }
 
 /** The job's config.json: a task path that is a task folder is one of Harbor's `tasks`, any other a dataset. */
@@ -104,8 +137,24 @@ export function harborJobConfig(spec: JobSpec, jobsDir: string, taskFolders: Rea
     verifier: VERIFIER,
     metrics: [],
     agents: spec.agents.map(harborAgentConfig),
-    datasets: t.paths.filter((p) => !taskFolders.has(p)).map((p) => ({ path: p, task_names: t.include.length ? t.include : null, exclude_task_names: t.exclude.length ? t.exclude : null, n_tasks: t.limit ?? null })),
-    tasks: t.paths.filter((p) => taskFolders.has(p)).map((p) => ({ path: p, git_url: null, git_commit_id: null, overwrite: false, download_dir: null, source: null })),
+    datasets: t.paths
+      .filter((p) => !taskFolders.has(p))
+      .map((p) => ({
+        path: p,
+        task_names: t.include.length ? t.include : null,
+        exclude_task_names: t.exclude.length ? t.exclude : null,
+        n_tasks: t.limit ?? null,
+      })),
+    tasks: t.paths
+      .filter((p) => taskFolders.has(p))
+      .map((p) => ({
+        path: p,
+        git_url: null,
+        git_commit_id: null,
+        overwrite: false,
+        download_dir: null,
+        source: null,
+      })),
     artifacts: [],
   };
 }
@@ -130,14 +179,18 @@ export interface JobContext {
   version: string;
 }
 
-const timing = (p: { startedAt: string; finishedAt: string } | undefined): HarborTrialResult['verifier'] => (p ? { started_at: p.startedAt, finished_at: p.finishedAt } : null);
-const isoOrNull = (s: string | undefined | null): string | null => (s && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null);
+const timing = (p: { startedAt: string; finishedAt: string } | undefined): HarborTrialResult['verifier'] =>
+  p ? { started_at: p.startedAt, finished_at: p.finishedAt } : null;
+const isoOrNull = (s: string | undefined | null): string | null =>
+  s && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
 
 export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialResult {
   const { row, result: r } = t;
   const agentConfig = job.spec.agents.find((a) => configLabelOf(a) === row.config);
   const rewards = row.reward === null ? null : r && Object.keys(r.rewards).length ? r.rewards : { reward: row.reward };
-  const err = r?.error ?? (row.error_class ? { class: row.error_class, message: row.error_message ?? row.error_class, phase: null } : null);
+  const err =
+    r?.error ??
+    (row.error_class ? { class: row.error_class, message: row.error_message ?? row.error_class, phase: null } : null);
   const finished = isoOrNull(r?.finishedAt);
   const phase = err && r && err.phase ? r.phases[err.phase as keyof TrialResult['phases']] : undefined;
   const phases = r?.phases ?? {};
@@ -150,28 +203,63 @@ export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialRe
     source: t.source,
     task_checksum: row.task_checksum ?? '',
     config: {
-      task: { path: r?.task.path ?? row.task, git_url: null, git_commit_id: null, overwrite: false, download_dir: null, source: t.source },
+      task: {
+        path: r?.task.path ?? row.task,
+        git_url: null,
+        git_commit_id: null,
+        overwrite: false,
+        download_dir: null,
+        source: t.source,
+      },
       trial_name: t.trialName,
       trials_dir: `${job.jobsDir}/${job.spec.name}`,
       ...multipliers(job.spec),
-      agent: agentConfig ? harborAgentConfig(agentConfig) : { name: row.agent, import_path: null, model_name: row.model, override_timeout_sec: null, override_setup_timeout_sec: null, max_timeout_sec: null, kwargs: {}, env: {} },
+      agent: agentConfig
+        ? harborAgentConfig(agentConfig)
+        : {
+            name: row.agent,
+            import_path: null,
+            model_name: row.model,
+            override_timeout_sec: null,
+            override_setup_timeout_sec: null,
+            max_timeout_sec: null,
+            kwargs: {},
+            env: {},
+          },
       environment: ENVIRONMENT(job.spec.forceBuild),
       verifier: VERIFIER,
       artifacts: [],
       job_id: job.jobUuid,
     },
-    agent_info: { name: row.agent, version: `termgrade ${job.version}`, model_info: row.model ? { name: row.model, provider: 'openai-compatible' } : null },
+    agent_info: {
+      name: row.agent,
+      version: `termgrade ${job.version}`,
+      model_info: row.model ? { name: row.model, provider: 'openai-compatible' } : null,
+    },
     agent_result: {
       n_input_tokens: row.input_tokens,
       n_cache_tokens: row.cached_tokens,
       n_output_tokens: row.output_tokens,
       cost_usd: row.cost_usd,
       rollout_details: null,
-      metadata: { config: row.config, attempt: row.attempt, turns: row.turns, exit_reason: row.exit_reason, tests_passed: row.tests_passed, tests_total: row.tests_total, termgrade_trial_id: row.trial_id },
+      metadata: {
+        config: row.config,
+        attempt: row.attempt,
+        turns: row.turns,
+        exit_reason: row.exit_reason,
+        tests_passed: row.tests_passed,
+        tests_total: row.tests_total,
+        termgrade_trial_id: row.trial_id,
+      },
     },
     verifier_result: rewards ? { rewards } : null,
     exception_info: err
-      ? { exception_type: exceptionTypeOf(err.class), exception_message: err.message, exception_traceback: '', occurred_at: isoOrNull(phase?.finishedAt) ?? finished ?? new Date(0).toISOString() }
+      ? {
+          exception_type: exceptionTypeOf(err.class),
+          exception_message: err.message,
+          exception_traceback: '',
+          occurred_at: isoOrNull(phase?.finishedAt) ?? finished ?? new Date(0).toISOString(),
+        }
       : null,
     started_at: isoOrNull(r?.startedAt),
     finished_at: finished,
@@ -183,7 +271,8 @@ export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialRe
 }
 
 /** Harbor's key of an agent x model x dataset group in JobStats.evals. */
-export const evalsKey = (agent: string, model: string | null, source: string | null): string => (model ? `${agent}__${model}__${source ?? 'adhoc'}` : `${agent}__${source ?? 'adhoc'}`);
+export const evalsKey = (agent: string, model: string | null, source: string | null): string =>
+  model ? `${agent}__${model}__${source ?? 'adhoc'}` : `${agent}__${source ?? 'adhoc'}`;
 
 /** pass@k over tasks for k = 1, 2, 4, ... up to the fewest graded trials of any task (unbiased only there). */
 function passAtKOf(trials: HarborTrialResult[], primary: Map<string, number | null>): Record<string, number> {
@@ -199,17 +288,24 @@ function passAtKOf(trials: HarborTrialResult[], primary: Map<string, number | nu
   if (!byTask.size) return {};
   const minN = Math.min(...[...byTask.values()].map((s) => s.n));
   const out: Record<string, number> = {};
-  for (let k = 1; k <= minN; k *= 2) out[String(k)] = [...byTask.values()].reduce((a, s) => a + passAtK(s.n, s.c, k), 0) / byTask.size;
+  for (let k = 1; k <= minN; k *= 2)
+    out[String(k)] = [...byTask.values()].reduce((a, s) => a + passAtK(s.n, s.c, k), 0) / byTask.size;
   return out;
 }
 
-const sum = (xs: Array<number | null>): number | null => (xs.some((x) => x !== null) ? xs.reduce<number>((a, x) => a + (x ?? 0), 0) : null);
+const sum = (xs: Array<number | null>): number | null =>
+  xs.some((x) => x !== null) ? xs.reduce<number>((a, x) => a + (x ?? 0), 0) : null;
 
 /**
  * The job's result.json (`primary`: each trial's reward as termgrade's rates use it, by trial name): counts, the reward and exception tallies per agent x model x dataset, and
  * totals of tokens and cost. `notRun` slots are Harbor's pending trials (run on resume).
  */
-export function harborJobResult(jobUuid: string, trials: HarborTrialResult[], primary: Map<string, number | null>, extra: { notRun: number; retries: number; now: string }): HarborJobResult {
+export function harborJobResult(
+  jobUuid: string,
+  trials: HarborTrialResult[],
+  primary: Map<string, number | null>,
+  extra: { notRun: number; retries: number; now: string },
+): HarborJobResult {
   const evals: HarborJobResult['stats']['evals'] = {};
   const groups = new Map<string, HarborTrialResult[]>();
   for (const t of trials) {
@@ -222,7 +318,8 @@ export function harborJobResult(jobUuid: string, trials: HarborTrialResult[], pr
     const graded: number[] = [];
     for (const t of group) {
       if (t.verifier_result) {
-        for (const [name, value] of Object.entries(t.verifier_result.rewards)) ((rewardStats[name] ??= {})[String(value)] ??= []).push(t.trial_name);
+        for (const [name, value] of Object.entries(t.verifier_result.rewards))
+          ((rewardStats[name] ??= {})[String(value)] ??= []).push(t.trial_name);
         const p = primary.get(t.trial_name);
         if (p !== null && p !== undefined) graded.push(p);
       }
@@ -239,8 +336,14 @@ export function harborJobResult(jobUuid: string, trials: HarborTrialResult[], pr
     };
   }
   const errored = trials.filter((t) => t.exception_info).length;
-  const starts = trials.map((t) => t.started_at).filter((s): s is string => !!s).sort();
-  const ends = trials.map((t) => t.finished_at).filter((s): s is string => !!s).sort();
+  const starts = trials
+    .map((t) => t.started_at)
+    .filter((s): s is string => !!s)
+    .sort();
+  const ends = trials
+    .map((t) => t.finished_at)
+    .filter((s): s is string => !!s)
+    .sort();
   return {
     id: jobUuid,
     started_at: starts[0] ?? extra.now,

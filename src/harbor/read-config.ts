@@ -26,7 +26,10 @@ export async function readHarborJobFile(file: string, cwd = process.cwd()): Prom
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new TermgradeError('bad_input', `${file}: cannot read the job file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new TermgradeError(
+      'bad_input',
+      `${file}: cannot read the job file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   let raw: unknown;
   try {
@@ -35,7 +38,10 @@ export async function readHarborJobFile(file: string, cwd = process.cwd()): Prom
     return null; // not parseable: the termgrade reader says why, in its own words
   }
   if (!isHarborJobConfig(raw)) return null;
-  const fallback = `harbor-${path.basename(file).replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9._-]/g, '-')}`;
+  const fallback = `harbor-${path
+    .basename(file)
+    .replace(/\.[^.]+$/, '')
+    .replace(/[^A-Za-z0-9._-]/g, '-')}`;
   const converted = harborConfigToSpec(raw, file, cwd, fallback);
   // A JavaScript agent module names its agent: loaded now, as `run` loads modules before anything starts.
   for (const m of converted.modules) {
@@ -43,5 +49,9 @@ export async function readHarborJobFile(file: string, cwd = process.cwd()): Prom
     const name = await loadAgentModule(importPath, cwd);
     converted.spec.agents[m.index] = { ...converted.spec.agents[m.index]!, agent: name, importPath };
   }
-  return { spec: parseSpec(converted.spec, `${file} (Harbor job config)`), jobsDir: converted.jobsDir, warning: ignoredWarning(file, converted.ignored) };
+  return {
+    spec: parseSpec(converted.spec, `${file} (Harbor job config)`),
+    jobsDir: converted.jobsDir,
+    warning: ignoredWarning(file, converted.ignored),
+  };
 }

@@ -35,7 +35,11 @@ export const HarborEnvironmentConfigSchema = z.object({
   kwargs: z.record(z.string(), z.unknown()),
 });
 
-export const HarborVerifierConfigSchema = z.object({ override_timeout_sec: z.null(), max_timeout_sec: z.null(), disable: z.literal(false) });
+export const HarborVerifierConfigSchema = z.object({
+  override_timeout_sec: z.null(),
+  max_timeout_sec: z.null(),
+  disable: z.literal(false),
+});
 
 export const HarborTaskConfigSchema = z.object({
   path: z.string(),
@@ -69,7 +73,11 @@ export const HarborTrialResultSchema = z.object({
   source: z.string().nullable(),
   task_checksum: z.string(),
   config: HarborTrialConfigSchema,
-  agent_info: z.object({ name: z.string(), version: z.string(), model_info: z.object({ name: z.string(), provider: z.string() }).nullable() }),
+  agent_info: z.object({
+    name: z.string(),
+    version: z.string(),
+    model_info: z.object({ name: z.string(), provider: z.string() }).nullable(),
+  }),
   agent_result: z.object({
     n_input_tokens: z.number().int().nullable(),
     n_cache_tokens: z.number().int().nullable(),
@@ -79,7 +87,14 @@ export const HarborTrialResultSchema = z.object({
     metadata: z.record(z.string(), z.unknown()).nullable(),
   }),
   verifier_result: z.object({ rewards: z.record(z.string(), z.number()) }).nullable(),
-  exception_info: z.object({ exception_type: z.string(), exception_message: z.string(), exception_traceback: z.string(), occurred_at: iso }).nullable(),
+  exception_info: z
+    .object({
+      exception_type: z.string(),
+      exception_message: z.string(),
+      exception_traceback: z.string(),
+      occurred_at: iso,
+    })
+    .nullable(),
   started_at: iso.nullable(),
   finished_at: iso.nullable(),
   environment_setup: HarborTimingSchema.nullable(),
@@ -142,7 +157,14 @@ export const HarborJobConfigSchema = z.object({
   verifier: HarborVerifierConfigSchema,
   metrics: z.array(z.unknown()),
   agents: z.array(HarborAgentConfigSchema),
-  datasets: z.array(z.object({ path: z.string(), task_names: z.array(z.string()).nullable(), exclude_task_names: z.array(z.string()).nullable(), n_tasks: z.number().int().nullable() })),
+  datasets: z.array(
+    z.object({
+      path: z.string(),
+      task_names: z.array(z.string()).nullable(),
+      exclude_task_names: z.array(z.string()).nullable(),
+      n_tasks: z.number().int().nullable(),
+    }),
+  ),
   tasks: z.array(HarborTaskConfigSchema),
   artifacts: z.array(z.string()),
 });

@@ -35,7 +35,11 @@ export class AdaptiveGate {
   private progress(slot: Slot): TaskProgress {
     const key = `${slot.config}\u0000${slot.task}`;
     let p = this.tasks.get(key);
-    if (!p) this.tasks.set(key, (p = { n: 0, c: 0, recorded: new Set(), settled: false, rule: this.ruleFor(slot.config, slot.task) }));
+    if (!p)
+      this.tasks.set(
+        key,
+        (p = { n: 0, c: 0, recorded: new Set(), settled: false, rule: this.ruleFor(slot.config, slot.task) }),
+      );
     return p;
   }
 

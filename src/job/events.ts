@@ -40,7 +40,10 @@ export const JobEventSchema = z.discriminatedUnion('type', [
     concurrency: z.number().int(),
   }),
   /** `run --skip-invalid`: the task folders left out because they cannot be used, each with why. */
-  z.strictObject({ type: z.literal('tasks-skipped'), tasks: z.array(z.strictObject({ path: z.string(), message: z.string() })) }),
+  z.strictObject({
+    type: z.literal('tasks-skipped'),
+    tasks: z.array(z.strictObject({ path: z.string(), message: z.string() })),
+  }),
   z.strictObject({ type: z.literal('build-start'), task: z.string() }),
   z.strictObject({ type: z.literal('build-done'), task: z.string(), cached: z.boolean(), ms: z.number() }),
   z.strictObject({ type: z.literal('build-failed'), task: z.string(), message: z.string() }),

@@ -49,7 +49,11 @@ export class ImageCache {
     let last: unknown;
     for (let i = 0; i <= this.options.infraRetries; i++) {
       try {
-        const prepared = await provider.prepare(task, { signal, agentLayer: agent.imageLayer, forceBuild: this.options.forceBuild });
+        const prepared = await provider.prepare(task, {
+          signal,
+          agentLayer: agent.imageLayer,
+          forceBuild: this.options.forceBuild,
+        });
         this.prepared.set(key, prepared);
         emit({ type: 'build-done', task: task.name, cached: prepared.cached, ms: prepared.durationMs });
         return prepared;

@@ -28,7 +28,12 @@ interface HarborTrial {
   task_id?: { path?: string };
   config?: { job_id?: string | null; agent?: { name?: string; model_name?: string | null }; task?: { path?: string } };
   agent_info?: { name?: string; model_info?: { name?: string } | null };
-  agent_result?: { n_input_tokens?: number | null; n_cache_tokens?: number | null; n_output_tokens?: number | null; cost_usd?: number | null } | null;
+  agent_result?: {
+    n_input_tokens?: number | null;
+    n_cache_tokens?: number | null;
+    n_output_tokens?: number | null;
+    cost_usd?: number | null;
+  } | null;
   verifier_result?: { rewards?: Record<string, number | null> | null } | null;
   exception_info?: { exception_type?: string; exception_message?: string } | null;
   started_at?: string | null;
@@ -70,7 +75,9 @@ interface ImportedId {
 
 /** One Harbor trial folder's result as a termgrade trial record (rewards, tests, error, usage). */
 async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): Promise<TrialResult> {
-  const rewards = Object.fromEntries(Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'));
+  const rewards = Object.fromEntries(
+    Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'),
+  );
   const verifierReward = Object.keys(rewards).length ? primaryReward(rewards) : null;
   const ctrf = await readTextIfThere(path.join(trialDir, 'verifier', 'ctrf.json')); // optional: no CTRF, no tests
   const tests = (ctrf && parseCtrf(ctrf)) || [];
@@ -101,12 +108,29 @@ async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): P
     tampering: [],
     protection: 'rules',
     // Harbor's own reward files, read beside its CTRF: the same consistency check as our trials.
-    findings: reward === null ? [] : rewardFindingsOf(await readTextIfThere(path.join(trialDir, 'verifier', 'reward.json')), await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')), tests),
-    error: errClass ? { class: errClass, message: h.exception_info?.exception_message ?? exc ?? 'no reward', phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run' } : null,
+    findings:
+      reward === null
+        ? []
+        : rewardFindingsOf(
+            await readTextIfThere(path.join(trialDir, 'verifier', 'reward.json')),
+            await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')),
+            tests,
+          ),
+    error: errClass
+      ? {
+          class: errClass,
+          message: h.exception_info?.exception_message ?? exc ?? 'no reward',
+          phase: errClass.startsWith('verifier') ? 'verification' : 'agent_run',
+        }
+      : null,
     errors: [],
-    exitReason: errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
+    exitReason:
+      errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
     turns: 0,
-    tokens: a && (a.n_input_tokens != null || a.n_output_tokens != null) ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 } : null,
+    tokens:
+      a && (a.n_input_tokens != null || a.n_output_tokens != null)
+        ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 }
+        : null,
     costUsd: a?.cost_usd ?? null,
     image: null,
     imageSource: null,
@@ -163,7 +187,10 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
     const result = await harborResult(h, { trialId, task, taskPath, agent, model, attempt }, trialDir);
     // A task checksum from another harness is not ours to compare; keep it out of the change check.
     result.task.checksum = '';
-    items.push({ result, extra: { slot: { config, task, attempt }, trialDir, infraAttempts: 1, retryReasons: [], source: 'harbor' } });
+    items.push({
+      result,
+      extra: { slot: { config, task, attempt }, trialDir, infraAttempts: 1, retryReasons: [], source: 'harbor' },
+    });
   }
   store.recordMany(items);
   return { imported: items.length, skipped };

@@ -8,7 +8,9 @@ import type { JobState } from './job-state.js';
  */
 export function openGate(state: Pick<JobState, 'options' | 'priors'>): AdaptiveGate | null {
   const gate = AdaptiveGate.fromSpec(state.options.spec, state.priors);
-  if (gate) for (const row of state.options.store.listTrials()) if (row.status !== 'not_run') gate.record(row, row.reward, row.passed === 1);
+  if (gate)
+    for (const row of state.options.store.listTrials())
+      if (row.status !== 'not_run') gate.record(row, row.reward, row.passed === 1);
   return gate;
 }
 

@@ -64,10 +64,12 @@ export const DEFAULT_CONCURRENCY = 4;
 export const safeName = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80);
 
 /** The trial id of a slot's first run (a retry appends `__retryN`). */
-export const baseTrialIdOf = (slot: Slot, config: string): string => `${safeName(slot.task)}__${safeName(config)}__${slot.attempt}`;
+export const baseTrialIdOf = (slot: Slot, config: string): string =>
+  `${safeName(slot.task)}__${safeName(config)}__${slot.attempt}`;
 
 /** Trials at once: the job's concurrency, else the provider's capacity, else the default. */
-export const lanesOf = (options: RunJobOptions, provider: SandboxProvider): number => options.spec.concurrency ?? provider.capacity ?? DEFAULT_CONCURRENCY;
+export const lanesOf = (options: RunJobOptions, provider: SandboxProvider): number =>
+  options.spec.concurrency ?? provider.capacity ?? DEFAULT_CONCURRENCY;
 
 /** Custom agent modules are loaded and every agent made before any image is built or sandbox started. */
 export async function makeConfigs(options: RunJobOptions): Promise<ConfigRuntime[]> {
@@ -75,9 +77,20 @@ export async function makeConfigs(options: RunJobOptions): Promise<ConfigRuntime
   await loadAgentModules(spec.agents);
   const configs: ConfigRuntime[] = [];
   for (const a of spec.agents) {
-    const made = options.agentFactory ? options.agentFactory(a) : createAgent({ name: a.agent, model: a.model, maxTurns: a.maxTurns, commandTimeoutSec: a.commandTimeoutSec });
+    const made = options.agentFactory
+      ? options.agentFactory(a)
+      : createAgent({ name: a.agent, model: a.model, maxTurns: a.maxTurns, commandTimeoutSec: a.commandTimeoutSec });
     const env = await agentEnvOf(a);
-    configs.push({ label: configLabelOf(a), agent: made.agent, secrets: [...made.secrets, ...env.secrets], env: env.env, endpoint: a.model?.baseUrl ?? `local:${a.agent}`, cap: a.concurrency ?? Number.POSITIVE_INFINITY, queue: [], running: 0 });
+    configs.push({
+      label: configLabelOf(a),
+      agent: made.agent,
+      secrets: [...made.secrets, ...env.secrets],
+      env: env.env,
+      endpoint: a.model?.baseUrl ?? `local:${a.agent}`,
+      cap: a.concurrency ?? Number.POSITIVE_INFINITY,
+      queue: [],
+      running: 0,
+    });
   }
   return configs;
 }
@@ -94,7 +107,10 @@ export function endpointCapsOf(configs: ConfigRuntime[]): Map<string, number> {
  * measurement says how long each task takes, so the last trials to start are the short ones and the
  * job drains with every slot busy until near the end.
  */
-export async function orderedTasksOf(options: RunJobOptions, priors: Priors | null): Promise<{ tasks: Task[]; ordered: Task[] }> {
+export async function orderedTasksOf(
+  options: RunJobOptions,
+  priors: Priors | null,
+): Promise<{ tasks: Task[]; ordered: Task[] }> {
   const expectedMs = (task: string): number => Math.max(0, ...Object.values(priors ?? {}).map((p) => p[task]?.ms ?? 0));
   const tasks = await Promise.all(options.tasks.map((t) => asGraded(t, options.spec.network ?? null)));
   const ordered = priors ? [...tasks].sort((a, b) => expectedMs(b.name) - expectedMs(a.name)) : tasks;

@@ -31,10 +31,12 @@ export function storedSpec(jobsDir: string, name: string): JobSpec {
   const store = JobStore.open(jobDbOf(dir), { readonly: true });
   try {
     const raw = store.getMeta('spec');
-    if (!raw) throw new TermgradeError('usage', `job "${name}" has no stored spec (an import?); give a job file or flags`);
+    if (!raw)
+      throw new TermgradeError('usage', `job "${name}" has no stored spec (an import?); give a job file or flags`);
     const spec = JSON.parse(raw) as { adaptive?: Record<string, unknown> };
     // Jobs made before the stopping rule could be chosen used predictive curtailment in pairs.
-    if (spec.adaptive && spec.adaptive.method === undefined) Object.assign(spec.adaptive, { method: 'curtail', step: 2 });
+    if (spec.adaptive && spec.adaptive.method === undefined)
+      Object.assign(spec.adaptive, { method: 'curtail', step: 2 });
     return parseSpec(spec, `${dir}/job.db`);
   } finally {
     store.close();
@@ -61,7 +63,10 @@ export async function holdJobFolder(jobDir: string, label: string): Promise<Held
     throw storeError(jobDbOf(jobDir), err);
   }
   if ('ownerPid' in lock) {
-    throw new TermgradeError('job_busy', `${label} is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`);
+    throw new TermgradeError(
+      'job_busy',
+      `${label} is being run by another termgrade process (pid ${lock.ownerPid}); wait for it to finish or stop it, then run again (a job has one writer at a time)`,
+    );
   }
   return lock;
 }
@@ -71,7 +76,11 @@ export async function holdJobFolder(jobDir: string, label: string): Promise<Held
  * before any job exists). A job this call made and then refused is removed again: a refused run
  * leaves no job behind, so running it again starts afresh instead of being told to resume.
  */
-export async function openJob(spec: JobSpec, jobsDir: string, resolved?: Awaited<ReturnType<typeof resolveTasks>>): Promise<OpenedJob> {
+export async function openJob(
+  spec: JobSpec,
+  jobsDir: string,
+  resolved?: Awaited<ReturnType<typeof resolveTasks>>,
+): Promise<OpenedJob> {
   const jobDir = jobDirOf(jobsDir, spec.name);
   const { tasks, invalid } = resolved ?? (await resolveTasks(spec));
   const isNew = !existsSync(jobDir);
@@ -93,13 +102,19 @@ export async function openJob(spec: JobSpec, jobsDir: string, resolved?: Awaited
     for (const a of spec.agents) {
       const label = configLabelOf(a);
       const fp = configFingerprint(a);
-      if (known[label] && known[label] !== fp) problems.push(`configuration "${label}" changed since its trials were recorded (was ${known[label]}, now ${fp})`);
+      if (known[label] && known[label] !== fp)
+        problems.push(
+          `configuration "${label}" changed since its trials were recorded (was ${known[label]}, now ${fp})`,
+        );
       known[label] = fp;
     }
     const checksums = store.taskChecksums();
     for (const t of tasks) {
       const was = checksums.get(t.name);
-      if (was && was !== t.checksum) problems.push(`task "${t.name}" changed since its trials were recorded (content checksum ${was.slice(0, 12)} -> ${t.checksum.slice(0, 12)})`);
+      if (was && was !== t.checksum)
+        problems.push(
+          `task "${t.name}" changed since its trials were recorded (content checksum ${was.slice(0, 12)} -> ${t.checksum.slice(0, 12)})`,
+        );
     }
     // The adaptive rule decides which trials exist and how rates are estimated: it cannot change
     // under recorded trials (and under it, neither can k, the rule's cap).
@@ -109,12 +124,16 @@ export async function openJob(spec: JobSpec, jobsDir: string, resolved?: Awaited
       problems.push(`sampling changed since trials were recorded (was ${wasSampling}, now ${sampling})`);
     }
     if (problems.length) {
-      throw new TermgradeError('usage', `job "${spec.name}" cannot go on with this spec, it would mix incomparable trials:\n  ${problems.join('\n  ')}\nStart a new job (another --name), or restore the old settings.`);
+      throw new TermgradeError(
+        'usage',
+        `job "${spec.name}" cannot go on with this spec, it would mix incomparable trials:\n  ${problems.join('\n  ')}\nStart a new job (another --name), or restore the old settings.`,
+      );
     }
     store.setMeta('configs', JSON.stringify(known));
     store.setMeta('sampling', sampling);
     // An informed prior is read once, when the job is made, and kept: resuming never re-reads it.
-    if (spec.adaptive?.prior && store.getMeta('priors') === null) store.setMeta('priors', JSON.stringify(await readPriors(spec.adaptive.prior, spec.agents.map(configLabelOf))));
+    if (spec.adaptive?.prior && store.getMeta('priors') === null)
+      store.setMeta('priors', JSON.stringify(await readPriors(spec.adaptive.prior, spec.agents.map(configLabelOf))));
     store.setMeta('spec', JSON.stringify(spec));
     // Slots in all (k x configurations x tasks; adaptive sampling's cap): what a viewer shows progress against.
     store.setMeta('slots', String(spec.k * spec.agents.length * tasks.length));

@@ -21,7 +21,10 @@ export async function readJobFile(file: string): Promise<JobSpec> {
   try {
     raw = file.endsWith('.toml') ? parseToml(text) : file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
-    throw new TermgradeError('bad_input', `${file}: not valid ${file.endsWith('.toml') ? 'TOML' : file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    throw new TermgradeError(
+      'bad_input',
+      `${file}: not valid ${file.endsWith('.toml') ? 'TOML' : file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`,
+    );
   }
   const spec = parseSpec(raw, file);
   const base = path.dirname(path.resolve(file));
@@ -40,12 +43,14 @@ export async function readJobFile(file: string): Promise<JobSpec> {
 function keysAt(schema: z.ZodType, pathParts: PropertyKey[]): string[] {
   let s: z.ZodType = schema;
   for (const part of pathParts) {
-    while (s instanceof z.ZodOptional || s instanceof z.ZodDefault || s instanceof z.ZodPrefault) s = s.unwrap() as z.ZodType;
+    while (s instanceof z.ZodOptional || s instanceof z.ZodDefault || s instanceof z.ZodPrefault)
+      s = s.unwrap() as z.ZodType;
     if (s instanceof z.ZodArray) s = s.element as z.ZodType;
     else if (s instanceof z.ZodObject) s = (s.shape as Record<string, z.ZodType>)[String(part)]!;
     if (!s) return [];
   }
-  while (s instanceof z.ZodOptional || s instanceof z.ZodDefault || s instanceof z.ZodPrefault) s = s.unwrap() as z.ZodType;
+  while (s instanceof z.ZodOptional || s instanceof z.ZodDefault || s instanceof z.ZodPrefault)
+    s = s.unwrap() as z.ZodType;
   return s instanceof z.ZodObject ? Object.keys(s.shape) : [];
 }
 
@@ -66,17 +71,32 @@ export function parseSpec(raw: unknown, where: string): JobSpec {
   if (!parsed.success) {
     // Every unknown key at once (a file with three typos is fixed in one go, not three runs);
     // otherwise every problem the schema found.
-    const unknown = parsed.error.issues.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys.map((key) => unknownKeyLine(key, issue.path)) : []));
-    const problems = unknown.length ? unknown : parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
-    throw new TermgradeError('bad_input', problems.length === 1 ? `${where}: ${problems[0]}` : `${where}: ${problems.length} problems:\n  ${problems.join('\n  ')}`);
+    const unknown = parsed.error.issues.flatMap((issue) =>
+      issue.code === 'unrecognized_keys' ? issue.keys.map((key) => unknownKeyLine(key, issue.path)) : [],
+    );
+    const problems = unknown.length
+      ? unknown
+      : parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+    throw new TermgradeError(
+      'bad_input',
+      problems.length === 1
+        ? `${where}: ${problems[0]}`
+        : `${where}: ${problems.length} problems:\n  ${problems.join('\n  ')}`,
+    );
   }
   // The default risk is the stopping rule's: each rule has its own scale (see spec.ts).
-  if (parsed.data.adaptive && parsed.data.adaptive.risk === undefined) parsed.data.adaptive.risk = DEFAULT_RISK[parsed.data.adaptive.method];
+  if (parsed.data.adaptive && parsed.data.adaptive.risk === undefined)
+    parsed.data.adaptive.risk = DEFAULT_RISK[parsed.data.adaptive.method];
   const labels = parsed.data.agents.map((a) => a.label ?? (a.model ? `${a.agent}/${a.model.model}` : a.agent));
   const dup = labels.find((l, i) => labels.indexOf(l) !== i);
-  if (dup) throw new TermgradeError('bad_input', `${where}: two agent configurations are both labelled "${dup}"; give each a distinct label`);
+  if (dup)
+    throw new TermgradeError(
+      'bad_input',
+      `${where}: two agent configurations are both labelled "${dup}"; give each a distinct label`,
+    );
   for (const a of parsed.data.agents) {
-    if (agentNeedsModel(a.agent) && !a.model) throw new TermgradeError('bad_input', `${where}: agent ${a.agent} needs a model (baseUrl and model)`);
+    if (agentNeedsModel(a.agent) && !a.model)
+      throw new TermgradeError('bad_input', `${where}: agent ${a.agent} needs a model (baseUrl and model)`);
   }
   return parsed.data;
 }

@@ -2,7 +2,15 @@ import type { SandboxProvider } from '../sandbox/sandbox.js';
 import type { JobSummary } from './events.js';
 import { ImageCache } from './image-cache.js';
 import { openGate } from './job-gate.js';
-import { baseTrialIdOf, endpointCapsOf, lanesOf, makeConfigs, orderedTasksOf, queueSlots, type JobState } from './job-state.js';
+import {
+  baseTrialIdOf,
+  endpointCapsOf,
+  lanesOf,
+  makeConfigs,
+  orderedTasksOf,
+  queueSlots,
+  type JobState,
+} from './job-state.js';
 import type { Priors } from './adaptive-gate.js';
 import type { RunJobOptions } from './options.js';
 import { dispatch } from './scheduler.js';
@@ -14,7 +22,12 @@ export type { RunJobOptions } from './options.js';
 export { DEFAULT_CONCURRENCY } from './job-state.js';
 
 /** How the job is stopped: the caller's signal, the budget (which says so), or a failure (`stop.abort()`). */
-function stopControl(options: RunJobOptions): { stop: AbortController; budgetHit: () => boolean; clearBudget: () => void; detach: () => void } {
+function stopControl(options: RunJobOptions): {
+  stop: AbortController;
+  budgetHit: () => boolean;
+  clearBudget: () => void;
+  detach: () => void;
+} {
   const stop = new AbortController();
   const parentAbort = (): void => stop.abort();
   options.signal?.addEventListener('abort', parentAbort, { once: true });
@@ -49,14 +62,37 @@ async function openJob(options: RunJobOptions, stop: AbortController, startedMs:
   const total = queueSlots(configs, ordered, spec.k, finished);
   const pending = configs.reduce((n, c) => n + c.queue.length, 0);
   const pendingByConfig = Object.fromEntries(configs.map((c) => [c.label, c.queue.length]));
-  emit({ type: 'job-start', job: spec.name, configs: configs.map((c) => c.label), tasks: tasks.length, total, pending, pendingByConfig, concurrency: lanes });
+  emit({
+    type: 'job-start',
+    job: spec.name,
+    configs: configs.map((c) => c.label),
+    tasks: tasks.length,
+    total,
+    pending,
+    pendingByConfig,
+    concurrency: lanes,
+  });
   const state: JobState = {
-    options, lanes, emit, startedMs, stop, stoppedBy: 'done', configs,
+    options,
+    lanes,
+    emit,
+    startedMs,
+    stop,
+    stoppedBy: 'done',
+    configs,
     byName: new Map(tasks.map((t) => [t.name, t])),
     endpointCap: endpointCapsOf(configs),
     endpointRunning: new Map(),
-    priors, total, pending,
-    images: new ImageCache({ provider, infraRetries: spec.infraRetries, forceBuild: spec.forceBuild, signal: stop.signal, emit }),
+    priors,
+    total,
+    pending,
+    images: new ImageCache({
+      provider,
+      infraRetries: spec.infraRetries,
+      forceBuild: spec.forceBuild,
+      signal: stop.signal,
+      emit,
+    }),
     warm: warmPoolFor(provider, stop.signal, spec.network ?? null),
     gate: null,
     droppedByRule: 0,
@@ -82,7 +118,9 @@ function recordUnstarted(state: JobState): void {
   const why = `not started: ${state.stoppedBy === 'budget' ? 'the budget ran out' : 'the run was stopped'}`;
   for (const c of state.configs) {
     for (const slot of c.queue.splice(0)) {
-      recordSafely(state, () => state.options.store.recordNotRun(slot, baseTrialIdOf(slot, c.label), c.agent.name, c.agent.model, why));
+      recordSafely(state, () =>
+        state.options.store.recordNotRun(slot, baseTrialIdOf(slot, c.label), c.agent.name, c.agent.model, why),
+      );
       state.counts.notRun += 1;
     }
   }
@@ -124,7 +162,15 @@ export async function runJob(options: RunJobOptions): Promise<JobSummary> {
   recordUnstarted(state);
   if (state.storeFailure) throw state.storeFailure;
   const { total, pending, counts } = state;
-  const summary: JobSummary = { job: options.spec.name, total, ...counts, skipped: total - pending, settledEarly: state.droppedByRule, stoppedBy: state.stoppedBy, durationMs: performance.now() - startedMs };
+  const summary: JobSummary = {
+    job: options.spec.name,
+    total,
+    ...counts,
+    skipped: total - pending,
+    settledEarly: state.droppedByRule,
+    stoppedBy: state.stoppedBy,
+    durationMs: performance.now() - startedMs,
+  };
   state.emit({ type: 'job-done', summary });
   return summary;
 }

@@ -46,7 +46,8 @@ export function lookAhead(state: JobState): UpcomingStart[] {
   const { configs, lanes } = state;
   const heads = configs.map((c) => {
     const next: Slot[] = [];
-    for (let i = 0; i < c.queue.length && i < 4 * lanes && next.length < lanes; i++) if (eligible(state, c.queue[i]!)) next.push(c.queue[i]!);
+    for (let i = 0; i < c.queue.length && i < 4 * lanes && next.length < lanes; i++)
+      if (eligible(state, c.queue[i]!)) next.push(c.queue[i]!);
     return next;
   });
   const out: UpcomingStart[] = [];
@@ -69,7 +70,8 @@ export function lookAhead(state: JobState): UpcomingStart[] {
  * that will never be recorded in this run).
  */
 const drained = (state: JobState): boolean =>
-  state.running === 0 && (state.stop.signal.aborted || state.configs.every((c) => !c.queue.some((s) => eligible(state, s))));
+  state.running === 0 &&
+  (state.stop.signal.aborted || state.configs.every((c) => !c.queue.some((s) => eligible(state, s))));
 
 /**
  * Runs the job's queues to the end: slots start as lanes and endpoint caps allow, each slot's warm

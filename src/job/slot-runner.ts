@@ -14,10 +14,17 @@ import type { WarmStart } from './warm-pool.js';
 export function diskError(jobDir: string, err: unknown): unknown {
   const code = (err as NodeJS.ErrnoException).code;
   const kept = 'Every trial finished before this is kept';
-  if (code === 'ENOSPC') return new TermgradeError('store_full', `cannot write trial files under ${jobDir}: the disk is full. ${kept}; free space and run the job again to resume.`);
+  if (code === 'ENOSPC')
+    return new TermgradeError(
+      'store_full',
+      `cannot write trial files under ${jobDir}: the disk is full. ${kept}; free space and run the job again to resume.`,
+    );
   if (code === 'EROFS' || code === 'EACCES') {
     const why = code === 'EROFS' ? 'the file system is read-only' : 'permission denied';
-    return new TermgradeError('store_readonly', `cannot write trial files under ${jobDir}: ${why}. ${kept}; fix it and run the job again to resume.`);
+    return new TermgradeError(
+      'store_readonly',
+      `cannot write trial files under ${jobDir}: ${why}. ${kept}; fix it and run the job again to resume.`,
+    );
   }
   return err;
 }
@@ -51,7 +58,13 @@ function warmStartOf(state: JobState, task: Task, claim: Claim): TrialOptions['s
 }
 
 /** One run of a slot's trial; a passing oracle trial records the task's protected set when none was kept. */
-async function attempt(state: JobState, c: ConfigRuntime, slot: Slot, trialId: string, claim: Claim): Promise<TrialResult> {
+async function attempt(
+  state: JobState,
+  c: ConfigRuntime,
+  slot: Slot,
+  trialId: string,
+  claim: Claim,
+): Promise<TrialResult> {
   const { options } = state;
   const task = state.byName.get(slot.task)!;
   try {
@@ -62,7 +75,8 @@ async function attempt(state: JobState, c: ConfigRuntime, slot: Slot, trialId: s
       agent: c.agent,
       provider: options.provider,
       protection,
-      onProtectionRecord: !protection && options.protection && c.agent.name === 'oracle' ? (rec) => (recorded.record = rec) : undefined,
+      onProtectionRecord:
+        !protection && options.protection && c.agent.name === 'oracle' ? (rec) => (recorded.record = rec) : undefined,
       outDir: path.join(options.jobDir, 'trials'),
       trialId,
       attempt: slot.attempt,
@@ -104,7 +118,11 @@ export async function runSlot(state: JobState, c: ConfigRuntime, slot: Slot, cla
     state.emit({ type: 'trial-start', trialId, slot });
     const result = await attempt(state, c, slot, trialId, claim);
     const cls = result.error?.class;
-    if (accountingOf(result.reward, cls) !== 'infra' || state.stop.signal.aborted || runs > state.options.spec.infraRetries) {
+    if (
+      accountingOf(result.reward, cls) !== 'infra' ||
+      state.stop.signal.aborted ||
+      runs > state.options.spec.infraRetries
+    ) {
       recordSlot(state, slot, trialId, result, runs, reasons);
       return;
     }
@@ -113,12 +131,21 @@ export async function runSlot(state: JobState, c: ConfigRuntime, slot: Slot, cla
 }
 
 /** Records a slot's last run (its own transaction), feeds the adaptive gate, counts it, and says so. */
-function recordSlot(state: JobState, slot: Slot, trialId: string, r: TrialResult, runs: number, reasons: RetriedAttempt[]): void {
+function recordSlot(
+  state: JobState,
+  slot: Slot,
+  trialId: string,
+  r: TrialResult,
+  runs: number,
+  reasons: RetriedAttempt[],
+): void {
   const { counts } = state;
   state.emit({ type: 'trial-recording', trialId, slot });
   if (r.error?.class !== 'cancelled') state.gate?.record(slot, r.reward, r.passed);
   const trialDir = path.join(state.options.jobDir, 'trials', trialId);
-  recordSafely(state, () => state.options.store.recordTrial(r, { slot, trialDir, infraAttempts: runs, retryReasons: reasons }));
+  recordSafely(state, () =>
+    state.options.store.recordTrial(r, { slot, trialDir, infraAttempts: runs, retryReasons: reasons }),
+  );
   const status = r.error?.class === 'cancelled' ? 'not_run' : r.reward === null ? 'error' : 'completed';
   if (status === 'not_run') counts.notRun += 1;
   else if (status === 'error') {
@@ -127,5 +154,15 @@ function recordSlot(state: JobState, slot: Slot, trialId: string, r: TrialResult
   } else counts.completed += 1;
   const errorClass = r.error?.class ?? null;
   const usage = { outputTokens: r.tokens?.output ?? 0, costUsd: r.costUsd };
-  state.emit({ type: 'trial-done', trialId, slot, status, reward: r.reward, errorClass, infraAttempts: runs, durationMs: r.durationMs, ...usage });
+  state.emit({
+    type: 'trial-done',
+    trialId,
+    slot,
+    status,
+    reward: r.reward,
+    errorClass,
+    infraAttempts: runs,
+    durationMs: r.durationMs,
+    ...usage,
+  });
 }

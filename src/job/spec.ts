@@ -93,6 +93,16 @@ export function configFingerprint(a: AgentConfig): string {
     ...(Object.keys(a.env ?? {}).length ? { env: a.env } : {}),
     maxTurns: a.maxTurns ?? null,
     commandTimeoutSec: a.commandTimeoutSec ?? null,
-    model: m ? { baseUrl: m.baseUrl, model: m.model, temperature: m.temperature ?? null, topP: m.topP ?? null, maxTokens: m.maxTokens ?? null, extraBody: m.extraBody, contextWindow: m.contextWindow ?? null } : null,
+    model: m
+      ? {
+          baseUrl: m.baseUrl,
+          model: m.model,
+          temperature: m.temperature ?? null,
+          topP: m.topP ?? null,
+          maxTokens: m.maxTokens ?? null,
+          extraBody: m.extraBody,
+          contextWindow: m.contextWindow ?? null,
+        }
+      : null,
   });
 }

@@ -41,7 +41,9 @@ async function nameBeforeLoading(dir: string): Promise<string> {
  * split, then loaded. The filters come first, so a folder they leave out is never judged. A kept
  * folder that does not load is returned in `invalid`, for the caller to refuse or skip.
  */
-export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; invalid: Array<{ path: string; message: string }> }> {
+export async function resolveTasks(
+  spec: JobSpec,
+): Promise<{ tasks: Task[]; invalid: Array<{ path: string; message: string }> }> {
   const roots: string[] = [];
   for (const p of spec.tasks.paths) {
     if (/[*?[\]{}]/.test(p)) {
@@ -64,7 +66,10 @@ export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; inva
   const tasks: Task[] = [];
   const invalid: Array<{ path: string; message: string }> = [];
   const seen = new Set<string>();
-  const kept = (name: string): boolean => (!include.length || include.some((r) => r.test(name))) && !exclude.some((r) => r.test(name)) && (!split || split.has(name));
+  const kept = (name: string): boolean =>
+    (!include.length || include.some((r) => r.test(name))) &&
+    !exclude.some((r) => r.test(name)) &&
+    (!split || split.has(name));
   for (const dir of await findTaskDirs(roots)) {
     if (!kept(await nameBeforeLoading(dir))) continue;
     let task: Task;
@@ -76,7 +81,10 @@ export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; inva
     }
     if (!kept(task.name)) continue;
     if (seen.has(task.name)) {
-      invalid.push({ path: dir, message: `task name "${task.name}" is used by another task folder too (${path.basename(dir)})` });
+      invalid.push({
+        path: dir,
+        message: `task name "${task.name}" is used by another task folder too (${path.basename(dir)})`,
+      });
       continue;
     }
     seen.add(task.name);
@@ -95,6 +103,10 @@ export async function resolveTasks(spec: JobSpec): Promise<{ tasks: Task[]; inva
     chosen = pool.slice(0, spec.tasks.sample.n).sort((a, b) => (a.name < b.name ? -1 : 1));
   }
   if (spec.tasks.limit) chosen = chosen.slice(0, spec.tasks.limit);
-  if (chosen.length === 0 && invalid.length === 0) throw new TermgradeError('bad_input', `no task is left after the filters (include ${JSON.stringify(spec.tasks.include)}, exclude ${JSON.stringify(spec.tasks.exclude)}${spec.tasks.split ? `, split ${spec.tasks.split}` : ''})`);
+  if (chosen.length === 0 && invalid.length === 0)
+    throw new TermgradeError(
+      'bad_input',
+      `no task is left after the filters (include ${JSON.stringify(spec.tasks.include)}, exclude ${JSON.stringify(spec.tasks.exclude)}${spec.tasks.split ? `, split ${spec.tasks.split}` : ''})`,
+    );
   return { tasks: chosen, invalid };
 }

@@ -88,7 +88,10 @@ export class WarmPool {
   /** Removes a container (started or still starting: its start is given up) that no trial will use. */
   discard(warm: WarmStart): void {
     warm.cancel();
-    const removal = warm.sandbox.then((sb) => sb.close(), () => undefined);
+    const removal = warm.sandbox.then(
+      (sb) => sb.close(),
+      () => undefined,
+    );
     this.closing.add(removal);
     void removal.finally(() => this.closing.delete(removal));
   }

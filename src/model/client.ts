@@ -64,7 +64,10 @@ function bounded(text: string, cut: { chars: number }): string {
 function tokenCount(value: unknown, field: string): number {
   if (value === undefined || value === null) return 0;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
-  throw new ModelError('transient', `malformed response: ${field} is ${JSON.stringify(value).slice(0, 40)}, not a token count`);
+  throw new ModelError(
+    'transient',
+    `malformed response: ${field} is ${JSON.stringify(value).slice(0, 40)}, not a token count`,
+  );
 }
 
 function toModelError(err: unknown, timeoutSec: number): ModelError {
@@ -75,7 +78,12 @@ function toModelError(err: unknown, timeoutSec: number): ModelError {
     const header = err.headers?.get?.('retry-after');
     const retryAfter = header === null || header === undefined || header.trim() === '' ? Number.NaN : Number(header);
     const kind = classifyStatus(err.status, { message: err.message, code: err.code, type: err.type });
-    return new ModelError(kind, `HTTP ${err.status}: ${err.message}`, err.status, Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : null);
+    return new ModelError(
+      kind,
+      `HTTP ${err.status}: ${err.message}`,
+      err.status,
+      Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : null,
+    );
   }
   // A 200 with a body that is not a completion (malformed JSON, missing fields): a server hiccup.
   return new ModelError('transient', `unreadable response: ${err instanceof Error ? err.message : String(err)}`);
@@ -88,11 +96,23 @@ function toModelError(err: unknown, timeoutSec: number): ModelError {
  * lifted into the `error` object, so their words (a full context, say) are read like OpenAI's.
  */
 class Endpoint extends OpenAI {
-  protected override makeStatusError(status: number, error: object, message: string | undefined, headers: Headers): APIError {
+  protected override makeStatusError(
+    status: number,
+    error: object,
+    message: string | undefined,
+    headers: Headers,
+  ): APIError {
     const body = error as Record<string, unknown> | undefined;
     if (body && typeof body === 'object' && !Array.isArray(body)) {
-      if (body.error === undefined && typeof body.message === 'string') return super.makeStatusError(status, { error: body }, message, headers);
-      if (typeof body.error === 'string') return super.makeStatusError(status, { error: { message: body.error, type: body.error_type } }, message, headers);
+      if (body.error === undefined && typeof body.message === 'string')
+        return super.makeStatusError(status, { error: body }, message, headers);
+      if (typeof body.error === 'string')
+        return super.makeStatusError(
+          status,
+          { error: { message: body.error, type: body.error_type } },
+          message,
+          headers,
+        );
     }
     return super.makeStatusError(status, error, message, headers);
   }
@@ -148,7 +168,10 @@ export class ModelClient {
         const onAbort = (): void => child.abort();
         options.signal?.addEventListener('abort', onAbort, { once: true });
         try {
-          const resp = await this.client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal: child.signal });
+          const resp = await this.client.chat.completions.create(
+            body as OpenAI.ChatCompletionCreateParamsNonStreaming,
+            { signal: child.signal },
+          );
           return this.read(resp, performance.now() - started, retries);
         } finally {
           options.signal?.removeEventListener('abort', onAbort);
@@ -157,7 +180,13 @@ export class ModelClient {
         if (err instanceof APIUserAbortError || options.signal?.aborted) throw new CancelledError('model call');
         const e = toModelError(err, c.requestTimeoutSec);
         if (!RETRYABLE.has(e.kind) || attempt >= c.maxRetries) {
-          throw new ModelError(e.kind, `${e.message}${attempt > 0 ? ` (after ${attempt + 1} attempts)` : ''}`, e.status, e.retryAfterSec, attempt + 1);
+          throw new ModelError(
+            e.kind,
+            `${e.message}${attempt > 0 ? ` (after ${attempt + 1} attempts)` : ''}`,
+            e.status,
+            e.retryAfterSec,
+            attempt + 1,
+          );
         }
         const backoff = Math.min(c.backoffMaxSec, c.backoffBaseSec * 2 ** attempt) * (0.5 + this.random() / 2);
         const waitMs = 1000 * Math.min(c.backoffMaxSec, e.retryAfterSec ?? backoff);
@@ -170,7 +199,10 @@ export class ModelClient {
   private read(resp: OpenAI.ChatCompletion, latencyMs: number, retries: Completion['retries']): Completion {
     const choice = resp.choices?.[0];
     if (!choice || !choice.message) throw new ModelError('transient', 'response has no choices');
-    const msg = choice.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string | null; refusal?: string | null };
+    const msg = choice.message as OpenAI.ChatCompletionMessage & {
+      reasoning_content?: string | null;
+      refusal?: string | null;
+    };
     if (msg.refusal || choice.finish_reason === 'content_filter') {
       throw new ModelError('refusal', `the model refused: ${msg.refusal ?? 'content filter'}`);
     }
@@ -187,7 +219,17 @@ export class ModelClient {
     return {
       content: bounded(msg.content ?? '', cut),
       reasoning: msg.reasoning_content == null ? null : bounded(msg.reasoning_content, cut),
-      toolCalls: (msg.tool_calls ?? []).flatMap((t) => (t.type === 'function' ? [{ id: String(t.id), name: String(t.function.name), arguments: bounded(String(t.function.arguments ?? ''), cut) }] : [])),
+      toolCalls: (msg.tool_calls ?? []).flatMap((t) =>
+        t.type === 'function'
+          ? [
+              {
+                id: String(t.id),
+                name: String(t.function.name),
+                arguments: bounded(String(t.function.arguments ?? ''), cut),
+              },
+            ]
+          : [],
+      ),
       truncatedChars: cut.chars,
       finishReason: choice.finish_reason ?? 'stop',
       usage,

@@ -39,8 +39,13 @@ export type ModelConfigInput = z.input<typeof ModelConfigSchema>;
 /** Built-in prices (USD per 1M tokens); users extend or override them with a JSON file. */
 export const DEFAULT_PRICES: Record<string, Price> = {};
 
-export function costUsd(price: Price | undefined, usage: { prompt: number; cached: number; completion: number }): number | null {
+export function costUsd(
+  price: Price | undefined,
+  usage: { prompt: number; cached: number; completion: number },
+): number | null {
   if (!price) return null;
   const uncached = Math.max(0, usage.prompt - usage.cached);
-  return (uncached * price.input + usage.cached * (price.cachedInput ?? price.input) + usage.completion * price.output) / 1e6;
+  return (
+    (uncached * price.input + usage.cached * (price.cachedInput ?? price.input) + usage.completion * price.output) / 1e6
+  );
 }

@@ -7,7 +7,16 @@ import { TermgradeError } from '../util/errors.js';
  * - fatal, never retried: auth, not_found, refusal, bad_request;
  * - timeout: one request exceeded the client timeout (retried like transient).
  */
-export type ModelErrorKind = 'rate_limit' | 'overloaded' | 'transient' | 'timeout' | 'context_length' | 'auth' | 'not_found' | 'refusal' | 'bad_request';
+export type ModelErrorKind =
+  | 'rate_limit'
+  | 'overloaded'
+  | 'transient'
+  | 'timeout'
+  | 'context_length'
+  | 'auth'
+  | 'not_found'
+  | 'refusal'
+  | 'bad_request';
 
 export const RETRYABLE: ReadonlySet<ModelErrorKind> = new Set(['rate_limit', 'overloaded', 'transient', 'timeout']);
 
@@ -69,7 +78,8 @@ export interface ErrorDetail {
 }
 
 export function isContextFull(detail: ErrorDetail): boolean {
-  if ([detail.code, detail.type].some((v) => typeof v === 'string' && CONTEXT_FULL_CODES.has(v.toLowerCase()))) return true;
+  if ([detail.code, detail.type].some((v) => typeof v === 'string' && CONTEXT_FULL_CODES.has(v.toLowerCase())))
+    return true;
   return CONTEXT_FULL_WORDS.some((re) => re.test(detail.message));
 }
 

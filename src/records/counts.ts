@@ -40,7 +40,20 @@ export function countByTask(records: StatsRecord[]): TaskCounts[] {
   for (const r of records) {
     const key = `${r.config}\u0000${r.task}`;
     let t = map.get(key);
-    if (!t) map.set(key, (t = { config: r.config, task: r.task, n: 0, c: 0, errors: 0, infra: 0, ungraded: 0, adaptive: r.adaptive ?? null }));
+    if (!t)
+      map.set(
+        key,
+        (t = {
+          config: r.config,
+          task: r.task,
+          n: 0,
+          c: 0,
+          errors: 0,
+          infra: 0,
+          ungraded: 0,
+          adaptive: r.adaptive ?? null,
+        }),
+      );
     const acc = accountingOf(r.reward, r.errorClass);
     if (acc === 'not_run') continue;
     if (acc !== 'graded') {
@@ -52,5 +65,7 @@ export function countByTask(records: StatsRecord[]): TaskCounts[] {
       if (r.passed) t.c += 1;
     }
   }
-  return [...map.values()].sort((a, b) => (a.config === b.config ? (a.task < b.task ? -1 : 1) : a.config < b.config ? -1 : 1));
+  return [...map.values()].sort((a, b) =>
+    a.config === b.config ? (a.task < b.task ? -1 : 1) : a.config < b.config ? -1 : 1,
+  );
 }

@@ -9,7 +9,10 @@ import { trialKey, TrialFolderJobs, type JobRef } from '../store/identity.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './record.js';
 
 function badRecord(where: string, err: unknown): TermgradeError {
-  const detail = err instanceof Error && 'issues' in err ? JSON.stringify((err as { issues: unknown[] }).issues[0]) : (err as Error).message;
+  const detail =
+    err instanceof Error && 'issues' in err
+      ? JSON.stringify((err as { issues: unknown[] }).issues[0])
+      : (err as Error).message;
   return new TermgradeError('bad_input', `${where}: not a trial record: ${detail}`);
 }
 
@@ -43,7 +46,11 @@ async function readJsonl(file: string, out: StatsRecord[], jobs: Jobs): Promise<
     } catch (err) {
       throw badRecord(`${file}:${n}`, err);
     }
-    jobs.note({ id: rec.job ?? '', name: rec.job ? path.basename(file) : `${path.basename(file)} (no job ids)`, source: file });
+    jobs.note({
+      id: rec.job ?? '',
+      name: rec.job ? path.basename(file) : `${path.basename(file)} (no job ids)`,
+      source: file,
+    });
     out.push(rec);
   }
 }
@@ -59,13 +66,21 @@ function readJob(dir: string, out: StatsRecord[], jobs: Jobs): void {
     const replaced = new Map<string, Array<{ class: string; durationMs: number }>>();
     for (const h of store.allHistory()) {
       const key = slotKey(h);
-      replaced.set(key, [...(replaced.get(key) ?? []), ...h.retries, { class: h.error_class ?? 'replaced', durationMs: h.duration_ms }]);
+      replaced.set(key, [
+        ...(replaced.get(key) ?? []),
+        ...h.retries,
+        { class: h.error_class ?? 'replaced', durationMs: h.duration_ms },
+      ]);
     }
     for (const row of store.listTrials()) {
       if (row.status === 'not_run') continue;
       const rec = toStatsRecord(row);
       const earlier = replaced.get(slotKey(row));
-      out.push({ ...rec, retries: earlier ? [...earlier, ...(rec.retries ?? [])] : rec.retries, adaptive: ruleOf(row.config, row.task) });
+      out.push({
+        ...rec,
+        retries: earlier ? [...earlier, ...(rec.retries ?? [])] : rec.retries,
+        adaptive: ruleOf(row.config, row.task),
+      });
     }
   } finally {
     store.close();

@@ -22,13 +22,19 @@ export async function readPriors(prior: NonNullable<AdaptiveSpec['prior']>, labe
     return t && t.n ? Math.round(t.sum / t.n) : undefined;
   };
   const available = [...new Set(counts.map((t) => t.config))].sort();
-  if (!available.length) throw new TermgradeError('bad_input', `${prior.source}: no graded trials to take a prior from`);
+  if (!available.length)
+    throw new TermgradeError('bad_input', `${prior.source}: no graded trials to take a prior from`);
   const priors: Priors = {};
   for (const label of labels) {
     const chosen = priorConfigOf(label, available, prior.config);
-    if ('problem' in chosen) throw new TermgradeError('usage', `${prior.source}: prior of "${label}": ${chosen.problem}`);
+    if ('problem' in chosen)
+      throw new TermgradeError('usage', `${prior.source}: prior of "${label}": ${chosen.problem}`);
     const from = chosen.from;
-    priors[label] = Object.fromEntries(counts.filter((t) => t.config === from && t.n > 0).map((t) => [t.task, { n: t.n, c: t.c, ms: meanMs(from, t.task) }]));
+    priors[label] = Object.fromEntries(
+      counts
+        .filter((t) => t.config === from && t.n > 0)
+        .map((t) => [t.task, { n: t.n, c: t.c, ms: meanMs(from, t.task) }]),
+    );
   }
   return priors;
 }

@@ -82,7 +82,8 @@ const JobListingLine = z.object({
 function findingCodes(json: string | undefined): string[] {
   if (json === undefined) return [];
   const parsed = z.array(z.object({ code: z.string() })).safeParse(JSON.parse(json));
-  if (!parsed.success) throw new Error(`findings_json is not a list of findings: ${parsed.error.issues[0]?.message ?? ''}`);
+  if (!parsed.success)
+    throw new Error(`findings_json is not a list of findings: ${parsed.error.issues[0]?.message ?? ''}`);
   return parsed.data.map((f) => f.code);
 }
 

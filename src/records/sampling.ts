@@ -64,13 +64,24 @@ export function baseRuleOf(adaptive: AdaptiveSpec, k: number): AdaptiveRule {
  * fixed k at least `floor` of the time (stats/adaptive-risk.ts); a prior no weight makes safe is
  * dropped and the task runs cold.
  */
-export function taskRuleOf(base: AdaptiveRule, adaptive: AdaptiveSpec, priors: Priors | null, config: string, task: string): AdaptiveRule {
+export function taskRuleOf(
+  base: AdaptiveRule,
+  adaptive: AdaptiveSpec,
+  priors: Priors | null,
+  config: string,
+  task: string,
+): AdaptiveRule {
   const earlier = priors?.[config]?.[task];
   if (!earlier || !adaptive.prior) return base;
   const { weight, maxTrials, floor } = adaptive.prior;
   // Jobs made before the floor existed sampled under the unguarded prior: their rule stays theirs.
-  if (floor === undefined) return { ...base, informed: informedPrior(earlier, { weight, maxTrials: maxTrials ?? base.kMax }) };
-  return { ...base, yields: true, informed: guardedPrior(earlier, { ...base, yields: true }, { weight, maxTrials: maxTrials ?? base.kMax, floor }) };
+  if (floor === undefined)
+    return { ...base, informed: informedPrior(earlier, { weight, maxTrials: maxTrials ?? base.kMax }) };
+  return {
+    ...base,
+    yields: true,
+    informed: guardedPrior(earlier, { ...base, yields: true }, { weight, maxTrials: maxTrials ?? base.kMax, floor }),
+  };
 }
 
 /**
@@ -78,10 +89,19 @@ export function taskRuleOf(base: AdaptiveRule, adaptive: AdaptiveSpec, priors: P
  * the one with the same label. A source whose only configuration has another label is refused
  * unless named: an earlier measurement of another model is not this model's prior by default.
  */
-export function priorConfigOf(label: string, available: string[], named: string | undefined): { from: string } | { problem: string } {
-  if (named !== undefined) return available.includes(named) ? { from: named } : { problem: `no configuration "${named}" (it has: ${available.join(', ')})` };
+export function priorConfigOf(
+  label: string,
+  available: string[],
+  named: string | undefined,
+): { from: string } | { problem: string } {
+  if (named !== undefined)
+    return available.includes(named)
+      ? { from: named }
+      : { problem: `no configuration "${named}" (it has: ${available.join(', ')})` };
   if (available.includes(label)) return { from: label };
-  return { problem: `no configuration labelled "${label}" (it has: ${available.join(', ')}); to use another configuration's measurement as the prior, name it with --prior-config or adaptive.prior.config` };
+  return {
+    problem: `no configuration labelled "${label}" (it has: ${available.join(', ')}); to use another configuration's measurement as the prior, name it with --prior-config or adaptive.prior.config`,
+  };
 }
 
 /**

@@ -51,7 +51,9 @@ export function estimateRate(t: TaskCounts): { rate: number; method: TaskRate['r
       return { rate: gms.estimateAnywhere(t.n, t.c), method: 'gms-truncated' };
     } catch (err) {
       if (err instanceof CutInsideStepError) return { rate: Number.NaN, method: 'cut-inside-step' };
-      throw new RangeError(`${t.config} on ${t.task}: ${t.c} of ${t.n} trials cannot come from the job's adaptive rule (up to ${t.adaptive.kMax} trials in steps of ${t.adaptive.step}); the records are not from one adaptive job`);
+      throw new RangeError(
+        `${t.config} on ${t.task}: ${t.c} of ${t.n} trials cannot come from the job's adaptive rule (up to ${t.adaptive.kMax} trials in steps of ${t.adaptive.step}); the records are not from one adaptive job`,
+      );
     }
   }
 }
@@ -63,7 +65,14 @@ export function taskRates(counts: TaskCounts[], band: [number, number] = [0.25, 
       const w = wilson(t.c, t.n);
       const j = jeffreys(t.c, t.n);
       const est = estimateRate(t);
-      return { ...t, rate: est.rate, rateMethod: est.method, wilson: t.adaptive ? null : [w.lo, w.hi], jeffreys: [j.lo, j.hi], bandProbability: bandProbability(t.c, t.n, band[0], band[1]) };
+      return {
+        ...t,
+        rate: est.rate,
+        rateMethod: est.method,
+        wilson: t.adaptive ? null : [w.lo, w.hi],
+        jeffreys: [j.lo, j.hi],
+        bandProbability: bandProbability(t.c, t.n, band[0], band[1]),
+      };
     });
 }
 
@@ -83,7 +92,13 @@ export const ConfigStatsSchema = z.strictObject({
    * How much of what was attempted was graded. Trials without a reward are shown here, never as
    * 0 and never dropped: infra (retried, still failed), ungraded (the verifier gave no reward).
    */
-  coverage: z.strictObject({ attempted: z.number().int(), graded: z.number().int(), infra: z.number().int(), ungraded: z.number().int(), fraction: stat() }),
+  coverage: z.strictObject({
+    attempted: z.number().int(),
+    graded: z.number().int(),
+    infra: z.number().int(),
+    ungraded: z.number().int(),
+    fraction: stat(),
+  }),
   /** Tasks this configuration attempted with no graded trial at all: no rate exists for them. */
   unmeasuredTasks: z.array(z.string()),
   /** Sandbox time that bought no grade (retried, replaced or unrewarded runs), by cause. */
@@ -139,9 +154,19 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       pass1: { mean: rates.mean, se: rates.se, ciLo: clip(rates.mean - half), ciHi: clip(rates.mean + half) },
       // pass@1 is the mean of the job's rate estimates; for k > 1 under adaptive sampling only the
       // posterior (model-based) form is valid, the unbiased-for-fixed-n one is not.
-      passAtK: ks.map((k) => (k === 1 ? { k, value: rates.mean, method: adaptive ? 'gms' : 'unbiased', tasks: tasks.length } : macroPassAtK(tasks, k, adaptive))),
+      passAtK: ks.map((k) =>
+        k === 1
+          ? { k, value: rates.mean, method: adaptive ? 'gms' : 'unbiased', tasks: tasks.length }
+          : macroPassAtK(tasks, k, adaptive),
+      ),
       efficiency: efficiency(graded),
-      coverage: { attempted, graded: graded.length, infra, ungraded, fraction: attempted ? graded.length / attempted : 0 },
+      coverage: {
+        attempted,
+        graded: graded.length,
+        infra,
+        ungraded,
+        fraction: attempted ? graded.length / attempted : 0,
+      },
       unmeasuredTasks: mine.filter((t) => t.n === 0).map((t) => t.task),
       retryWaste: retryWaste(recs),
       findings: { inconsistentTrials: recs.filter((r) => (r.findings ?? []).length > 0).length, byCode },

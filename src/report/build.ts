@@ -24,7 +24,17 @@ export interface BuildReportOptions {
   synth?: string;
 }
 
-async function readContract<T>(file: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } } }, what: string): Promise<T> {
+async function readContract<T>(
+  file: string,
+  schema: {
+    safeParse(
+      v: unknown,
+    ):
+      | { success: true; data: T }
+      | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } };
+  },
+  what: string,
+): Promise<T> {
   let raw: unknown;
   try {
     raw = JSON.parse(await readFile(file, 'utf8'));
@@ -32,7 +42,14 @@ async function readContract<T>(file: string, schema: { safeParse(v: unknown): { 
     throw new TermgradeError('bad_input', `${file}: cannot read ${what}: ${(err as Error).message}`);
   }
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new TermgradeError('bad_input', `${file}: not ${what}: ${parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new TermgradeError(
+      'bad_input',
+      `${file}: not ${what}: ${parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`)
+        .join('; ')}`,
+    );
   return parsed.data;
 }
 
@@ -47,11 +64,23 @@ export async function buildReport(o: BuildReportOptions): Promise<{ index: strin
   if (o.check) check = await readContract(o.check, CheckReportSchema, 'a check output (check.json)');
   let selection: SelectManifest | null = null;
   if (o.select) {
-    const file = (await stat(o.select).catch(() => null))?.isDirectory() ? path.join(o.select, 'manifest.json') : o.select;
+    const file = (await stat(o.select).catch(() => null))?.isDirectory()
+      ? path.join(o.select, 'manifest.json')
+      : o.select;
     selection = await readContract(file, SelectManifestSchema, 'a selection manifest (select --out DIR/manifest.json)');
   }
   const synth = o.synth ? await readSynthFunnel(o.synth) : null;
-  const data = reportData({ sources: o.sources, jobs, records, details, band: o.band ?? [0.25, 0.75], minTrials: o.minTrials ?? 4, check, selection, synth });
+  const data = reportData({
+    sources: o.sources,
+    jobs,
+    records,
+    details,
+    band: o.band ?? [0.25, 0.75],
+    minTrials: o.minTrials ?? 4,
+    check,
+    selection,
+    synth,
+  });
   const svgs = await charts(data);
   await mkdir(o.outDir, { recursive: true });
   const index = path.join(o.outDir, 'index.html');

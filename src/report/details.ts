@@ -7,7 +7,6 @@ import { configLabel } from '../records/record.js';
 import type { TrialDetail } from './page-data.js';
 import { summarizeTrajectory } from './trajectory.js';
 
-
 interface ResultFields {
   trialId?: string;
   task?: { name?: string };
@@ -24,7 +23,12 @@ interface ResultFields {
 /** Findings as recorded (result.json or the store's findings_json); anything else is none. */
 function findingsOf(raw: unknown): TrialDetail['findings'] {
   if (!Array.isArray(raw)) return [];
-  return raw.filter((f): f is { code: string; message?: unknown } => f !== null && typeof f === 'object' && typeof f.code === 'string').map((f) => ({ code: f.code, message: typeof f.message === 'string' ? f.message : '' }));
+  return raw
+    .filter(
+      (f): f is { code: string; message?: unknown } =>
+        f !== null && typeof f === 'object' && typeof f.code === 'string',
+    )
+    .map((f) => ({ code: f.code, message: typeof f.message === 'string' ? f.message : '' }));
 }
 
 /** `fn` over every item, 64 at a time (file reads overlap; order kept). */
@@ -35,10 +39,17 @@ async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise
 }
 
 /** One trial's detail from its folder (result.json, agent/trajectory.json); `fallback` when the folder is gone. */
-async function fromFolder(dir: string | null, fallback: Omit<TrialDetail, 'trajectory' | 'failedTests' | 'findings'>): Promise<TrialDetail> {
+async function fromFolder(
+  dir: string | null,
+  fallback: Omit<TrialDetail, 'trajectory' | 'failedTests' | 'findings'>,
+): Promise<TrialDetail> {
   const result = dir ? ((await readJsonIfThere(path.join(dir, 'result.json'))) as ResultFields | null) : null;
-  const trajectory = dir ? summarizeTrajectory(await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) : null;
-  const failedTests = (result?.tests ?? []).filter((t) => t.status === 'failed' || t.status === 'error').map((t) => t.name ?? '?');
+  const trajectory = dir
+    ? summarizeTrajectory(await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json')))
+    : null;
+  const failedTests = (result?.tests ?? [])
+    .filter((t) => t.status === 'failed' || t.status === 'error')
+    .map((t) => t.name ?? '?');
   return { ...fallback, failedTests, findings: findingsOf(result?.findings), trajectory };
 }
 
@@ -88,7 +99,10 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
         failedTests: failed.get(r.trial_id) ?? [],
         findings: findingsOf(JSON.parse(r.findings_json)),
         reward: r.reward,
-        trajectory: r.trial_dir && present.has(r.trial_dir) ? summarizeTrajectory(await readJsonIfThere(path.join(r.trial_dir, 'agent', 'trajectory.json'))) : null,
+        trajectory:
+          r.trial_dir && present.has(r.trial_dir)
+            ? summarizeTrajectory(await readJsonIfThere(path.join(r.trial_dir, 'agent', 'trajectory.json')))
+            : null,
       }));
       details.forEach(push);
       continue;

@@ -33,7 +33,10 @@ export type DriftRow = z.infer<typeof DriftRowSchema>;
  * never solved, or its rate outside the band with the band unlikely, P(band) < 0.1). Grades
  * without a reward (infrastructure) are not counted. Pure.
  */
-export function driftReport(grades: ServedGrade[], options: { band: [number, number]; recent: number; minTrials: number; selected?: Set<string> }): DriftRow[] {
+export function driftReport(
+  grades: ServedGrade[],
+  options: { band: [number, number]; recent: number; minTrials: number; selected?: Set<string> },
+): DriftRow[] {
   const groups = new Map<string, ServedGrade[]>();
   for (const g of grades) {
     if (g.reward === null) continue;
@@ -54,8 +57,19 @@ export function driftReport(grades: ServedGrade[], options: { band: [number, num
     if (n < options.minTrials) verdict = 'too_few';
     else if (c === n) verdict = 'always_solved';
     else if (c === 0) verdict = 'never_solved';
-    else if (p < 0.1) verdict = rate > options.band[1] ? 'above_band' : rate < options.band[0] ? 'below_band' : 'in_band';
-    rows.push({ policy: recent[0]!.policy, task: recent[0]!.task, n, c, rate, interval: [j.lo, j.hi], bandProbability: p, verdict, selected: options.selected?.has(recent[0]!.task) ?? false });
+    else if (p < 0.1)
+      verdict = rate > options.band[1] ? 'above_band' : rate < options.band[0] ? 'below_band' : 'in_band';
+    rows.push({
+      policy: recent[0]!.policy,
+      task: recent[0]!.task,
+      n,
+      c,
+      rate,
+      interval: [j.lo, j.hi],
+      bandProbability: p,
+      verdict,
+      selected: options.selected?.has(recent[0]!.task) ?? false,
+    });
   }
   return rows.sort((a, b) => (a.policy === b.policy ? (a.task < b.task ? -1 : 1) : a.policy < b.policy ? -1 : 1));
 }

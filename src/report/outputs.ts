@@ -42,9 +42,21 @@ const SelectedTaskSchema = z.strictObject({
 /** `select --json`, and manifest.json of `select --out`. */
 export const SelectManifestSchema = z.strictObject({
   model: z.string(),
-  rule: z.strictObject({ band, target: z.number(), n: z.number().int().nullable(), minTrials: z.number().int(), excluded: z.number().int() }),
+  rule: z.strictObject({
+    band,
+    target: z.number(),
+    n: z.number().int().nullable(),
+    minTrials: z.number().int(),
+    excluded: z.number().int(),
+  }),
   training: z.array(SelectedTaskSchema),
-  skipped: z.strictObject({ outOfBand: z.number().int(), tooFewTrials: z.number().int(), excluded: z.number().int(), beyondN: z.number().int(), unmeasured: z.number().int() }),
+  skipped: z.strictObject({
+    outOfBand: z.number().int(),
+    tooFewTrials: z.number().int(),
+    excluded: z.number().int(),
+    beyondN: z.number().int(),
+    unmeasured: z.number().int(),
+  }),
   /** Tasks attempted with no graded trial (infrastructure or verifier failures): no rate, not selectable. */
   unmeasured: z.array(z.string()),
   validation: z.array(SelectedTaskSchema.extend({ target: z.number() })),

@@ -64,7 +64,16 @@ function histogramOf(names: string[], ratesOf: RatesOf, band: [number, number]) 
 
 /** Each pair of configurations compared on their common tasks (the t-test `compare` prints). */
 function pairedOf(names: string[], ratesOf: RatesOf) {
-  const paired: Array<{ a: string; b: string; tasks: number; meanDiff: number; ciLo: number; ciHi: number; p: number; significant: boolean }> = [];
+  const paired: Array<{
+    a: string;
+    b: string;
+    tasks: number;
+    meanDiff: number;
+    ciLo: number;
+    ciHi: number;
+    p: number;
+    significant: boolean;
+  }> = [];
   for (let i = 0; i < names.length; i++) {
     for (let j = i + 1; j < names.length; j++) {
       const ra = new Map(ratesOf(names[i]!).map((r) => [r.task, r.rate]));
@@ -72,8 +81,20 @@ function pairedOf(names: string[], ratesOf: RatesOf) {
       const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
       if (common.length < 2) continue;
       // The t-test's figures, as `compare` prints them (its permutation cross-check is not shown here).
-      const r = pairedCompare(common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)! })), { permutations: 0 });
-      paired.push({ a: names[i]!, b: names[j]!, tasks: r.t, meanDiff: r.meanDiff, ciLo: r.ciLo, ciHi: r.ciHi, p: r.p, significant: r.ciLo > 0 || r.ciHi < 0 });
+      const r = pairedCompare(
+        common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)! })),
+        { permutations: 0 },
+      );
+      paired.push({
+        a: names[i]!,
+        b: names[j]!,
+        tasks: r.t,
+        meanDiff: r.meanDiff,
+        ciLo: r.ciLo,
+        ciHi: r.ciHi,
+        p: r.p,
+        significant: r.ciLo > 0 || r.ciHi < 0,
+      });
     }
   }
   return paired;
@@ -81,7 +102,14 @@ function pairedOf(names: string[], ratesOf: RatesOf) {
 
 /** The configurations' band sets: sizes, Jaccard overlap, and each one's same-model ceiling. */
 function overlapOf(names: string[], ratesOf: RatesOf, minTrials: number, band: [number, number]) {
-  const sets = names.map((m) => new Set(ratesOf(m).filter((t) => t.n >= minTrials && inBand(t.rate, band[0], band[1])).map((t) => t.task)));
+  const sets = names.map(
+    (m) =>
+      new Set(
+        ratesOf(m)
+          .filter((t) => t.n >= minTrials && inBand(t.rate, band[0], band[1]))
+          .map((t) => t.task),
+      ),
+  );
   return {
     models: names,
     minTrials,
@@ -89,7 +117,12 @@ function overlapOf(names: string[], ratesOf: RatesOf, minTrials: number, band: [
     /** Per configuration: tasks with enough graded trials to be in a band set at all. */
     measured: names.map((m) => ratesOf(m).filter((t) => t.n >= minTrials).length),
     jaccard: names.map((_, i) => names.map((__, j) => jaccard(sets[i]!, sets[j]!))),
-    sameModelCeiling: names.map((m) => sameModelCeiling(ratesOf(m).filter((t) => t.n >= minTrials), band)),
+    sameModelCeiling: names.map((m) =>
+      sameModelCeiling(
+        ratesOf(m).filter((t) => t.n >= minTrials),
+        band,
+      ),
+    ),
   };
 }
 
@@ -130,8 +163,26 @@ function behaviourOf(names: string[], details: TrialDetail[]) {
 function nearMissesOf(details: TrialDetail[], jobs: ReportInput['jobs']) {
   const jobName = new Map((jobs ?? []).map((j) => [j.id, j.name]));
   return details
-    .filter((d) => d.graded && isNearMiss({ passed: d.passed, durationMs: 0, outputTokens: null, costUsd: null, testsPassed: d.testsPassed, testsFailed: d.testsFailed }))
-    .map((d) => ({ trialId: d.trialId, job: jobName.get(d.job ?? '') ?? d.job ?? '', config: d.config, task: d.task, failing: d.failedTests, testsPassed: d.testsPassed }));
+    .filter(
+      (d) =>
+        d.graded &&
+        isNearMiss({
+          passed: d.passed,
+          durationMs: 0,
+          outputTokens: null,
+          costUsd: null,
+          testsPassed: d.testsPassed,
+          testsFailed: d.testsFailed,
+        }),
+    )
+    .map((d) => ({
+      trialId: d.trialId,
+      job: jobName.get(d.job ?? '') ?? d.job ?? '',
+      config: d.config,
+      task: d.task,
+      failing: d.failedTests,
+      testsPassed: d.testsPassed,
+    }));
 }
 
 /** The tests that failed most often in graded failures (at most 30). */
@@ -158,7 +209,9 @@ function inconsistentOf(details: TrialDetail[]) {
   return details
     .filter((d) => d.findings.length > 0)
     .map((d) => ({ trialId: d.trialId, config: d.config, task: d.task, reward: d.reward, findings: d.findings }))
-    .sort((a, b) => a.config.localeCompare(b.config) || a.task.localeCompare(b.task) || a.trialId.localeCompare(b.trialId));
+    .sort(
+      (a, b) => a.config.localeCompare(b.config) || a.task.localeCompare(b.task) || a.trialId.localeCompare(b.trialId),
+    );
 }
 
 /**
@@ -188,11 +241,35 @@ export function reportData(input: ReportInput) {
   const inconsistent = inconsistentOf(details);
 
   const check = input.check
-    ? { total: input.check.summary.total, admissible: input.check.summary.admissible, rejected: input.check.summary.rejected, yield: input.check.summary.yield, reasons: input.check.summary.reasons }
+    ? {
+        total: input.check.summary.total,
+        admissible: input.check.summary.admissible,
+        rejected: input.check.summary.rejected,
+        yield: input.check.summary.yield,
+        reasons: input.check.summary.reasons,
+      }
     : null;
 
   const jobs = (input.jobs ?? []).map((j) => ({ name: j.name, trials: j.trials }));
-  return { sources: input.sources, jobs, band, trials: records.length, configs, tasks: rates, histogram, paired, runtime, overlap, behaviour, nearMisses, failingTests, inconsistent, check, selection: input.selection ?? null, synth: input.synth ?? null };
+  return {
+    sources: input.sources,
+    jobs,
+    band,
+    trials: records.length,
+    configs,
+    tasks: rates,
+    histogram,
+    paired,
+    runtime,
+    overlap,
+    behaviour,
+    nearMisses,
+    failingTests,
+    inconsistent,
+    check,
+    selection: input.selection ?? null,
+    synth: input.synth ?? null,
+  };
 }
 
 export type ReportData = ReturnType<typeof reportData>;

@@ -4,7 +4,9 @@ import type { StatsRecord } from '../records/record.js';
  * The mean of each named reward other than the primary one, per configuration, over its graded
  * trials that report it (the others are kept and shown, never used for rates).
  */
-export function namedRewardMeans(records: StatsRecord[]): Map<string, Array<{ name: string; mean: number; trials: number }>> {
+export function namedRewardMeans(
+  records: StatsRecord[],
+): Map<string, Array<{ name: string; mean: number; trials: number }>> {
   const sums = new Map<string, Map<string, { sum: number; n: number }>>();
   for (const r of records) {
     if (r.reward === null || !r.rewards) continue;
@@ -18,7 +20,12 @@ export function namedRewardMeans(records: StatsRecord[]): Map<string, Array<{ na
       sums.set(r.config, byName);
     }
   }
-  return new Map([...sums].map(([config, byName]) => [config, [...byName].sort(([a], [b]) => a.localeCompare(b)).map(([name, a]) => ({ name, mean: a.sum / a.n, trials: a.n }))]));
+  return new Map(
+    [...sums].map(([config, byName]) => [
+      config,
+      [...byName].sort(([a], [b]) => a.localeCompare(b)).map(([name, a]) => ({ name, mean: a.sum / a.n, trials: a.n })),
+    ]),
+  );
 }
 
 /**
@@ -27,5 +34,8 @@ export function namedRewardMeans(records: StatsRecord[]): Map<string, Array<{ na
  * then told apart. The label gains ` @` and the id's first 12 digits (`?` when not recorded).
  */
 export function splitByImage(records: StatsRecord[]): StatsRecord[] {
-  return records.map((r) => ({ ...r, config: `${r.config} @${r.imageId ? r.imageId.replace(/^sha256:/, '').slice(0, 12) : '?'}` }));
+  return records.map((r) => ({
+    ...r,
+    config: `${r.config} @${r.imageId ? r.imageId.replace(/^sha256:/, '').slice(0, 12) : '?'}`,
+  }));
 }

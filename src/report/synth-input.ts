@@ -14,11 +14,18 @@ export async function readSynthFunnel(target: string): Promise<SynthReport> {
   const isDir = (await stat(target).catch(() => null))?.isDirectory() ?? false;
   const file = isDir ? path.join(target, '.synth', 'synth.db') : target;
   if (!(await stat(file).catch(() => null))?.isFile()) {
-    throw new TermgradeError('bad_input', `--synth ${target}: no synth job there (looked for ${file}; give a synth --out folder)`);
+    throw new TermgradeError(
+      'bad_input',
+      `--synth ${target}: no synth job there (looked for ${file}; give a synth --out folder)`,
+    );
   }
   const store = SynthStore.open(file);
   try {
-    return funnel(store.candidates(), store.stages(), isDir ? path.resolve(target) : path.dirname(path.dirname(path.resolve(file))));
+    return funnel(
+      store.candidates(),
+      store.stages(),
+      isDir ? path.resolve(target) : path.dirname(path.dirname(path.resolve(file))),
+    );
   } finally {
     store.close();
   }

@@ -31,7 +31,14 @@ const isCompletion = (args: unknown): boolean => JSON.stringify(args ?? '').incl
 export function summarizeTrajectory(trajectory: unknown): TrajectorySummary | null {
   const steps = (trajectory as { steps?: unknown })?.steps;
   if (!Array.isArray(steps)) return null;
-  const out: TrajectorySummary = { turns: 0, noActionTurns: 0, noActionTokens: [], commands: 0, declaredComplete: false, quitEarly: false };
+  const out: TrajectorySummary = {
+    turns: 0,
+    noActionTurns: 0,
+    noActionTokens: [],
+    commands: 0,
+    declaredComplete: false,
+    quitEarly: false,
+  };
   let turnOfCompletion = 0;
   let commandsAtCompletion = 0;
   for (const raw of steps as Step[]) {

@@ -5,7 +5,12 @@ import type { SandboxProvider } from './sandbox.js';
 
 /** The provider for a list of engines: the local engine when none is given, else a pool of them (see registry.ts). */
 export function providerFor(engines: EngineSpec[] | undefined, options: EnginePoolOptions = {}): SandboxProvider {
-  return createProvider({ engines: engines ?? [], buildNetwork: options.buildNetwork, onEvent: options.onEvent, docker: options.docker });
+  return createProvider({
+    engines: engines ?? [],
+    buildNetwork: options.buildNetwork,
+    onEvent: options.onEvent,
+    docker: options.docker,
+  });
 }
 
 /** Engines from repeated `--engine` flags (undefined when none was given). */

@@ -32,7 +32,11 @@ export interface SandboxLease {
 export async function acquireSandbox(options: AcquireOptions): Promise<SandboxLease> {
   const { provider, task, prepare, deadlineMs, ...start } = options;
   const prepared =
-    prepare === undefined ? await provider.prepare(task, { signal: options.signal }) : typeof prepare === 'function' ? await prepare() : prepare;
+    prepare === undefined
+      ? await provider.prepare(task, { signal: options.signal })
+      : typeof prepare === 'function'
+        ? await prepare()
+        : prepare;
   const sandbox = await startSandbox(provider, task, prepared, {
     ...start,
     deadlineMs: deadlineMs === null ? undefined : (deadlineMs ?? DEFAULT_START_TIMEOUT_SEC * 1000),

@@ -9,7 +9,10 @@ import type { Sandbox } from './sandbox.js';
 export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
   let ready: Sandbox | null = null;
   // Also handles a start that fails before anyone asked (no unhandled rejection; the trial awaits it).
-  void starting.then((s) => (ready = s), () => undefined);
+  void starting.then(
+    (s) => (ready = s),
+    () => undefined,
+  );
   const later =
     <K extends keyof Sandbox>(name: K) =>
     async (...args: unknown[]): Promise<unknown> => {
@@ -36,6 +39,10 @@ export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
     stop: later('stop') as Sandbox['stop'],
     setNetwork: later('setNetwork') as Sandbox['setNetwork'],
     // Closing a sandbox whose start failed has nothing to remove.
-    close: () => starting.then((s) => s.close(), () => undefined),
+    close: () =>
+      starting.then(
+        (s) => s.close(),
+        () => undefined,
+      ),
   };
 }

@@ -39,7 +39,11 @@ export const BACKENDS: readonly Backend[] = [dockerBackend, enginesBackend];
 /** The backend called `name`; `usage` error naming the known ones otherwise. */
 export function backendNamed(name: string): Backend {
   const found = BACKENDS.find((b) => b.name === name);
-  if (!found) throw new TermgradeError('usage', `--backend ${name}: no such backend (known: ${BACKENDS.map((b) => b.name).join(', ')})`);
+  if (!found)
+    throw new TermgradeError(
+      'usage',
+      `--backend ${name}: no such backend (known: ${BACKENDS.map((b) => b.name).join(', ')})`,
+    );
   return found;
 }
 
@@ -50,6 +54,7 @@ export function backendNamed(name: string): Backend {
 export function createProvider(options: BackendOptions & { backend?: string }): SandboxProvider {
   const { backend, ...rest } = options;
   const chosen = backend ? backendNamed(backend) : BACKENDS.find((b) => b.takesEngines === rest.engines.length > 0)!;
-  if (rest.engines.length && !chosen.takesEngines) throw new TermgradeError('usage', `--engine is not used by the ${chosen.name} backend`);
+  if (rest.engines.length && !chosen.takesEngines)
+    throw new TermgradeError('usage', `--engine is not used by the ${chosen.name} backend`);
   return chosen.create(rest);
 }

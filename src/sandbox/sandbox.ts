@@ -86,7 +86,11 @@ export interface Sandbox {
    * the limit is left out, or, with `whole`, the copy throws CopyLimitError (a caller that must
    * not keep a part as if it were all).
    */
-  copyOut(srcDir: string, hostDir: string, options?: CopyOptions & { maxBytes?: number; whole?: boolean }): Promise<void>;
+  copyOut(
+    srcDir: string,
+    hostDir: string,
+    options?: CopyOptions & { maxBytes?: number; whole?: boolean },
+  ): Promise<void>;
   /** One file's content read by the backend (no program in the sandbox runs); null if absent. */
   readFile(path: string, maxBytes: number): Promise<Buffer | null>;
   /**
@@ -201,7 +205,10 @@ export interface VerifierStartOptions {
 
 /** A `whole` copy out of a sandbox that passed its limit: nothing of it is to be kept. */
 export class CopyLimitError extends Error {
-  constructor(readonly srcDir: string, readonly maxBytes: number) {
+  constructor(
+    readonly srcDir: string,
+    readonly maxBytes: number,
+  ) {
     super(`${srcDir} holds more than ${maxBytes} bytes, the most copied out`);
   }
 }
@@ -209,7 +216,9 @@ export class CopyLimitError extends Error {
 /** A change list that could not be read whole: the grade fails closed (tampering). */
 export class ScanLimitError extends Error {
   constructor(readonly found: number) {
-    super(`the sandbox's filesystem has more than ${MAX_SCANNED_CHANGES} changed paths; a scan cut short could miss one, so the grade fails closed`);
+    super(
+      `the sandbox's filesystem has more than ${MAX_SCANNED_CHANGES} changed paths; a scan cut short could miss one, so the grade fails closed`,
+    );
   }
 }
 

@@ -54,12 +54,20 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal, late: (va
  * pool frees its slot at once) and a sandbox that arrives after all is closed as it arrives.
  * Rejects with `environment_error` at the deadline, CancelledError on the caller's cancel.
  */
-export async function startSandbox(provider: SandboxProvider, task: Task, prepared: PreparedEnvironment, options: OwnedStartOptions = {}): Promise<Sandbox> {
+export async function startSandbox(
+  provider: SandboxProvider,
+  task: Task,
+  prepared: PreparedEnvironment,
+  options: OwnedStartOptions = {},
+): Promise<Sandbox> {
   const { deadlineMs, signal: parent, start, ...startOptions } = options;
   const deadline = deadlineMs === undefined ? null : deadlineSignal(parent, deadlineMs);
   const signal = deadline?.signal ?? parent ?? new AbortController().signal;
   const failure = (err: unknown): unknown => {
-    if (deadline?.timedOut()) return new TermgradeError('environment_error', `container did not start within ${deadlineMs! / 1000} s`, { cause: err });
+    if (deadline?.timedOut())
+      return new TermgradeError('environment_error', `container did not start within ${deadlineMs! / 1000} s`, {
+        cause: err,
+      });
     if (parent?.aborted) return err instanceof CancelledError ? err : new CancelledError('sandbox start');
     return err;
   };
@@ -75,7 +83,8 @@ export async function startSandbox(provider: SandboxProvider, task: Task, prepar
     box = await untilAborted(pending, signal, (late) => void late.close());
     const made = await box.exec(['mkdir', '-p', '/logs/agent', '/logs/verifier'], { signal });
     if (signal.aborted) throw new CancelledError('sandbox start');
-    if (made.exitCode !== 0) throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
+    if (made.exitCode !== 0)
+      throw new TermgradeError('environment_error', `cannot create /logs in the sandbox: ${made.stderr.text.trim()}`);
     return box;
   } catch (err) {
     await box?.close();

@@ -22,16 +22,18 @@ export interface Selection {
  */
 export function byDistance(target: number) {
   return (a: TaskRate, b: TaskRate): number =>
-    Math.abs(a.rate - target) - Math.abs(b.rate - target) || b.n - a.n || (a.task < b.task ? -1 : a.task > b.task ? 1 : 0);
+    Math.abs(a.rate - target) - Math.abs(b.rate - target) ||
+    b.n - a.n ||
+    (a.task < b.task ? -1 : a.task > b.task ? 1 : 0);
 }
 
 /** The training rule: in band, enough trials, not held out; then the N closest to the target. */
 export function selectTraining(rates: TaskRate[], o: SelectOptions): Selection {
   const skipped = { tooFewTrials: 0, excluded: 0, outOfBand: 0, beyondN: 0 };
   const eligible = rates.filter((t) => {
-    if (o.exclude.has(t.task)) return (skipped.excluded += 1), false;
-    if (t.n < o.minTrials) return (skipped.tooFewTrials += 1), false;
-    if (!inBand(t.rate, o.band[0], o.band[1])) return (skipped.outOfBand += 1), false;
+    if (o.exclude.has(t.task)) return ((skipped.excluded += 1), false);
+    if (t.n < o.minTrials) return ((skipped.tooFewTrials += 1), false);
+    if (!inBand(t.rate, o.band[0], o.band[1])) return ((skipped.outOfBand += 1), false);
     return true;
   });
   eligible.sort(byDistance(o.target));
@@ -45,7 +47,10 @@ export function selectTraining(rates: TaskRate[], o: SelectOptions): Selection {
  * 0.75, a bimodal set), never a task in `exclude` (the training selection and held-out lists),
  * and no task twice. Targets take turns picking, so neither gets all the contested tasks.
  */
-export function selectValidation(rates: TaskRate[], o: { targets: number[]; perTarget: number; minTrials: number; exclude: ReadonlySet<string> }): Array<TaskRate & { target: number }> {
+export function selectValidation(
+  rates: TaskRate[],
+  o: { targets: number[]; perTarget: number; minTrials: number; exclude: ReadonlySet<string> },
+): Array<TaskRate & { target: number }> {
   const pool = rates.filter((t) => !o.exclude.has(t.task) && t.n >= o.minTrials);
   const queues = o.targets.map((target) => [...pool].sort(byDistance(target)));
   const taken = new Set<string>();
@@ -55,7 +60,11 @@ export function selectValidation(rates: TaskRate[], o: { targets: number[]; perT
     const picks: Array<TaskRate & { target: number }> = [];
     for (const [i, target] of o.targets.entries()) {
       const q = queues[i]!;
-      while (cursors[i]! < q.length && (taken.has(q[cursors[i]!]!.task) || picks.some((p) => p.task === q[cursors[i]!]!.task))) cursors[i]! += 1;
+      while (
+        cursors[i]! < q.length &&
+        (taken.has(q[cursors[i]!]!.task) || picks.some((p) => p.task === q[cursors[i]!]!.task))
+      )
+        cursors[i]! += 1;
       const next = q[cursors[i]!];
       if (!next) return out; // a target ran dry: stop with equal numbers per target
       picks.push({ ...next, target });

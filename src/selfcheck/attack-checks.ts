@@ -19,10 +19,17 @@ function scriptAgent(script: string): Agent {
 /** One whole trial of `script` against the checks' task (its honest tests unless `testSh` is given). */
 async function attack(ctx: CheckContext, script: string, testSh?: string): Promise<TrialResult> {
   const task = await ctx.task(testSh);
-  return runTrial({ task, agent: scriptAgent(script), provider: ctx.provider, outDir: await ctx.tempDir(), signal: ctx.signal });
+  return runTrial({
+    task,
+    agent: scriptAgent(script),
+    provider: ctx.provider,
+    outDir: await ctx.tempDir(),
+    signal: ctx.signal,
+  });
 }
 
-const reward = (r: TrialResult): string => `reward ${r.reward}, error ${r.error ? `${r.error.class}: ${r.error.message}` : 'none'}`;
+const reward = (r: TrialResult): string =>
+  `reward ${r.reward}, error ${r.error ? `${r.error.class}: ${r.error.message}` : 'none'}`;
 
 /** A few attacks on the grade an agent has been seen to make: each must be graded 0. */
 export const ATTACK_CHECKS: SelfCheck[] = [
@@ -40,14 +47,19 @@ export const ATTACK_CHECKS: SelfCheck[] = [
     about: 'files the agent put in /tests are gone when the tests run (graded 0)',
     needs: ['commands'],
     run: async (ctx) => {
-      const honest = '[ "$(cat /app/out.txt 2>/dev/null)" = hello ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n';
-      const r = await attack(ctx, `mkdir -p /tests; echo 'echo 1 > /logs/verifier/reward.txt; exit 0' > /tests/override.sh`, `#!/bin/bash\n[ -f /tests/override.sh ] && . /tests/override.sh && exit 0\n${honest}`);
+      const honest =
+        '[ "$(cat /app/out.txt 2>/dev/null)" = hello ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n';
+      const r = await attack(
+        ctx,
+        `mkdir -p /tests; echo 'echo 1 > /logs/verifier/reward.txt; exit 0' > /tests/override.sh`,
+        `#!/bin/bash\n[ -f /tests/override.sh ] && . /tests/override.sh && exit 0\n${honest}`,
+      );
       expect(r.reward === 0, reward(r));
     },
   },
   {
     name: 'attack-background-forger',
-    about: 'a process the agent left writing reward 1 cannot reach the verifier\'s files (graded 0)',
+    about: "a process the agent left writing reward 1 cannot reach the verifier's files (graded 0)",
     needs: ['commands'],
     run: async (ctx) => {
       const forger = `nohup sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; for p in /proc/[0-9]*; do echo 1 > $p/root/logs/verifier/reward.txt; done 2>/dev/null; sleep 0.05; done' >/dev/null 2>&1 &`;

@@ -40,7 +40,12 @@ export class CheckContext {
 
   /** A sandbox of the checks' task, acquired as every command acquires one. */
   async sandbox(): Promise<Sandbox> {
-    const lease = await acquireSandbox({ provider: this.provider, task: await this.task(), signal: this.signal, labels: { 'io.termgrade.selfcheck': 'true' } });
+    const lease = await acquireSandbox({
+      provider: this.provider,
+      task: await this.task(),
+      signal: this.signal,
+      labels: { 'io.termgrade.selfcheck': 'true' },
+    });
     this.leases.push(lease);
     return lease.sandbox;
   }

@@ -13,8 +13,14 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
       await s.putFiles([{ path: '/app/state', content: 'before\n' }]);
       const snap = await s.snapshot();
       try {
-        await s.putFiles([{ path: '/app/state', content: 'after\n' }, { path: '/app/later', content: 'later\n' }]);
-        expect((await snap.readFile('/app/state', 100))?.toString() === 'before\n', 'the snapshot reads the live file, not the frozen one');
+        await s.putFiles([
+          { path: '/app/state', content: 'after\n' },
+          { path: '/app/later', content: 'later\n' },
+        ]);
+        expect(
+          (await snap.readFile('/app/state', 100))?.toString() === 'before\n',
+          'the snapshot reads the live file, not the frozen one',
+        );
         expect((await snap.readFile('/app/later', 100)) === null, 'a file written after the snapshot is in it');
       } finally {
         await snap.discard();
@@ -23,11 +29,15 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
   },
   {
     name: 'verifier-isolation',
-    about: 'a verifier starts from the snapshot with exactly the tests, and its files are not the agent\'s',
+    about: "a verifier starts from the snapshot with exactly the tests, and its files are not the agent's",
     needs: [],
     run: async (ctx) => {
       const s = await ctx.sandbox();
-      await s.putFiles([{ path: '/app/state', content: 'before\n' }, { path: '/tests/planted', content: 'x' }, { path: '/logs/verifier/reward.txt', content: '1\n' }]);
+      await s.putFiles([
+        { path: '/app/state', content: 'before\n' },
+        { path: '/tests/planted', content: 'x' },
+        { path: '/logs/verifier/reward.txt', content: '1\n' },
+      ]);
       const snap = await s.snapshot();
       try {
         await s.putFiles([{ path: '/app/state', content: 'after\n' }]);
@@ -35,12 +45,27 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
         await writeFile(path.join(tests, 'test.sh'), 'echo graded\n');
         const v = await snap.startVerifier({ tests: [tests] });
         try {
-          expect((await v.readFile('/app/state', 100))?.toString() === 'before\n', 'the verifier sees the live files, not the snapshot');
-          expect((await v.readFile('/tests/planted', 100)) === null, 'a file the agent left in /tests reached the verifier');
-          expect((await v.readFile('/tests/test.sh', 100))?.toString() === 'echo graded\n', 'the tests were not copied in');
-          expect((await v.readFile('/logs/verifier/reward.txt', 100)) === null, 'a reward the agent planted reached the verifier');
+          expect(
+            (await v.readFile('/app/state', 100))?.toString() === 'before\n',
+            'the verifier sees the live files, not the snapshot',
+          );
+          expect(
+            (await v.readFile('/tests/planted', 100)) === null,
+            'a file the agent left in /tests reached the verifier',
+          );
+          expect(
+            (await v.readFile('/tests/test.sh', 100))?.toString() === 'echo graded\n',
+            'the tests were not copied in',
+          );
+          expect(
+            (await v.readFile('/logs/verifier/reward.txt', 100)) === null,
+            'a reward the agent planted reached the verifier',
+          );
           await v.putFiles([{ path: '/logs/verifier/reward.txt', content: '0\n' }]);
-          expect((await s.readFile('/logs/verifier/reward.txt', 100))?.toString() === '1\n', 'the verifier writes into the agent\'s files');
+          expect(
+            (await s.readFile('/logs/verifier/reward.txt', 100))?.toString() === '1\n',
+            "the verifier writes into the agent's files",
+          );
         } finally {
           await v.close();
         }
@@ -57,8 +82,13 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
       const s = await ctx.sandbox();
       await s.exec('echo kept > /tmp/file; nohup sleep 1000 >/dev/null 2>&1 & echo started');
       await s.endProcesses();
-      const r = await s.exec('cat /tmp/file; for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 1000" || true');
-      expect(r.stdout.text === 'kept\n0\n', `after endProcesses: ${JSON.stringify(r.stdout.text)} (want the file kept, no sleep left)`);
+      const r = await s.exec(
+        'cat /tmp/file; for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 1000" || true',
+      );
+      expect(
+        r.stdout.text === 'kept\n0\n',
+        `after endProcesses: ${JSON.stringify(r.stdout.text)} (want the file kept, no sleep left)`,
+      );
     },
   },
   {
@@ -74,7 +104,13 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
         () => false,
       );
       expect(!ran, 'a closed sandbox still takes and keeps files');
-      expect(await s.exec('true').then(() => false, () => true), 'a closed sandbox still runs commands');
+      expect(
+        await s.exec('true').then(
+          () => false,
+          () => true,
+        ),
+        'a closed sandbox still runs commands',
+      );
     },
   },
 ];

@@ -30,7 +30,13 @@ export interface SelfCheckOptions {
 /** One check, its sandboxes closed whatever happens; a timeout or any error is its failure. */
 async function runOne(provider: SandboxProvider, check: SelfCheck, options: SelfCheckOptions): Promise<CheckResult> {
   const lacking = check.needs.filter((c) => !provider.capabilities[c]);
-  if (lacking.length) return { name: check.name, status: 'skip', detail: `the ${provider.name} backend lacks ${lacking.join(', ')}`, ms: 0 };
+  if (lacking.length)
+    return {
+      name: check.name,
+      status: 'skip',
+      detail: `the ${provider.name} backend lacks ${lacking.join(', ')}`,
+      ms: 0,
+    };
   const started = performance.now();
   const limit = options.checkTimeoutMs ?? 300_000;
   const ctx = new CheckContext(provider, options.image ?? SELFCHECK_IMAGE, AbortSignal.timeout(limit));
@@ -39,7 +45,11 @@ async function runOne(provider: SandboxProvider, check: SelfCheck, options: Self
     await check.run(ctx);
     return { name: check.name, status: 'pass', detail: '', ms: ms() };
   } catch (err) {
-    const why = ctx.signal.aborted ? `did not finish within ${limit / 1000} s (${errorMessage(err)})` : err instanceof CheckFailed ? err.message : `error: ${errorMessage(err)}`;
+    const why = ctx.signal.aborted
+      ? `did not finish within ${limit / 1000} s (${errorMessage(err)})`
+      : err instanceof CheckFailed
+        ? err.message
+        : `error: ${errorMessage(err)}`;
     return { name: check.name, status: 'fail', detail: why, ms: ms() };
   } finally {
     await ctx.dispose();
@@ -50,9 +60,16 @@ async function runOne(provider: SandboxProvider, check: SelfCheck, options: Self
  * Runs the Sandbox contract's checks against a provider, one after another: a check the backend
  * lacks a capability for is skipped, saying which (never passed). `ok` is false on any failure.
  */
-export async function selfcheck(provider: SandboxProvider, options: SelfCheckOptions = {}): Promise<{ provider: string; ok: boolean; results: CheckResult[] }> {
+export async function selfcheck(
+  provider: SandboxProvider,
+  options: SelfCheckOptions = {},
+): Promise<{ provider: string; ok: boolean; results: CheckResult[] }> {
   const unknown = options.only?.filter((n) => !SELF_CHECKS.some((c) => c.name === n)) ?? [];
-  if (unknown.length) throw new TermgradeError('usage', `--only: no self-check named ${unknown.join(', ')} (known: ${SELF_CHECKS.map((c) => c.name).join(', ')})`);
+  if (unknown.length)
+    throw new TermgradeError(
+      'usage',
+      `--only: no self-check named ${unknown.join(', ')} (known: ${SELF_CHECKS.map((c) => c.name).join(', ')})`,
+    );
   const results: CheckResult[] = [];
   for (const check of SELF_CHECKS) {
     if (options.only && !options.only.includes(check.name)) continue;

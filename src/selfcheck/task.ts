@@ -12,7 +12,8 @@ export async function writeSelfcheckTask(dir: string, image: string, testSh?: st
     'environment/Dockerfile': `FROM ${image}\nWORKDIR /app\n`,
     'solution/solve.sh': '#!/bin/bash\necho hello > /app/out.txt\n',
     'tests/test.sh':
-      testSh ?? '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
+      testSh ??
+      '#!/bin/bash\nif [ "$(cat /app/out.txt 2>/dev/null)" = hello ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
   };
   for (const [rel, content] of Object.entries(files)) {
     await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });

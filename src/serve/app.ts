@@ -40,7 +40,8 @@ export function createApp(hostCheck: HostCheck, token: string): FastifyInstance 
   app.setErrorHandler((err, _req, reply) => {
     if (err instanceof ServeError) return send(reply, err);
     const e = err as { statusCode?: number; code?: string; message: string };
-    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, new ServeError('bad_request', e.message));
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500)
+      return send(reply, new ServeError('bad_request', e.message));
     return send(reply, new ServeError('unavailable', `internal error: ${e.message}`, 5));
   });
   app.setNotFoundHandler((req, reply) => send(reply, new ServeError('not_found', `no route ${req.method} ${req.url}`)));
@@ -50,7 +51,8 @@ export function createApp(hostCheck: HostCheck, token: string): FastifyInstance 
     const refused = hostCheck.refusal(req.headers.host, req.headers.origin);
     if (refused) return send(reply, new ServeError('forbidden', refused));
     if (req.url === '/healthz') return;
-    if (!tokenMatches(req.headers.authorization, token)) return send(reply, new ServeError('unauthorized', 'missing or wrong bearer token'));
+    if (!tokenMatches(req.headers.authorization, token))
+      return send(reply, new ServeError('unauthorized', 'missing or wrong bearer token'));
   });
   return app;
 }

@@ -17,5 +17,9 @@ export interface ServeContext {
   /** The curriculum's key for a policy label (a missing label is "unlabelled"). */
   policyOf(label: string | null): string;
   /** A task by name, or the curriculum's pick for `"auto"` (404 when it has none to give). */
-  resolveTask(task: string, split: 'train' | 'validation' | undefined, policy: string | null): { task: string; servedBy: ServedBy };
+  resolveTask(
+    task: string,
+    split: 'train' | 'validation' | undefined,
+    policy: string | null,
+  ): { task: string; servedBy: ServedBy };
 }

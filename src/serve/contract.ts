@@ -72,7 +72,12 @@ export const EpisodeBody = z.strictObject({
   task: z.string().min(1),
   split: SplitField,
   /** A registered agent: bash-tool, terminus, or one the server loaded (serve --agent-import-path). */
-  agent: z.string().min(1).refine((name) => knownAgents().includes(name), { message: 'unknown agent (known: bash-tool, terminus, and any the server loaded)' }),
+  agent: z
+    .string()
+    .min(1)
+    .refine((name) => knownAgents().includes(name), {
+      message: 'unknown agent (known: bash-tool, terminus, and any the server loaded)',
+    }),
   model: ModelBody.default({}),
   /** The trainer's session id: sent on every model call (header and body) so its gateway can match tokens. */
   session_id: SafeId.optional(),

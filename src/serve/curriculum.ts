@@ -30,7 +30,14 @@ export const CurriculumConfigSchema = z.strictObject({
 });
 export type CurriculumConfig = z.infer<typeof CurriculumConfigSchema>;
 
-export const DEFAULT_CURRICULUM: CurriculumConfig = { lo: 0.25, hi: 0.75, explore: 0.1, decay: 0.95, priorTrials: 8, decided: 0.9 };
+export const DEFAULT_CURRICULUM: CurriculumConfig = {
+  lo: 0.25,
+  hi: 0.75,
+  explore: 0.1,
+  decay: 0.95,
+  priorTrials: 8,
+  decided: 0.9,
+};
 
 export type Split = 'train' | 'validation' | null;
 
@@ -78,7 +85,8 @@ export class Curriculum {
     readonly config: CurriculumConfig,
     private readonly uniform: Uniform,
   ) {
-    if (!(config.lo <= config.hi)) throw new RangeError(`curriculum band ${config.lo}..${config.hi}: lo must not exceed hi`);
+    if (!(config.lo <= config.hi))
+      throw new RangeError(`curriculum band ${config.lo}..${config.hi}: lo must not exceed hi`);
     this.tasks = tasks;
   }
 
@@ -86,7 +94,15 @@ export class Curriculum {
   private fresh(t: CurriculumTask): TaskState {
     const m = t.measured;
     const scale = m && m.n > 0 ? Math.min(1, this.config.priorTrials / m.n) : 0;
-    return { a: 0.5 + scale * (m?.c ?? 0), b: 0.5 + scale * ((m?.n ?? 0) - (m?.c ?? 0)), trials: 0, successes: 0, served: 0, lastServed: -1, groups: { total: 0, all_zero: 0, all_one: 0 } };
+    return {
+      a: 0.5 + scale * (m?.c ?? 0),
+      b: 0.5 + scale * ((m?.n ?? 0) - (m?.c ?? 0)),
+      trials: 0,
+      successes: 0,
+      served: 0,
+      lastServed: -1,
+      groups: { total: 0, all_zero: 0, all_one: 0 },
+    };
   }
 
   private stateOf(policy: string): Map<string, TaskState> {
@@ -135,10 +151,13 @@ export class Curriculum {
   pick(policy: string, split?: Split): string {
     const state = this.stateOf(policy);
     const candidates = this.tasks.filter((t) => split === undefined || t.split === split);
-    if (!candidates.length) throw new RangeError(split === undefined ? 'no tasks to pick from' : `no task in split "${split}"`);
+    if (!candidates.length)
+      throw new RangeError(split === undefined ? 'no tasks to pick from' : `no task in split "${split}"`);
     let chosen: string;
     if (this.uniform() < this.config.explore) {
-      chosen = candidates.reduce((best, t) => (state.get(t.task)!.lastServed < state.get(best.task)!.lastServed ? t : best)).task;
+      chosen = candidates.reduce((best, t) =>
+        state.get(t.task)!.lastServed < state.get(best.task)!.lastServed ? t : best,
+      ).task;
     } else {
       const live = candidates.filter((t) => this.statusOf(this.pInBand(state.get(t.task)!)) !== 'out');
       // Every task decided out: the one most likely back in (the band keeps being looked for).

@@ -16,7 +16,13 @@ type EpisodeRequest = z.infer<typeof EpisodeBody>;
 
 interface AtifStep {
   source: string;
-  metrics?: { prompt_tokens?: number; completion_tokens?: number; prompt_token_ids?: number[] | null; completion_token_ids?: number[] | null; logprobs?: number[] | null };
+  metrics?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_token_ids?: number[] | null;
+    completion_token_ids?: number[] | null;
+    logprobs?: number[] | null;
+  };
 }
 
 /** The answer of a finished episode, kept in its folder so the same id is answered after it left memory. */
@@ -75,23 +81,53 @@ export class EpisodeRunner {
     try {
       return JSON.parse(text) as Record<string, unknown>;
     } catch (err) {
-      throw new ServeError('unavailable', `episode ${id}: its record ${file} cannot be read (${(err as Error).message})`);
+      throw new ServeError(
+        'unavailable',
+        `episode ${id}: its record ${file} cannot be read (${(err as Error).message})`,
+      );
     }
   }
 
-  private async fresh(id: string, req: EpisodeRequest, served: ReturnType<SessionManager['task']>, model: ReturnType<typeof episodeModel>, servedBy: ServedBy): Promise<Record<string, unknown>> {
+  private async fresh(
+    id: string,
+    req: EpisodeRequest,
+    served: ReturnType<SessionManager['task']>,
+    model: ReturnType<typeof episodeModel>,
+    servedBy: ServedBy,
+  ): Promise<Record<string, unknown>> {
     const release = this.sessions.borrow();
     this.counters.started += 1;
     try {
       const headers: Record<string, string> = req.session_id ? { 'X-Session-Id': req.session_id } : {};
       const extraBody = req.session_id ? { ...model.extraBody, session_id: req.session_id } : model.extraBody;
-      const { agent, secrets } = createAgent({ name: req.agent, model: { ...model, headers, extraBody }, maxTurns: req.max_turns });
+      const { agent, secrets } = createAgent({
+        name: req.agent,
+        model: { ...model, headers, extraBody },
+        maxTurns: req.max_turns,
+      });
       const dir = childDir(this.outDir, id);
-      const r = await runTrial({ task: served.task, agent, provider: this.provider, outDir: this.outDir, trialId: id, secrets });
+      const r = await runTrial({
+        task: served.task,
+        agent,
+        provider: this.provider,
+        outDir: this.outDir,
+        trialId: id,
+        secrets,
+      });
       const grade = gradeOf(r.reward, r.error?.class ?? null, r.tests);
       if (grade.error_class) this.sessions.countError(grade.error_class);
-      this.onGrade?.({ kind: 'episode', id, task: served.task.name, policy: req.policy ?? null, grade, servedBy, group: null });
-      const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as { steps?: AtifStep[] } | null;
+      this.onGrade?.({
+        kind: 'episode',
+        id,
+        task: served.task.name,
+        policy: req.policy ?? null,
+        grade,
+        servedBy,
+        group: null,
+      });
+      const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as {
+        steps?: AtifStep[];
+      } | null;
       const turns = (trajectory?.steps ?? [])
         .filter((s) => s.source === 'agent')
         .map((s) => ({
@@ -111,7 +147,13 @@ export class EpisodeRunner {
         turns,
         // The turns joined into one stream (observation tokens masked), or why they cannot be.
         ...tokenStreamOf(turns),
-        usage: { turns: r.turns, prompt_tokens: r.tokens?.input ?? null, cached_tokens: r.tokens?.cached ?? null, completion_tokens: r.tokens?.output ?? null, cost_usd: r.costUsd },
+        usage: {
+          turns: r.turns,
+          prompt_tokens: r.tokens?.input ?? null,
+          cached_tokens: r.tokens?.cached ?? null,
+          completion_tokens: r.tokens?.output ?? null,
+          cost_usd: r.costUsd,
+        },
         timings: Object.fromEntries(Object.entries(r.phases).map(([k, v]) => [k, v ? v.durationMs / 1000 : null])),
       };
       const file = path.join(dir, RECORD);
@@ -125,8 +167,12 @@ export class EpisodeRunner {
 }
 
 /** `token_stream` (null without ids) and `token_stream_problem` for an episode's answer. */
-function tokenStreamOf(turns: Parameters<typeof joinTurns>[0]): { token_stream: unknown; token_stream_problem: string | null } {
-  if (turns.length === 0 || turns.every((t) => t.completion_token_ids === null)) return { token_stream: null, token_stream_problem: null };
+function tokenStreamOf(turns: Parameters<typeof joinTurns>[0]): {
+  token_stream: unknown;
+  token_stream_problem: string | null;
+} {
+  if (turns.length === 0 || turns.every((t) => t.completion_token_ids === null))
+    return { token_stream: null, token_stream_problem: null };
   const joined = joinTurns(turns);
   return { token_stream: joined.stream, token_stream_problem: joined.problem };
 }

@@ -41,7 +41,8 @@ export class GroupBook {
     g.grades.set(e.id, e);
     if (g.grades.size < g.sessions.length) return;
     const all = [...g.grades.values()];
-    if (all.every((x) => x.grade.status === 'graded')) this.onComplete({ task: g.task, policy: g.policy, outcomes: all.map((x) => x.grade.metrics.acc === 1) });
+    if (all.every((x) => x.grade.status === 'graded'))
+      this.onComplete({ task: g.task, policy: g.policy, outcomes: all.map((x) => x.grade.metrics.acc === 1) });
   }
 
   view(id: string): Record<string, unknown> {

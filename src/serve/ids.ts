@@ -22,6 +22,7 @@ export const SafeId = z.string().regex(ID_PATTERN, `must be ${ID_RULE}`);
  */
 export function childDir(parent: string, id: string): string {
   const dir = path.resolve(parent, id);
-  if (!isSafeId(id) || path.dirname(dir) !== path.resolve(parent)) throw new Error(`"${id}" is not a name the server makes folders for (${ID_RULE})`);
+  if (!isSafeId(id) || path.dirname(dir) !== path.resolve(parent))
+    throw new Error(`"${id}" is not a name the server makes folders for (${ID_RULE})`);
   return dir;
 }

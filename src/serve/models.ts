@@ -25,7 +25,12 @@ export const ServedModelSchema = z.strictObject({
   /** Retries of a failed model request (default: the server's --model-retries). */
   max_retries: z.number().int().nonnegative().max(20).optional(),
 });
-export type ServedModel = Required<Pick<z.infer<typeof ServedModelSchema>, 'name' | 'base_url' | 'model' | 'api_key_env' | 'request_timeout_sec' | 'max_retries'>>;
+export type ServedModel = Required<
+  Pick<
+    z.infer<typeof ServedModelSchema>,
+    'name' | 'base_url' | 'model' | 'api_key_env' | 'request_timeout_sec' | 'max_retries'
+  >
+>;
 
 /** A `serve --model-config` file (TOML `[[models]]` tables, or JSON `{"models": [...]}`). */
 export const ServedModelsFileSchema = z.strictObject({ models: z.array(ServedModelSchema).min(1) });
@@ -37,14 +42,25 @@ export interface ServedModelDefaults {
 }
 
 function complete(m: z.infer<typeof ServedModelSchema>, d: ServedModelDefaults): ServedModel {
-  return { name: m.name, base_url: m.base_url, model: m.model ?? m.name, api_key_env: m.api_key_env ?? d.apiKeyEnv, request_timeout_sec: m.request_timeout_sec ?? d.requestTimeoutSec, max_retries: m.max_retries ?? d.maxRetries };
+  return {
+    name: m.name,
+    base_url: m.base_url,
+    model: m.model ?? m.name,
+    api_key_env: m.api_key_env ?? d.apiKeyEnv,
+    request_timeout_sec: m.request_timeout_sec ?? d.requestTimeoutSec,
+    max_retries: m.max_retries ?? d.maxRetries,
+  };
 }
 
 /** `--model NAME@URL`: the model id and the endpoint that serves it. */
 export function parseModelFlag(value: string, d: ServedModelDefaults): ServedModel {
   const m = /^(.+?)@(https?:\/\/.+)$/.exec(value);
   const parsed = m ? ServedModelSchema.safeParse({ name: m[1], base_url: m[2] }) : null;
-  if (!parsed?.success) throw new TermgradeError('usage', `--model ${value}: expected NAME@URL, e.g. Qwen/Qwen3-8B@http://127.0.0.1:8000/v1${parsed ? ` (${parsed.error.issues[0]!.message})` : ''}`);
+  if (!parsed?.success)
+    throw new TermgradeError(
+      'usage',
+      `--model ${value}: expected NAME@URL, e.g. Qwen/Qwen3-8B@http://127.0.0.1:8000/v1${parsed ? ` (${parsed.error.issues[0]!.message})` : ''}`,
+    );
   return complete(parsed.data, d);
 }
 
@@ -60,7 +76,10 @@ export async function loadServedModels(file: string, d: ServedModelDefaults): Pr
   const parsed = ServedModelsFileSchema.safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
-    throw new TermgradeError('bad_input', `${file}: ${i.path.join('.') || 'models'}: ${i.message} (expected [[models]] tables with name, base_url, and optionally model, api_key_env, request_timeout_sec, max_retries)`);
+    throw new TermgradeError(
+      'bad_input',
+      `${file}: ${i.path.join('.') || 'models'}: ${i.message} (expected [[models]] tables with name, base_url, and optionally model, api_key_env, request_timeout_sec, max_retries)`,
+    );
   }
   return parsed.data.models.map((m) => complete(m, d));
 }
@@ -69,7 +88,11 @@ export async function loadServedModels(file: string, d: ServedModelDefaults): Pr
 export function checkServedModels(models: ServedModel[]): ServedModel[] {
   const seen = new Set<string>();
   for (const m of models) {
-    if (seen.has(m.name)) throw new TermgradeError('usage', `model "${m.name}" is configured twice (--model / --model-config): names must be unique`);
+    if (seen.has(m.name))
+      throw new TermgradeError(
+        'usage',
+        `model "${m.name}" is configured twice (--model / --model-config): names must be unique`,
+      );
     seen.add(m.name);
   }
   return models;
@@ -91,17 +114,31 @@ type ModelRequest = z.infer<typeof ModelBody>;
  */
 export function episodeModel(served: ServedModel[], req: ModelRequest): ModelConfigInput {
   const names = served.map((m) => `"${m.name}"`).join(', ');
-  if (!served.length) throw new ServeError('bad_request', 'model: this server runs no episodes (it was started without --model or --model-config)');
+  if (!served.length)
+    throw new ServeError(
+      'bad_request',
+      'model: this server runs no episodes (it was started without --model or --model-config)',
+    );
   const name = req.model ?? (served.length === 1 ? served[0]!.name : undefined);
   const m = served.find((s) => s.name === name);
   if (req.base_url !== undefined && req.base_url !== m?.base_url) {
-    throw new ServeError('bad_request', `model.base_url: the server chooses the endpoint${m ? `; "${m.name}" is served at ${shownUrl(m.base_url)}` : ''} (served: ${served.map((s) => `"${s.name}" at ${shownUrl(s.base_url)}`).join(', ')})`);
+    throw new ServeError(
+      'bad_request',
+      `model.base_url: the server chooses the endpoint${m ? `; "${m.name}" is served at ${shownUrl(m.base_url)}` : ''} (served: ${served.map((s) => `"${s.name}" at ${shownUrl(s.base_url)}`).join(', ')})`,
+    );
   }
-  if (name === undefined) throw new ServeError('bad_request', `model.model: name one of the models this server serves: ${names}`);
+  if (name === undefined)
+    throw new ServeError('bad_request', `model.model: name one of the models this server serves: ${names}`);
   if (!m) throw new ServeError('bad_request', `model.model: "${name}" is not served here (served: ${names})`);
-  if (req.api_key_env !== undefined && req.api_key_env !== m.api_key_env) throw new ServeError('bad_request', `model.api_key_env: the server chooses the key; "${m.name}" uses ${m.api_key_env} (allowed: ${[...new Set(served.map((s) => s.api_key_env))].join(', ')})`);
-  if (req.request_timeout_sec !== undefined && req.request_timeout_sec > m.request_timeout_sec) throw new ServeError('bad_request', `model.request_timeout_sec: at most ${m.request_timeout_sec} for "${m.name}"`);
-  if (req.max_retries !== undefined && req.max_retries > m.max_retries) throw new ServeError('bad_request', `model.max_retries: at most ${m.max_retries} for "${m.name}"`);
+  if (req.api_key_env !== undefined && req.api_key_env !== m.api_key_env)
+    throw new ServeError(
+      'bad_request',
+      `model.api_key_env: the server chooses the key; "${m.name}" uses ${m.api_key_env} (allowed: ${[...new Set(served.map((s) => s.api_key_env))].join(', ')})`,
+    );
+  if (req.request_timeout_sec !== undefined && req.request_timeout_sec > m.request_timeout_sec)
+    throw new ServeError('bad_request', `model.request_timeout_sec: at most ${m.request_timeout_sec} for "${m.name}"`);
+  if (req.max_retries !== undefined && req.max_retries > m.max_retries)
+    throw new ServeError('bad_request', `model.max_retries: at most ${m.max_retries} for "${m.name}"`);
   return {
     baseUrl: m.base_url,
     model: m.model,

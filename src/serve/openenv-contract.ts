@@ -55,7 +55,13 @@ export const OpenEnvObservation = z.object({
   timed_out: z.boolean(),
   truncated: z.boolean(),
   /** On the last step: the grade's status (graded | infra | ungraded), error class and tests. */
-  grade: z.object({ status: z.string(), error_class: z.string().nullable(), tests: z.array(z.object({ name: z.string(), status: z.string() })) }).nullable(),
+  grade: z
+    .object({
+      status: z.string(),
+      error_class: z.string().nullable(),
+      tests: z.array(z.object({ name: z.string(), status: z.string() })),
+    })
+    .nullable(),
 });
 export type OpenEnvObservationT = z.infer<typeof OpenEnvObservation>;
 
@@ -84,9 +90,13 @@ export const OpenEnvWsMessage = z.discriminatedUnion('type', [
 export type OpenEnvWsMessageT = z.infer<typeof OpenEnvWsMessage>;
 
 /** The error codes of OpenEnv's WebSocket route, as its server names them. */
-export type OpenEnvWsErrorCode = 'INVALID_JSON' | 'UNKNOWN_TYPE' | 'VALIDATION_ERROR' | 'EXECUTION_ERROR' | 'CAPACITY_REACHED';
+export type OpenEnvWsErrorCode =
+  'INVALID_JSON' | 'UNKNOWN_TYPE' | 'VALIDATION_ERROR' | 'EXECUTION_ERROR' | 'CAPACITY_REACHED';
 
 /** Validation issues in OpenEnv's shape (`{loc, msg, type}`), under the location they came from. */
-export function openEnvIssues(issues: readonly z.core.$ZodIssue[], at: string): Array<{ loc: string[]; msg: string; type: string }> {
+export function openEnvIssues(
+  issues: readonly z.core.$ZodIssue[],
+  at: string,
+): Array<{ loc: string[]; msg: string; type: string }> {
   return issues.map((i) => ({ loc: [at, ...i.path.map(String)], msg: i.message, type: i.code }));
 }

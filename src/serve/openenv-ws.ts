@@ -1,7 +1,14 @@
 import type { WebSocket } from '@fastify/websocket';
 import { ServeError } from './contract.js';
 import { STEP_TIMEOUT_SEC, type OpenEnvEpisodes, type OpenEnvResult } from './openenv.js';
-import { OpenEnvAction, OpenEnvResetBody, OpenEnvWsMessage, openEnvIssues, type OpenEnvWsErrorCode, type OpenEnvWsMessageT } from './openenv-contract.js';
+import {
+  OpenEnvAction,
+  OpenEnvResetBody,
+  OpenEnvWsMessage,
+  openEnvIssues,
+  type OpenEnvWsErrorCode,
+  type OpenEnvWsMessageT,
+} from './openenv-contract.js';
 import type { z } from 'zod';
 
 type Reply = { type: 'observation' | 'state' | 'error'; data: Record<string, unknown> };
@@ -67,7 +74,10 @@ export class OpenEnvWsConnection {
       return this.send(wsError('UNKNOWN_TYPE', `Unknown message type: ${typeof type === 'string' ? type : ''}`));
     }
     const msg = OpenEnvWsMessage.safeParse(decoded.value);
-    if (!msg.success) return this.send(wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(msg.error.issues, 'body') }));
+    if (!msg.success)
+      return this.send(
+        wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(msg.error.issues, 'body') }),
+      );
     if (msg.data.type === 'close') {
       this.socket.close(1000, 'closed by the client');
       return;
@@ -78,16 +88,25 @@ export class OpenEnvWsConnection {
   /** The reply to reset, step or state; a refusal from the episode layer as OpenEnv's error shape. */
   private async answer(msg: Exclude<OpenEnvWsMessageT, { type: 'close' }>): Promise<Reply> {
     try {
-      if (msg.type === 'state') return { type: 'state', data: this.episode ? this.episodes.state(this.episode) : { episode_id: null, step_count: 0 } };
+      if (msg.type === 'state')
+        return {
+          type: 'state',
+          data: this.episode ? this.episodes.state(this.episode) : { episode_id: null, step_count: 0 },
+        };
       if (msg.type === 'reset') {
         const body = OpenEnvResetBody.safeParse(msg.data);
-        if (!body.success) return wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(body.error.issues, 'data') });
+        if (!body.success)
+          return wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(body.error.issues, 'data') });
         return { type: 'observation', data: { ...(await this.reset(body.data)) } };
       }
       const action = OpenEnvAction.safeParse(msg.data);
-      if (!action.success) return wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(action.error.issues, 'data') });
+      if (!action.success)
+        return wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(action.error.issues, 'data') });
       if (!this.episode) return wsError('EXECUTION_ERROR', 'no episode on this connection: send a reset first');
-      return { type: 'observation', data: { ...(await this.episodes.step(this.episode, action.data, STEP_TIMEOUT_SEC)) } };
+      return {
+        type: 'observation',
+        data: { ...(await this.episodes.step(this.episode, action.data, STEP_TIMEOUT_SEC)) },
+      };
     } catch (err) {
       if (!(err instanceof ServeError)) return wsError('EXECUTION_ERROR', `internal error: ${(err as Error).message}`);
       return wsError(err.code === 'over_capacity' ? 'CAPACITY_REACHED' : 'EXECUTION_ERROR', err.message);
@@ -116,7 +135,9 @@ export class OpenEnvWsConnection {
       await this.episodes.close(id);
     } catch (err) {
       // No client is left to tell: the operator is, and the session's idle expiry removes the sandbox.
-      process.stderr.write(`termgrade serve: warning: OpenEnv episode ${id} could not be ended on close: ${(err as Error).message}\n`);
+      process.stderr.write(
+        `termgrade serve: warning: OpenEnv episode ${id} could not be ended on close: ${(err as Error).message}\n`,
+      );
     }
   }
 }

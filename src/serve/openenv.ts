@@ -50,7 +50,17 @@ export class OpenEnvEpisodes {
     const policy = body.policy ?? null;
     const chosen = this.ctx.resolveTask(body.task, body.split, policy);
     const created = await this.ctx.sessions.create(chosen.task, policy, { servedBy: chosen.servedBy, group: null });
-    const ep: OpenEnvEpisode = { id, session: String(created.session_id), task: chosen.task, servedBy: chosen.servedBy, steps: 0, maxSteps: body.max_steps ?? null, done: false, reward: null, endedAt: null };
+    const ep: OpenEnvEpisode = {
+      id,
+      session: String(created.session_id),
+      task: chosen.task,
+      servedBy: chosen.servedBy,
+      steps: 0,
+      maxSteps: body.max_steps ?? null,
+      done: false,
+      reward: null,
+      endedAt: null,
+    };
     this.episodes.set(id, ep);
     const observation = { ...blank(ep), instruction: String(created.instruction) };
     return { observation, reward: null, done: false };
@@ -62,14 +72,27 @@ export class OpenEnvEpisodes {
     if ('submit' in action) return this.grade(ep, blank(ep));
     ep.steps += 1;
     const r = await this.ctx.sessions.exec(ep.session, action.command, timeoutSec);
-    const observation: OpenEnvObservationT = { ...blank(ep), output: String(r.output), exit_code: r.exit_code as number | null, timed_out: Boolean(r.timed_out), truncated: Boolean(r.truncated) };
+    const observation: OpenEnvObservationT = {
+      ...blank(ep),
+      output: String(r.output),
+      exit_code: r.exit_code as number | null,
+      timed_out: Boolean(r.timed_out),
+      truncated: Boolean(r.truncated),
+    };
     if (ep.maxSteps !== null && ep.steps >= ep.maxSteps) return this.grade(ep, observation);
     return { observation, reward: null, done: false };
   }
 
   state(id: string): Record<string, unknown> {
     const ep = this.get(id);
-    return { episode_id: ep.id, step_count: ep.steps, task: ep.task, served_by: ep.servedBy, done: ep.done, reward: ep.reward };
+    return {
+      episode_id: ep.id,
+      step_count: ep.steps,
+      task: ep.task,
+      served_by: ep.servedBy,
+      done: ep.done,
+      reward: ep.reward,
+    };
   }
 
   private async grade(ep: OpenEnvEpisode, observation: OpenEnvObservationT): Promise<OpenEnvResult> {
@@ -100,7 +123,11 @@ export class OpenEnvEpisodes {
   }
 
   private get(id: string | undefined): OpenEnvEpisode {
-    if (!id) throw new ServeError('bad_request', 'episode_id: required (the reset observation gives it; send it in the body or as X-Episode-Id)');
+    if (!id)
+      throw new ServeError(
+        'bad_request',
+        'episode_id: required (the reset observation gives it; send it in the body or as X-Episode-Id)',
+      );
     const ep = this.episodes.get(id);
     if (!ep) throw new ServeError('not_found', `no OpenEnv episode "${id}"`);
     return ep;
@@ -108,10 +135,20 @@ export class OpenEnvEpisodes {
 
   private forgetOld(): void {
     const now = Date.now();
-    for (const [id, ep] of this.episodes) if (ep.endedAt !== null && now - ep.endedAt > KEEP_DONE_MS) this.episodes.delete(id);
+    for (const [id, ep] of this.episodes)
+      if (ep.endedAt !== null && now - ep.endedAt > KEEP_DONE_MS) this.episodes.delete(id);
   }
 }
 
 function blank(ep: OpenEnvEpisode): OpenEnvObservationT {
-  return { episode_id: ep.id, task: ep.task, instruction: null, output: '', exit_code: null, timed_out: false, truncated: false, grade: null };
+  return {
+    episode_id: ep.id,
+    task: ep.task,
+    instruction: null,
+    output: '',
+    exit_code: null,
+    timed_out: false,
+    truncated: false,
+    grade: null,
+  };
 }

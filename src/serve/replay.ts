@@ -33,10 +33,17 @@ export async function readRecordedGrades(file: string): Promise<ReplayedGrade[]>
     try {
       json = JSON.parse(line);
     } catch (err) {
-      throw new TermgradeError('usage', `${file}: line ${i + 1} is not JSON (${(err as Error).message}); the live curriculum is rebuilt from every line`);
+      throw new TermgradeError(
+        'usage',
+        `${file}: line ${i + 1} is not JSON (${(err as Error).message}); the live curriculum is rebuilt from every line`,
+      );
     }
     const r = RecordedGrade.safeParse(json);
-    if (!r.success) throw new TermgradeError('usage', `${file}: line ${i + 1}: ${r.error.issues[0]!.path.join('.') || 'line'}: ${r.error.issues[0]!.message}`);
+    if (!r.success)
+      throw new TermgradeError(
+        'usage',
+        `${file}: line ${i + 1}: ${r.error.issues[0]!.path.join('.') || 'line'}: ${r.error.issues[0]!.message}`,
+      );
     if (r.data.status !== 'completed' || r.data.reward === null) continue;
     out.push({ policy: r.data.model, task: r.data.task, success: r.data.reward >= 1 });
   }

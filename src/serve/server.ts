@@ -14,7 +14,13 @@ import { registerOpenEnvRoutes } from './routes/openenv.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerV1Routes } from './routes/v1.js';
 import { readRecordedGrades } from './replay.js';
-import { Curriculum, CurriculumConfigSchema, DEFAULT_CURRICULUM, type CurriculumConfig, type Split } from './curriculum.js';
+import {
+  Curriculum,
+  CurriculumConfigSchema,
+  DEFAULT_CURRICULUM,
+  type CurriculumConfig,
+  type Split,
+} from './curriculum.js';
 import { GroupBook } from './groups.js';
 import { seededUniform } from '../stats/random.js';
 import { EpisodeRunner } from './episodes.js';
@@ -64,7 +70,11 @@ export interface RunningServer {
  */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
-  if (!isLoopback(host) && !options.token) throw new TermgradeError('usage', `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`);
+  if (!isLoopback(host) && !options.token)
+    throw new TermgradeError(
+      'usage',
+      `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`,
+    );
   // Never open: a web page the user visits must not be able to drive the server.
   const token = options.token || generateToken();
   const hostCheck = new HostCheck(host, options.allowedHosts);
@@ -101,7 +111,21 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 function gradeLine(g: GradeEvent, config: string): Record<string, unknown> {
   const ok = g.grade.status === 'graded';
   const m = g.grade.metrics;
-  return { trial_id: `${g.kind}:${g.id}`, task: g.task, agent: `serve-${g.kind}`, model: g.policy, config, status: ok ? 'completed' : 'error', reward: g.grade.reward, error_class: g.grade.error_class, tests_passed: m.tests_passed, tests_failed: m.tests_total - m.tests_passed, served_by: g.servedBy, group_id: g.group, finished_at: new Date().toISOString() };
+  return {
+    trial_id: `${g.kind}:${g.id}`,
+    task: g.task,
+    agent: `serve-${g.kind}`,
+    model: g.policy,
+    config,
+    status: ok ? 'completed' : 'error',
+    reward: g.grade.reward,
+    error_class: g.grade.error_class,
+    tests_passed: m.tests_passed,
+    tests_failed: m.tests_total - m.tests_passed,
+    served_by: g.servedBy,
+    group_id: g.group,
+    finished_at: new Date().toISOString(),
+  };
 }
 
 /** The server's parts: curriculum, grade record, sessions, episodes and groups, wired together. */
@@ -118,7 +142,8 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
   // A restart keeps the curriculum: the recorded grades are taken in again, in order (tasks no
   // longer served are skipped; group counts and serving order start again).
   const servedNames = new Set(options.tasks.map((t) => t.task.name));
-  for (const g of await readRecordedGrades(gradesFile)) if (servedNames.has(g.task)) curriculum.observe(policyOf(g.policy), g.task, g.success);
+  for (const g of await readRecordedGrades(gradesFile))
+    if (servedNames.has(g.task)) curriculum.observe(policyOf(g.policy), g.task, g.success);
   const groups = new GroupBook((g) => curriculum.observeGroup(policyOf(g.policy), g.task, g.outcomes));
   // Every graded rollout updates the curriculum, whoever chose its task; the record keeps the
   // reward as earned (never filtered), with who chose the task.
@@ -129,7 +154,11 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
     const line = gradeLine(g, `serve/${policyOf(g.policy)}`);
     // Not awaited: the trainer's reply does not wait on the record; a line that cannot be written is logged.
     void appendFile(gradesFile, `${JSON.stringify(line)}\n`).catch((err: unknown) => {
-      log.warn('a grade could not be written to grades.jsonl', { file: gradesFile, trial: String(line.trial_id), cause: causeOf(err) });
+      log.warn('a grade could not be written to grades.jsonl', {
+        file: gradesFile,
+        trial: String(line.trial_id),
+        cause: causeOf(err),
+      });
     });
   };
   // `auto` picks from the training split when a selection is served, else from every task.
@@ -142,7 +171,24 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
       throw new ServeError('not_found', `"task": "auto": ${(err as Error).message}`);
     }
   };
-  const sessions = new SessionManager({ provider: options.provider, tasks: options.tasks, dataDir: options.dataDir, maxSessions: options.maxSessions ?? 32, idleTtlSec: options.idleTtlSec ?? 600, onGrade: record });
+  const sessions = new SessionManager({
+    provider: options.provider,
+    tasks: options.tasks,
+    dataDir: options.dataDir,
+    maxSessions: options.maxSessions ?? 32,
+    idleTtlSec: options.idleTtlSec ?? 600,
+    onGrade: record,
+  });
   const episodes = new EpisodeRunner(options.provider, sessions, options.dataDir, options.models ?? [], record);
-  return { provider: options.provider, sessions, episodes, groups, curriculum, config, recorded: () => recorded, policyOf, resolveTask };
+  return {
+    provider: options.provider,
+    sessions,
+    episodes,
+    groups,
+    curriculum,
+    config,
+    recorded: () => recorded,
+    policyOf,
+    resolveTask,
+  };
 }

@@ -99,7 +99,10 @@ export class SessionManager {
   }
 
   live(): number {
-    return [...this.sessions.values()].filter((s) => s.state === 'starting' || s.state === 'live' || s.state === 'verifying').length + this.borrowed;
+    return (
+      [...this.sessions.values()].filter((s) => s.state === 'starting' || s.state === 'live' || s.state === 'verifying')
+        .length + this.borrowed
+    );
   }
 
   /** Takes one unit of capacity for work run elsewhere (an episode); returns its release. */
@@ -119,22 +122,51 @@ export class SessionManager {
 
   /** Refuses (429) unless n more sandboxes fit now: a group starts whole or not at all. */
   ensureRoomFor(n: number): void {
-    if (n > this.options.maxSessions) throw new ServeError('bad_request', `${n} sandboxes at once: more than this server's capacity (${this.options.maxSessions})`);
-    if (this.live() + n > this.options.maxSessions) throw new ServeError('over_capacity', `${n === 1 ? `all ${this.options.maxSessions} sandboxes are in use` : `${n} sandboxes do not fit: ${this.live()} of ${this.options.maxSessions} are in use`}; try again shortly`, 5);
+    if (n > this.options.maxSessions)
+      throw new ServeError(
+        'bad_request',
+        `${n} sandboxes at once: more than this server's capacity (${this.options.maxSessions})`,
+      );
+    if (this.live() + n > this.options.maxSessions)
+      throw new ServeError(
+        'over_capacity',
+        `${n === 1 ? `all ${this.options.maxSessions} sandboxes are in use` : `${n} sandboxes do not fit: ${this.live()} of ${this.options.maxSessions} are in use`}; try again shortly`,
+        5,
+      );
   }
 
   countError(cls: string): void {
     this.counters.errors.set(cls, (this.counters.errors.get(cls) ?? 0) + 1);
   }
 
-  async create(taskName: string, policy: string | null, how: { servedBy: ServedBy; group: string | null } = { servedBy: 'named', group: null }): Promise<Record<string, unknown>> {
+  async create(
+    taskName: string,
+    policy: string | null,
+    how: { servedBy: ServedBy; group: string | null } = { servedBy: 'named', group: null },
+  ): Promise<Record<string, unknown>> {
     const served = this.task(taskName);
     this.ensureRoom();
-    const s: Session = { id: randomUUID(), task: served, policy, servedBy: how.servedBy, group: how.group, state: 'starting', sandbox: null, lastUsed: Date.now(), grade: null, endedAt: null };
+    const s: Session = {
+      id: randomUUID(),
+      task: served,
+      policy,
+      servedBy: how.servedBy,
+      group: how.group,
+      state: 'starting',
+      sandbox: null,
+      lastUsed: Date.now(),
+      grade: null,
+      endedAt: null,
+    };
     this.sessions.set(s.id, s);
     try {
       // A server stopping cancels builds and starts under way (acquireSandbox then removes what it made).
-      const lease = await acquireSandbox({ provider: this.options.provider, task: served.task, signal: this.stopping.signal, labels: { 'io.termgrade.session': s.id } });
+      const lease = await acquireSandbox({
+        provider: this.options.provider,
+        task: served.task,
+        signal: this.stopping.signal,
+        labels: { 'io.termgrade.session': s.id },
+      });
       s.sandbox = lease.sandbox;
     } catch (err) {
       // acquireSandbox closed whatever it started.
@@ -174,7 +206,8 @@ export class SessionManager {
   private usable(id: string): Session & { sandbox: Sandbox } {
     const s = this.get(id);
     if (s.state === 'verifying') throw new ServeError('conflict', `session ${id} is being verified`);
-    if (s.state !== 'live' || !s.sandbox) throw new ServeError('gone', `session ${id} is ${s.state === 'starting' ? 'still starting' : s.state}`);
+    if (s.state !== 'live' || !s.sandbox)
+      throw new ServeError('gone', `session ${id} is ${s.state === 'starting' ? 'still starting' : s.state}`);
     return s as Session & { sandbox: Sandbox };
   }
 
@@ -185,7 +218,12 @@ export class SessionManager {
       const r = await s.sandbox.exec(['bash', '-lc', command], { timeoutSec });
       const raw = `${r.stdout.text}${r.stderr.text}`;
       const output = truncateMiddle(raw);
-      return { output, exit_code: r.exitCode, timed_out: r.timedOut, truncated: output !== raw || r.stdout.truncatedBytes + r.stderr.truncatedBytes > 0 };
+      return {
+        output,
+        exit_code: r.exitCode,
+        timed_out: r.timedOut,
+        truncated: output !== raw || r.stdout.truncatedBytes + r.stderr.truncatedBytes > 0,
+      };
     } catch (err) {
       this.countError('environment_error');
       throw new ServeError('unavailable', `the sandbox of session ${id} failed: ${errorMessage(err)}`, 5);
@@ -208,7 +246,11 @@ export class SessionManager {
       grade = gradeOf(v.reward, v.error?.class ?? null, v.tests);
     } catch (err) {
       // The sandbox or engine failed under the verifier: no grade at all, never a 0; the cause is logged.
-      log.warn('verifier crashed: the session gets no grade', { session: s.id, task: s.task.task.name, cause: causeOf(err) });
+      log.warn('verifier crashed: the session gets no grade', {
+        session: s.id,
+        task: s.task.task.name,
+        cause: causeOf(err),
+      });
       grade = gradeOf(null, 'verifier_crash', []);
       this.countError('verifier_crash');
     }
@@ -218,7 +260,15 @@ export class SessionManager {
     s.endedAt = Date.now();
     this.counters.verified += 1;
     if (grade.error_class) this.countError(grade.error_class);
-    this.options.onGrade?.({ kind: 'session', id: s.id, task: s.task.task.name, policy: s.policy, grade, servedBy: s.servedBy, group: s.group });
+    this.options.onGrade?.({
+      kind: 'session',
+      id: s.id,
+      task: s.task.task.name,
+      policy: s.policy,
+      grade,
+      servedBy: s.servedBy,
+      group: s.group,
+    });
     return grade;
   }
 

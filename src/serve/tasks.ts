@@ -22,7 +22,10 @@ export async function loadServedTasks(paths: string[], selectionDir?: string): P
   // A session serves one instruction and grades once: a multi-step task (steps run and graded in
   // order by `run`) would be served without its steps, so it is left out and named.
   const multiStep = loaded.filter((t) => (t.steps?.length ?? 0) > 0);
-  if (multiStep.length > 0) process.emitWarning(`serve leaves out multi-step tasks (run grades them step by step; sessions serve single-step tasks): ${multiStep.map((t) => t.name).join(', ')}`);
+  if (multiStep.length > 0)
+    process.emitWarning(
+      `serve leaves out multi-step tasks (run grades them step by step; sessions serve single-step tasks): ${multiStep.map((t) => t.name).join(', ')}`,
+    );
   const tasks = loaded.filter((t) => !multiStep.includes(t));
   if (!selectionDir) return tasks.map((task) => ({ task, split: null, rate: null, interval: null, measured: null }));
   const file = path.join(selectionDir, 'manifest.json');
@@ -34,13 +37,30 @@ export async function loadServedTasks(paths: string[], selectionDir?: string): P
   }
   const byName = new Map(tasks.map((t) => [t.name, t]));
   const out: ServedTask[] = [];
-  for (const [split, rows] of [['train', manifest.training ?? []], ['validation', manifest.validation ?? []]] as const) {
+  for (const [split, rows] of [
+    ['train', manifest.training ?? []],
+    ['validation', manifest.validation ?? []],
+  ] as const) {
     for (const row of rows) {
       const task = byName.get(row.task);
-      if (!task && multiStep.some((t) => t.name === row.task)) throw new TermgradeError('bad_input', `${file}: task "${row.task}" is a multi-step task, which serve does not serve (its sessions serve one instruction, graded once)`);
-      if (!task) throw new TermgradeError('bad_input', `${file}: task "${row.task}" is selected but no task folder given holds it`);
+      if (!task && multiStep.some((t) => t.name === row.task))
+        throw new TermgradeError(
+          'bad_input',
+          `${file}: task "${row.task}" is a multi-step task, which serve does not serve (its sessions serve one instruction, graded once)`,
+        );
+      if (!task)
+        throw new TermgradeError(
+          'bad_input',
+          `${file}: task "${row.task}" is selected but no task folder given holds it`,
+        );
       // The counts are the live curriculum's prior (see curriculum.ts).
-      const measured = Number.isInteger(row.trials) && Number.isInteger(row.successes) && row.trials! >= row.successes! && row.successes! >= 0 ? { n: row.trials!, c: row.successes! } : null;
+      const measured =
+        Number.isInteger(row.trials) &&
+        Number.isInteger(row.successes) &&
+        row.trials! >= row.successes! &&
+        row.successes! >= 0
+          ? { n: row.trials!, c: row.successes! }
+          : null;
       out.push({ task, split, rate: row.rate ?? null, interval: row.interval ?? null, measured });
     }
   }

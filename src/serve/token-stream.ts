@@ -23,13 +23,17 @@ export interface TokenStream {
  * stream so far (the endpoint re-tokenised earlier text differently, or the conversation was
  * rewritten between calls), since a trainer would then learn on tokens the policy never produced.
  */
-export function joinTurns(turns: TokenTurn[]): { stream: TokenStream; problem: null } | { stream: null; problem: string } {
+export function joinTurns(
+  turns: TokenTurn[],
+): { stream: TokenStream; problem: null } | { stream: null; problem: string } {
   const stream: TokenStream = { ids: [], loss_mask: [], logprobs: [] };
   for (const [i, t] of turns.entries()) {
-    if (!t.prompt_token_ids || !t.completion_token_ids) return { stream: null, problem: `turn ${i + 1}: the endpoint returned no token ids` };
+    if (!t.prompt_token_ids || !t.completion_token_ids)
+      return { stream: null, problem: `turn ${i + 1}: the endpoint returned no token ids` };
     const prompt = t.prompt_token_ids;
     const at = firstDifference(stream.ids, prompt);
-    if (at !== null) return { stream: null, problem: `turn ${i + 1}: its prompt differs from the conversation so far at token ${at}` };
+    if (at !== null)
+      return { stream: null, problem: `turn ${i + 1}: its prompt differs from the conversation so far at token ${at}` };
     const observed = prompt.slice(stream.ids.length);
     stream.ids.push(...observed);
     stream.loss_mask.push(...observed.map(() => 0));

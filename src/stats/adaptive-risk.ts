@@ -39,7 +39,16 @@ function finalInBandProbability(c: number, m: number, p: number, rule: AdaptiveR
   let pin = 0;
   for (let j = 0; j <= m; j++) {
     if (!finalInBand(c + j, rule)) continue;
-    pin += p === 0 ? (j === 0 ? 1 : 0) : p === 1 ? (j === m ? 1 : 0) : Math.exp(logChoose(m, j) + j * Math.log(p) + (m - j) * Math.log(1 - p));
+    pin +=
+      p === 0
+        ? j === 0
+          ? 1
+          : 0
+        : p === 1
+          ? j === m
+            ? 1
+            : 0
+          : Math.exp(logChoose(m, j) + j * Math.log(p) + (m - j) * Math.log(1 - p));
   }
   return pin;
 }
@@ -48,7 +57,11 @@ function finalInBandProbability(c: number, m: number, p: number, rule: AdaptiveR
  * For a task of true rate p, exactly: the probability that the rule's decision equals that of all
  * kMax trials (the same outcomes, run to the end), and the expected trials as a share of kMax.
  */
-export function agreementWithFixed(rule: AdaptiveRule, p: number, table: Map<string, boolean> = stopTable(rule)): { agreement: number; cost: number } {
+export function agreementWithFixed(
+  rule: AdaptiveRule,
+  p: number,
+  table: Map<string, boolean> = stopTable(rule),
+): { agreement: number; cost: number } {
   let live = new Map<number, number>([[0, 1]]);
   let agreement = 0;
   let trials = 0;
@@ -77,7 +90,10 @@ export function agreementWithFixed(rule: AdaptiveRule, p: number, table: Map<str
 export const DRIFT_RATES: readonly number[] = Array.from({ length: 199 }, (_, i) => (i + 1) / 200);
 
 /** The lowest agreement over every new rate, and where. */
-export function worstAgreement(rule: AdaptiveRule, rates: readonly number[] = DRIFT_RATES): { agreement: number; p: number } {
+export function worstAgreement(
+  rule: AdaptiveRule,
+  rates: readonly number[] = DRIFT_RATES,
+): { agreement: number; p: number } {
   const table = stopTable(rule);
   let worst = { agreement: 1, p: Number.NaN };
   for (const p of rates) {

@@ -59,21 +59,35 @@ export interface InformedPrior {
  *   otherwise.
  * The prior changes when a task stops, never which estimate is unbiased (see GmsEstimator).
  */
-export function informedPrior(earlier: { n: number; c: number }, options: { maxTrials?: number; weight?: number } = {}): InformedPrior | null {
+export function informedPrior(
+  earlier: { n: number; c: number },
+  options: { maxTrials?: number; weight?: number } = {},
+): InformedPrior | null {
   if (earlier.n <= 0) return null;
   const scale = Math.min(1, (options.maxTrials ?? 8) / earlier.n);
   const oneSided = earlier.c <= 1 || earlier.n - earlier.c <= 1;
-  return { a: 0.5 + scale * earlier.c, b: 0.5 + scale * (earlier.n - earlier.c), weight: options.weight ?? (oneSided ? 0.97 : 0.9) };
+  return {
+    a: 0.5 + scale * earlier.c,
+    b: 0.5 + scale * (earlier.n - earlier.c),
+    weight: options.weight ?? (oneSided ? 0.97 : 0.9),
+  };
 }
 
 /** Each stopping rule's default risk: the two read it on different scales. */
 export const DEFAULT_RISK = { optimal: 0.009, curtail: 0.02 } as const;
 
-export const DEFAULT_ADAPTIVE_RULE: AdaptiveRule = { lo: 0.25, hi: 0.75, kMax: 16, risk: 0.02, step: 2, priorA: 0.5, priorB: 0.5 };
+export const DEFAULT_ADAPTIVE_RULE: AdaptiveRule = {
+  lo: 0.25,
+  hi: 0.75,
+  kMax: 16,
+  risk: 0.02,
+  step: 2,
+  priorA: 0.5,
+  priorB: 0.5,
+};
 
 export type AdaptiveDecision =
-  | { stop: false; probability: number | null }
-  | { stop: true; inBand: boolean; probability: number };
+  { stop: false; probability: number | null } | { stop: true; inBand: boolean; probability: number };
 
 /** The decision a full run of kMax trials would make. */
 export function finalInBand(c: number, rule: AdaptiveRule): boolean {
@@ -186,7 +200,10 @@ export function decide(n: number, c: number, rule: AdaptiveRule = DEFAULT_ADAPTI
   // that agrees with it, never one that argues against it.
   if (contradictsPrior(n, c, rule)) return decide(n, c, { ...rule, informed: null });
   const probability = predictiveInBand(n, c, rule);
-  if (rule.method === 'optimal') return optimalStopsOf(rule).has(`${n}/${c}`) ? { stop: true, inBand: probability >= 0.5, probability } : { stop: false, probability };
+  if (rule.method === 'optimal')
+    return optimalStopsOf(rule).has(`${n}/${c}`)
+      ? { stop: true, inBand: probability >= 0.5, probability }
+      : { stop: false, probability };
   if (probability <= rule.risk) return { stop: true, inBand: false, probability };
   if (probability >= 1 - rule.risk) return { stop: true, inBand: true, probability };
   return { stop: false, probability };
@@ -195,7 +212,9 @@ export function decide(n: number, c: number, rule: AdaptiveRule = DEFAULT_ADAPTI
 /** A task cut off inside a step (a budget ended one trial of a pair): its counts have no unbiased rate. */
 export class CutInsideStepError extends RangeError {
   constructor(n: number, c: number, step: number) {
-    super(`${c} of ${n} trials: cut off inside a step of ${step} trials run at once, so the recorded trials are the ones that finished first; no unbiased rate exists for them`);
+    super(
+      `${c} of ${n} trials: cut off inside a step of ${step} trials run at once, so the recorded trials are the ones that finished first; no unbiased rate exists for them`,
+    );
   }
 }
 
@@ -231,7 +250,8 @@ export class GmsEstimator {
     }
     for (let n = 1; n <= K; n++) {
       for (let c = 0; c <= n; c++) {
-        if (all[n]![c]! > 0) (decide(n, c, rule).stop ? this.estimates : this.truncated).set(`${n}/${c}`, first[n]![c]! / all[n]![c]!);
+        if (all[n]![c]! > 0)
+          (decide(n, c, rule).stop ? this.estimates : this.truncated).set(`${n}/${c}`, first[n]![c]! / all[n]![c]!);
       }
     }
   }
@@ -270,10 +290,14 @@ export class GmsEstimator {
 }
 
 /** Runs the rule over one task's outcome sequence (true = success) and says where it stopped. */
-export function runAdaptive(outcomes: boolean[], rule: AdaptiveRule = DEFAULT_ADAPTIVE_RULE): { n: number; c: number; inBand: boolean } {
+export function runAdaptive(
+  outcomes: boolean[],
+  rule: AdaptiveRule = DEFAULT_ADAPTIVE_RULE,
+): { n: number; c: number; inBand: boolean } {
   let c = 0;
   for (let n = 1; n <= rule.kMax; n++) {
-    if (outcomes[n - 1] === undefined) throw new RangeError(`the rule needs up to ${rule.kMax} outcomes, got ${outcomes.length}`);
+    if (outcomes[n - 1] === undefined)
+      throw new RangeError(`the rule needs up to ${rule.kMax} outcomes, got ${outcomes.length}`);
     if (outcomes[n - 1]) c += 1;
     const d = decide(n, c, rule);
     if (d.stop) return { n, c, inBand: d.inBand };

@@ -33,7 +33,10 @@ export type PairedComparison = z.infer<typeof PairedComparisonSchema>;
  * mean difference. With `cluster`, tasks of one family are averaged first and the test runs over
  * families, because tasks from one origin are not independent.
  */
-export function pairedCompare(tasks: PairedTask[], options: { level?: number; cluster?: boolean; permutations?: number; seed?: number } = {}): PairedComparison {
+export function pairedCompare(
+  tasks: PairedTask[],
+  options: { level?: number; cluster?: boolean; permutations?: number; seed?: number } = {},
+): PairedComparison {
   const level = options.level ?? 0.95;
   let diffs = tasks.map((t) => t.a - t.b);
   if (options.cluster) {
@@ -48,7 +51,10 @@ export function pairedCompare(tasks: PairedTask[], options: { level?: number; cl
     });
   }
   const T = diffs.length;
-  if (T < 2) throw new RangeError(`a paired comparison needs at least 2 ${options.cluster ? 'families' : 'common tasks'}, have ${T}`);
+  if (T < 2)
+    throw new RangeError(
+      `a paired comparison needs at least 2 ${options.cluster ? 'families' : 'common tasks'}, have ${T}`,
+    );
   const mean = diffs.reduce((x, y) => x + y, 0) / T;
   const sd = Math.sqrt(diffs.reduce((acc, d) => acc + (d - mean) ** 2, 0) / (T - 1));
   const se = sd / Math.sqrt(T);
@@ -65,14 +71,29 @@ export function pairedCompare(tasks: PairedTask[], options: { level?: number; cl
   }
   const half = tQuantile(1 - (1 - level) / 2, df) * se;
   const perm = signFlipP(diffs, options.permutations ?? 20000, options.seed ?? 1);
-  return { t: T, meanDiff: mean, ciLo: mean - half, ciHi: mean + half, tStat, df, p, permutationP: perm.p, permutationMethod: perm.method, clustered: options.cluster ?? false };
+  return {
+    t: T,
+    meanDiff: mean,
+    ciLo: mean - half,
+    ciHi: mean + half,
+    tStat,
+    df,
+    p,
+    permutationP: perm.p,
+    permutationMethod: perm.method,
+    clustered: options.cluster ?? false,
+  };
 }
 
 /**
  * Sign-flip permutation test of mean(d) = 0: under the null each difference's sign is a coin
  * flip. Exact over all 2^T flips for T <= 16, else `rounds` seeded random flips ((hits+1)/(rounds+1)).
  */
-export function signFlipP(diffs: number[], rounds: number, seed: number): { p: number; method: 'exact' | 'monte-carlo' } {
+export function signFlipP(
+  diffs: number[],
+  rounds: number,
+  seed: number,
+): { p: number; method: 'exact' | 'monte-carlo' } {
   const T = diffs.length;
   const observed = Math.abs(diffs.reduce((x, y) => x + y, 0));
   const eps = 1e-12 * Math.max(1, observed);

@@ -36,7 +36,12 @@ export class TrialFolderJobs {
         } finally {
           store.close();
         }
-      } else ref = { id: `path:${parent}`, name: path.basename(path.basename(parent) === 'trials' ? path.dirname(parent) : parent), source: parent };
+      } else
+        ref = {
+          id: `path:${parent}`,
+          name: path.basename(path.basename(parent) === 'trials' ? path.dirname(parent) : parent),
+          source: parent,
+        };
       this.known.set(parent, ref);
     }
     return ref;

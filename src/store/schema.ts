@@ -207,7 +207,10 @@ export type ListingRow = z.infer<typeof ListingRowSchema>;
  * adaptive job, with the mean duration of those trials (ms), by which the job runs its longest
  * tasks first. Read once, when the job is made, and kept.
  */
-export const PriorsSchema = z.record(z.string(), z.record(z.string(), z.object({ n: z.number(), c: z.number(), ms: z.number().optional() })));
+export const PriorsSchema = z.record(
+  z.string(),
+  z.record(z.string(), z.object({ n: z.number(), c: z.number(), ms: z.number().optional() })),
+);
 export type Priors = z.infer<typeof PriorsSchema>;
 
 /** Meta values other than the spec, each a JSON text: what a key holds. */

@@ -4,13 +4,30 @@ import { z } from 'zod';
 import Database from 'better-sqlite3';
 import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
-import { MIGRATIONS, slotKey, type MetaKey, MetaSchemas, type ListingRow, type Slot, type TrialRow, type TrialStatus } from './schema.js';
+import {
+  MIGRATIONS,
+  slotKey,
+  type MetaKey,
+  MetaSchemas,
+  type ListingRow,
+  type Slot,
+  type TrialRow,
+  type TrialStatus,
+} from './schema.js';
 import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
 import { parseRetries, type RetriedAttempt } from '../trial/retries.js';
 
 export type { RetriedAttempt } from '../trial/retries.js';
 // The row types live with the tables (schema.ts); named here too for the store's callers.
-export { SlotSchema, slotKey, TrialRowSchema, TrialStatusSchema, type Slot, type TrialRow, type TrialStatus } from './schema.js';
+export {
+  SlotSchema,
+  slotKey,
+  TrialRowSchema,
+  TrialStatusSchema,
+  type Slot,
+  type TrialRow,
+  type TrialStatus,
+} from './schema.js';
 
 export interface RecordExtra {
   slot: Slot;
@@ -44,11 +61,25 @@ function dirWritable(file: string): boolean {
 export function storeError(file: string, err: unknown): TermgradeError {
   const code = (err as { code?: string }).code ?? '';
   const msg = (err as Error).message ?? String(err);
-  if (code === 'SQLITE_FULL' || /ENOSPC|disk is full|database or disk is full/i.test(msg) || (code.startsWith('SQLITE_IOERR') && diskNearlyFull(file))) {
-    return new TermgradeError('store_full', `cannot write to the job store ${file}: the disk is full. Every trial finished before this is kept; free space and run the job again to resume.`);
+  if (
+    code === 'SQLITE_FULL' ||
+    /ENOSPC|disk is full|database or disk is full/i.test(msg) ||
+    (code.startsWith('SQLITE_IOERR') && diskNearlyFull(file))
+  ) {
+    return new TermgradeError(
+      'store_full',
+      `cannot write to the job store ${file}: the disk is full. Every trial finished before this is kept; free space and run the job again to resume.`,
+    );
   }
-  if (code.startsWith('SQLITE_READONLY') || /readonly|read-only|EROFS/i.test(msg) || ((code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_IOERR')) && !dirWritable(file))) {
-    return new TermgradeError('store_readonly', `cannot write to the job store ${file}: it is read-only. Every trial finished before this is kept; make it writable and run the job again to resume.`);
+  if (
+    code.startsWith('SQLITE_READONLY') ||
+    /readonly|read-only|EROFS/i.test(msg) ||
+    ((code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_IOERR')) && !dirWritable(file))
+  ) {
+    return new TermgradeError(
+      'store_readonly',
+      `cannot write to the job store ${file}: it is read-only. Every trial finished before this is kept; make it writable and run the job again to resume.`,
+    );
   }
   if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
     return new TermgradeError('store_corrupt', `the job store ${file} is damaged or not a termgrade store (${msg})`);
@@ -85,7 +116,10 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
 export class JobStore {
   private readonly db: Database.Database;
 
-  private constructor(readonly file: string, db: Database.Database) {
+  private constructor(
+    readonly file: string,
+    db: Database.Database,
+  ) {
     this.db = db;
   }
 
@@ -105,7 +139,10 @@ export class JobStore {
   }
 
   private tooNew(): TermgradeError {
-    return new TermgradeError('store_error', `${this.file} was written by a newer termgrade (schema ${this.db.pragma('user_version', { simple: true })}, this one knows ${MIGRATIONS.length})`);
+    return new TermgradeError(
+      'store_error',
+      `${this.file} was written by a newer termgrade (schema ${this.db.pragma('user_version', { simple: true })}, this one knows ${MIGRATIONS.length})`,
+    );
   }
 
   private migrate(): void {
@@ -155,13 +192,20 @@ export class JobStore {
       throw new TermgradeError('store_corrupt', `${this.file}: meta "${key}" is not JSON: ${(err as Error).message}`);
     }
     const checked = MetaSchemas[key].safeParse(parsed);
-    if (!checked.success) throw new TermgradeError('store_corrupt', `${this.file}: meta "${key}": ${checked.error.issues[0]?.message ?? 'malformed'}`);
+    if (!checked.success)
+      throw new TermgradeError(
+        'store_corrupt',
+        `${this.file}: meta "${key}": ${checked.error.issues[0]?.message ?? 'malformed'}`,
+      );
     return checked.data as z.infer<(typeof MetaSchemas)[K]>;
   }
 
   /** How many trial rows there are and the last rowid: a reader's cheap look for anything new. */
   head(): { count: number; lastRowid: number } {
-    const row = this.db.prepare('SELECT count(*) AS n, coalesce(max(rowid), 0) AS m FROM trials').get() as { n: number; m: number };
+    const row = this.db.prepare('SELECT count(*) AS n, coalesce(max(rowid), 0) AS m FROM trials').get() as {
+      n: number;
+      m: number;
+    };
     return { count: row.n, lastRowid: row.m };
   }
 
@@ -179,7 +223,11 @@ export class JobStore {
   }
 
   setMeta(key: string, value: string): void {
-    this.write(() => this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value));
+    this.write(() =>
+      this.db
+        .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+        .run(key, value),
+    );
   }
 
   private write<T>(fn: () => T): T {
@@ -197,15 +245,25 @@ export class JobStore {
    */
   finishedSlots(retry: { classes?: string[]; errors?: boolean } = {}): Set<string> {
     const again = new Set([...INFRA_ERROR_CLASSES, ...(retry.classes ?? [])]);
-    const rows = (this.db.prepare('SELECT config, task, attempt, status, error_class FROM trials').all() as Array<Slot & { status: string; error_class: string | null }>).filter(
-      (r) => r.status !== 'not_run' && !(r.error_class && again.has(r.error_class)) && !(retry.errors && r.status === 'error'),
+    const rows = (
+      this.db.prepare('SELECT config, task, attempt, status, error_class FROM trials').all() as Array<
+        Slot & { status: string; error_class: string | null }
+      >
+    ).filter(
+      (r) =>
+        r.status !== 'not_run' &&
+        !(r.error_class && again.has(r.error_class)) &&
+        !(retry.errors && r.status === 'error'),
     );
     return new Set(rows.map(slotKey));
   }
 
   /** Verdicts of a check job, by task path (see `check --job`). */
   checkedTasks(): Map<string, unknown> {
-    const rows = this.db.prepare('SELECT path, result_json FROM checked_tasks').all() as Array<{ path: string; result_json: string }>;
+    const rows = this.db.prepare('SELECT path, result_json FROM checked_tasks').all() as Array<{
+      path: string;
+      result_json: string;
+    }>;
     return new Map(rows.map((r) => [r.path, JSON.parse(r.result_json) as unknown]));
   }
 
@@ -213,21 +271,49 @@ export class JobStore {
   recordChecked(task: { path: string; name: string; verdict: string }): void {
     this.write(() =>
       this.db
-        .prepare('INSERT INTO checked_tasks (path, name, verdict, result_json, checked_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET name = excluded.name, verdict = excluded.verdict, result_json = excluded.result_json, checked_at = excluded.checked_at')
+        .prepare(
+          'INSERT INTO checked_tasks (path, name, verdict, result_json, checked_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET name = excluded.name, verdict = excluded.verdict, result_json = excluded.result_json, checked_at = excluded.checked_at',
+        )
         .run(task.path, task.name, task.verdict, JSON.stringify(task), new Date().toISOString()),
     );
   }
 
   /** Earlier records of a slot that were replaced by a re-run, oldest first. */
-  historyOf(slot: Slot): Array<{ trial_id: string; status: string; error_class: string | null; row: Record<string, unknown>; replaced_at: string }> {
-    const rows = this.db.prepare('SELECT trial_id, status, error_class, row_json, replaced_at FROM trial_history WHERE config = ? AND task = ? AND attempt = ? ORDER BY rowid').all(slot.config, slot.task, slot.attempt) as Array<{ trial_id: string; status: string; error_class: string | null; row_json: string; replaced_at: string }>;
-    return rows.map((r) => ({ trial_id: r.trial_id, status: r.status, error_class: r.error_class, row: JSON.parse(r.row_json) as Record<string, unknown>, replaced_at: r.replaced_at }));
+  historyOf(
+    slot: Slot,
+  ): Array<{
+    trial_id: string;
+    status: string;
+    error_class: string | null;
+    row: Record<string, unknown>;
+    replaced_at: string;
+  }> {
+    const rows = this.db
+      .prepare(
+        'SELECT trial_id, status, error_class, row_json, replaced_at FROM trial_history WHERE config = ? AND task = ? AND attempt = ? ORDER BY rowid',
+      )
+      .all(slot.config, slot.task, slot.attempt) as Array<{
+      trial_id: string;
+      status: string;
+      error_class: string | null;
+      row_json: string;
+      replaced_at: string;
+    }>;
+    return rows.map((r) => ({
+      trial_id: r.trial_id,
+      status: r.status,
+      error_class: r.error_class,
+      row: JSON.parse(r.row_json) as Record<string, unknown>,
+      replaced_at: r.replaced_at,
+    }));
   }
 
   /** The tests that failed (or errored) in each trial, by trial id. */
   failedTests(): Map<string, string[]> {
     const out = new Map<string, string[]>();
-    for (const r of this.db.prepare("SELECT trial_id, name FROM tests WHERE status IN ('failed', 'error') ORDER BY trial_id, name").iterate() as Iterable<{ trial_id: string; name: string }>) {
+    for (const r of this.db
+      .prepare("SELECT trial_id, name FROM tests WHERE status IN ('failed', 'error') ORDER BY trial_id, name")
+      .iterate() as Iterable<{ trial_id: string; name: string }>) {
       const list = out.get(r.trial_id);
       if (list) list.push(r.name);
       else out.set(r.trial_id, [r.name]);
@@ -236,28 +322,50 @@ export class JobStore {
   }
 
   /** Every replaced record (by `run --retry`), with its slot: sandbox time spent and discarded. */
-  allHistory(): Array<{ config: string; task: string; attempt: number; error_class: string | null; duration_ms: number; retries: RetriedAttempt[] }> {
-    const rows = this.db.prepare('SELECT config, task, attempt, error_class, row_json FROM trial_history ORDER BY rowid').all() as Array<{ config: string; task: string; attempt: number; error_class: string | null; row_json: string }>;
+  allHistory(): Array<{
+    config: string;
+    task: string;
+    attempt: number;
+    error_class: string | null;
+    duration_ms: number;
+    retries: RetriedAttempt[];
+  }> {
+    const rows = this.db
+      .prepare('SELECT config, task, attempt, error_class, row_json FROM trial_history ORDER BY rowid')
+      .all() as Array<{ config: string; task: string; attempt: number; error_class: string | null; row_json: string }>;
     return rows.map((r) => {
       const row = JSON.parse(r.row_json) as { duration_ms?: number | null; retry_reasons_json?: string };
-      return { config: r.config, task: r.task, attempt: r.attempt, error_class: r.error_class, duration_ms: row.duration_ms ?? 0, retries: parseRetries(row.retry_reasons_json) };
+      return {
+        config: r.config,
+        task: r.task,
+        attempt: r.attempt,
+        error_class: r.error_class,
+        duration_ms: row.duration_ms ?? 0,
+        retries: parseRetries(row.retry_reasons_json),
+      };
     });
   }
 
   /** Every trial id the store holds. */
   trialIds(): Set<string> {
-    return new Set((this.db.prepare('SELECT trial_id FROM trials').pluck().all() as string[]));
+    return new Set(this.db.prepare('SELECT trial_id FROM trials').pluck().all() as string[]);
   }
 
   /** Per configuration and task (`config\0task`), the attempt index after the highest recorded. */
   nextAttempts(): Map<string, number> {
-    const rows = this.db.prepare('SELECT config, task, MAX(attempt) + 1 AS next FROM trials GROUP BY config, task').all() as Array<{ config: string; task: string; next: number }>;
+    const rows = this.db
+      .prepare('SELECT config, task, MAX(attempt) + 1 AS next FROM trials GROUP BY config, task')
+      .all() as Array<{ config: string; task: string; next: number }>;
     return new Map(rows.map((r) => [`${r.config}\u0000${r.task}`, r.next]));
   }
 
   /** The checksum each task had when its trials were recorded (for refusing changed tasks). */
   taskChecksums(): Map<string, string> {
-    const rows = this.db.prepare("SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run'").all() as Array<{ task: string; task_checksum: string }>;
+    const rows = this.db
+      .prepare(
+        "SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run'",
+      )
+      .all() as Array<{ task: string; task_checksum: string }>;
     return new Map(rows.map((r) => [r.task, r.task_checksum]));
   }
 
@@ -273,9 +381,11 @@ export class JobStore {
          SELECT trial_id, config, task, attempt, status, error_class, json_object('trial_id', trial_id, 'status', status, 'reward', reward, 'error_class', error_class, 'error_message', error_message, 'duration_ms', duration_ms, 'trial_dir', trial_dir, 'infra_attempts', infra_attempts, 'retry_reasons_json', retry_reasons_json), ?
          FROM trials WHERE config = ? AND task = ? AND attempt = ? AND status != 'not_run'`,
       ),
-      insertTest: this.db.prepare('INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)'),
+      insertTest: this.db.prepare(
+        'INSERT OR REPLACE INTO tests (trial_id, name, status, duration_ms, message) VALUES (?, ?, ?, ?, ?)',
+      ),
       insertTrial: this.db.prepare(
-          `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
+        `INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, reward, rewards_json, passed, error_class,
             error_message, error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_path,
             task_checksum, image, tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at,
             duration_ms, infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, findings_json, protection,
@@ -291,58 +401,59 @@ export class JobStore {
 
   /** Records one trial, with its tests, atomically; replaces a not_run row of the same slot. */
   recordTrial(result: TrialResult, extra: RecordExtra): void {
-    const status: TrialStatus = result.error?.class === 'cancelled' ? 'not_run' : result.reward === null ? 'error' : 'completed';
+    const status: TrialStatus =
+      result.error?.class === 'cancelled' ? 'not_run' : result.reward === null ? 'error' : 'completed';
     const s = extra.slot;
     const st = (this.statements ??= this.prepareWrites());
     const tx = this.db.transaction(() => {
       st.keepHistory.run(new Date().toISOString(), s.config, s.task, s.attempt);
       st.deleteSlot.run(s.config, s.task, s.attempt);
       st.insertTrial.run({
-          trial_id: result.trialId,
-          config: s.config,
-          task: s.task,
-          attempt: s.attempt,
-          agent: result.agent.name,
-          model: result.agent.model,
-          status,
-          reward: result.reward,
-          rewards_json: JSON.stringify(result.rewards),
-          passed: result.passed ? 1 : 0,
-          error_class: result.error?.class ?? null,
-          error_message: result.error?.message ?? null,
-          error_phase: result.error?.phase ?? null,
-          exit_reason: result.exitReason,
-          turns: result.turns,
-          input_tokens: result.tokens?.input ?? null,
-          cached_tokens: result.tokens?.cached ?? null,
-          output_tokens: result.tokens?.output ?? null,
-          cost_usd: result.costUsd,
-          task_path: result.task.path,
-          task_checksum: result.task.checksum,
-          image: result.image,
-          tests_source: result.testsSource,
-          tests_total: result.testsSummary.total,
-          tests_passed: result.testsSummary.passed,
-          tests_failed: result.testsSummary.failed,
-          phases_json: JSON.stringify(result.phases),
-          started_at: result.startedAt,
-          finished_at: result.finishedAt,
-          duration_ms: result.durationMs,
-          infra_attempts: extra.infraAttempts,
-          retry_reasons_json: JSON.stringify(extra.retryReasons),
-          trial_dir: extra.trialDir,
-          source: extra.source ?? 'termgrade',
-          // Records written before these fields existed (imports, older result.json) lack them.
-          image_id: result.imageId ?? null,
-          image_source: result.imageSource ?? null,
-          tampering_json: JSON.stringify(result.tampering ?? []),
-          protection: result.protection ?? 'rules',
-          findings_json: JSON.stringify(result.findings ?? []),
-          steps_json: JSON.stringify(result.steps ?? []),
-          task_version: result.taskVersion ?? null,
-          dataset_name: result.dataset?.name ?? null,
-          dataset_version: result.dataset?.version ?? null,
-        });
+        trial_id: result.trialId,
+        config: s.config,
+        task: s.task,
+        attempt: s.attempt,
+        agent: result.agent.name,
+        model: result.agent.model,
+        status,
+        reward: result.reward,
+        rewards_json: JSON.stringify(result.rewards),
+        passed: result.passed ? 1 : 0,
+        error_class: result.error?.class ?? null,
+        error_message: result.error?.message ?? null,
+        error_phase: result.error?.phase ?? null,
+        exit_reason: result.exitReason,
+        turns: result.turns,
+        input_tokens: result.tokens?.input ?? null,
+        cached_tokens: result.tokens?.cached ?? null,
+        output_tokens: result.tokens?.output ?? null,
+        cost_usd: result.costUsd,
+        task_path: result.task.path,
+        task_checksum: result.task.checksum,
+        image: result.image,
+        tests_source: result.testsSource,
+        tests_total: result.testsSummary.total,
+        tests_passed: result.testsSummary.passed,
+        tests_failed: result.testsSummary.failed,
+        phases_json: JSON.stringify(result.phases),
+        started_at: result.startedAt,
+        finished_at: result.finishedAt,
+        duration_ms: result.durationMs,
+        infra_attempts: extra.infraAttempts,
+        retry_reasons_json: JSON.stringify(extra.retryReasons),
+        trial_dir: extra.trialDir,
+        source: extra.source ?? 'termgrade',
+        // Records written before these fields existed (imports, older result.json) lack them.
+        image_id: result.imageId ?? null,
+        image_source: result.imageSource ?? null,
+        tampering_json: JSON.stringify(result.tampering ?? []),
+        protection: result.protection ?? 'rules',
+        findings_json: JSON.stringify(result.findings ?? []),
+        steps_json: JSON.stringify(result.steps ?? []),
+        task_version: result.taskVersion ?? null,
+        dataset_name: result.dataset?.name ?? null,
+        dataset_version: result.dataset?.version ?? null,
+      });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
       faultDelay();
     });
@@ -353,9 +464,13 @@ export class JobStore {
   recordNotRun(slot: Slot, trialId: string, agent: string, model: string | null, reason: string): void {
     this.write(() =>
       this.db.transaction(() => {
-        this.db.prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?').run(slot.config, slot.task, slot.attempt);
         this.db
-          .prepare("INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, error_class, error_message, exit_reason) VALUES (?, ?, ?, ?, ?, ?, 'not_run', 'cancelled', ?, 'not_run')")
+          .prepare('DELETE FROM trials WHERE config = ? AND task = ? AND attempt = ?')
+          .run(slot.config, slot.task, slot.attempt);
+        this.db
+          .prepare(
+            "INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, error_class, error_message, exit_reason) VALUES (?, ?, ?, ?, ?, ?, 'not_run', 'cancelled', ?, 'not_run')",
+          )
           .run(trialId, slot.config, slot.task, slot.attempt, agent, model, reason);
       })(),
     );
@@ -371,7 +486,11 @@ export class JobStore {
    * migration that added it (a job recorded by an older termgrade, read by `stats` or `report`).
    */
   private column(name: string, absent: string): string {
-    const has = (this.db.prepare('SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?').pluck().get('trials', name) as number) > 0;
+    const has =
+      (this.db
+        .prepare('SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?')
+        .pluck()
+        .get('trials', name) as number) > 0;
     return has ? name : `${absent} AS ${name}`;
   }
 
@@ -381,16 +500,25 @@ export class JobStore {
       infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, ${this.column('findings_json', "'[]'")}, ${this.column('protection', "'rules'")},
       rewards_json, ${this.column('steps_json', "'[]'")}, ${this.column('task_version', 'NULL')}, ${this.column('dataset_name', 'NULL')}, ${this.column('dataset_version', 'NULL')} FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
     const stmt = this.db.prepare(sql);
-    yield* (filter.status ? stmt.iterate(this.jobId(), filter.status) : stmt.iterate(this.jobId())) as IterableIterator<TrialRow>;
+    yield* (
+      filter.status ? stmt.iterate(this.jobId(), filter.status) : stmt.iterate(this.jobId())
+    ) as IterableIterator<TrialRow>;
   }
 
   count(status?: TrialStatus): number {
-    const row = (status ? this.db.prepare('SELECT COUNT(*) n FROM trials WHERE status = ?').get(status) : this.db.prepare('SELECT COUNT(*) n FROM trials').get()) as { n: number };
+    const row = (
+      status
+        ? this.db.prepare('SELECT COUNT(*) n FROM trials WHERE status = ?').get(status)
+        : this.db.prepare('SELECT COUNT(*) n FROM trials').get()
+    ) as { n: number };
     return row.n;
   }
 
   testsOf(trialId: string): Array<{ name: string; status: string }> {
-    return this.db.prepare('SELECT name, status FROM tests WHERE trial_id = ? ORDER BY name').all(trialId) as Array<{ name: string; status: string }>;
+    return this.db.prepare('SELECT name, status FROM tests WHERE trial_id = ? ORDER BY name').all(trialId) as Array<{
+      name: string;
+      status: string;
+    }>;
   }
 
   integrityOk(): boolean {

@@ -46,7 +46,12 @@ export function taskToml(state: CandidateState, model: string, limits: TaskLimit
  * part regenerated leaves nothing of its earlier version behind), and loads it. A part not yet
  * generated is written as a placeholder that fails: the folder is a task only once all are there.
  */
-export async function writeCandidate(dir: string, state: CandidateState, model: string, limits: TaskLimits): Promise<Task> {
+export async function writeCandidate(
+  dir: string,
+  state: CandidateState,
+  model: string,
+  limits: TaskLimits,
+): Promise<Task> {
   await rm(dir, { recursive: true, force: true });
   const { environment, instruction, solution, tests } = state.parts;
   const put = async (rel: string, content: string, mode = 0o644): Promise<void> => {
@@ -58,11 +63,13 @@ export async function writeCandidate(dir: string, state: CandidateState, model: 
   await put('instruction.md', instruction?.instruction ?? '(not generated yet)\n');
   if (environment) {
     await put('environment/Dockerfile', environment.dockerfile);
-    for (const f of environment.files) await put(path.join('environment', f.path), f.content, f.path.endsWith('.sh') ? 0o755 : 0o644);
+    for (const f of environment.files)
+      await put(path.join('environment', f.path), f.content, f.path.endsWith('.sh') ? 0o755 : 0o644);
   }
   if (solution) await put('solution/solve.sh', solution.solveSh, 0o755);
   await put('tests/test.sh', tests?.testSh ?? '#!/bin/sh\necho 0 > /logs/verifier/reward.txt\n', 0o755);
-  for (const f of tests?.files ?? []) await put(path.join('tests', f.path), f.content, f.path.endsWith('.sh') ? 0o755 : 0o644);
+  for (const f of tests?.files ?? [])
+    await put(path.join('tests', f.path), f.content, f.path.endsWith('.sh') ? 0o755 : 0o644);
   return loadTask(dir);
 }
 

@@ -15,12 +15,15 @@ export const EXEMPLAR_BRIEF =
   'another starting state, other inputs and another goal. Do not reuse its instruction, environment or tests: ' +
   'a copy of the exemplar is refused as a duplicate.';
 
-const clip = (text: string): string => (text.length > TEXT_CHARS ? `${text.slice(0, TEXT_CHARS)}\n[... ${text.length - TEXT_CHARS} more characters]` : text);
+const clip = (text: string): string =>
+  text.length > TEXT_CHARS ? `${text.slice(0, TEXT_CHARS)}\n[... ${text.length - TEXT_CHARS} more characters]` : text;
 
 /** The files under one of the task's folders, with sizes (names and sizes only: the content is not the skill). */
 async function listing(dir: string): Promise<Array<{ path: string; size: number }>> {
   // A multi-step task may have no root tests/ folder: nothing to list.
-  const entries = await walk(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
+  const entries = await walk(dir).catch((err: NodeJS.ErrnoException) =>
+    err.code === 'ENOENT' ? [] : Promise.reject(err),
+  );
   const files = entries.filter((e) => e.kind === 'file').slice(0, MAX_FILES);
   return Promise.all(files.map(async (f) => ({ path: f.rel, size: (await stat(f.abs)).size })));
 }
@@ -65,7 +68,11 @@ export async function readExemplars(dirs: string[]): Promise<Array<{ id: string;
   const seen = new Map<string, string>();
   out.forEach((e, i) => {
     const other = seen.get(e.id);
-    if (other !== undefined) throw new TermgradeError('usage', `--exemplars ${dirs[i]} and ${other} both give the seed id ${e.id}: rename one folder`);
+    if (other !== undefined)
+      throw new TermgradeError(
+        'usage',
+        `--exemplars ${dirs[i]} and ${other} both give the seed id ${e.id}: rename one folder`,
+      );
     seen.set(e.id, dirs[i]!);
   });
   return out;

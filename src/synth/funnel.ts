@@ -13,13 +13,26 @@ export function funnel(candidates: CandidateState[], stages: StageRecord[], outD
     const entered = new Set(rows.map((r) => r.candidateId));
     const passed = new Set(rows.filter((r) => r.outcome === 'passed').map((r) => r.candidateId));
     const wallMs = rows.reduce((a, r) => a + r.durationMs, 0);
-    return { stage, candidates: entered.size, passed: passed.size, yield: entered.size ? passed.size / entered.size : null, runs: rows.length, wallMs, timeShare: totalMs ? wallMs / totalMs : 0 };
+    return {
+      stage,
+      candidates: entered.size,
+      passed: passed.size,
+      yield: entered.size ? passed.size / entered.size : null,
+      runs: rows.length,
+      wallMs,
+      timeShare: totalMs ? wallMs / totalMs : 0,
+    };
   });
   const admitted = candidates.filter((c) => c.status === 'admitted');
   const rejected = candidates.filter((c) => c.status === 'rejected');
   const repairs = RepairablePart.options.map((part) => {
     const tried = candidates.filter((c) => c.repairs.some((r) => r.part === part));
-    return { part, attempts: candidates.reduce((a, c) => a + c.repairs.filter((r) => r.part === part).length, 0), candidates: tried.length, admitted: tried.filter((c) => c.status === 'admitted').length };
+    return {
+      part,
+      attempts: candidates.reduce((a, c) => a + c.repairs.filter((r) => r.part === part).length, 0),
+      candidates: tried.length,
+      admitted: tried.filter((c) => c.status === 'admitted').length,
+    };
   });
   const rejections: Record<string, number> = {};
   for (const c of rejected) for (const r of c.rejected) rejections[r] = (rejections[r] ?? 0) + 1;
@@ -47,7 +60,13 @@ export function funnel(candidates: CandidateState[], stages: StageRecord[], outD
     },
     costUsd: costs.length ? costs.reduce((a, b) => a + b, 0) : null,
     wallMs: totalMs,
-    admittedTasks: admitted.map((c) => ({ candidate: c.id, seed: c.seedId, path: c.admittedPath ?? '', rounds: c.round, tests: c.tests.length })),
+    admittedTasks: admitted.map((c) => ({
+      candidate: c.id,
+      seed: c.seedId,
+      path: c.admittedPath ?? '',
+      rounds: c.round,
+      tests: c.tests.length,
+    })),
     outDir,
   };
 }
@@ -59,13 +78,37 @@ export function formatFunnel(r: SynthReport): string {
   const lines: string[] = [];
   const row = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(12) : c.padStart(10))).join(' ');
   lines.push(row(['stage', 'entered', 'passed', 'yield', 'runs', 'time s', 'time %']));
-  for (const s of r.stages) lines.push(row([s.stage, String(s.candidates), String(s.passed), pct(s.yield), String(s.runs), (s.wallMs / 1000).toFixed(1), pct(s.timeShare)]));
+  for (const s of r.stages)
+    lines.push(
+      row([
+        s.stage,
+        String(s.candidates),
+        String(s.passed),
+        pct(s.yield),
+        String(s.runs),
+        (s.wallMs / 1000).toFixed(1),
+        pct(s.timeShare),
+      ]),
+    );
   lines.push('');
-  lines.push(`candidates ${r.candidates}: admitted ${r.admitted}, rejected ${r.rejected}${r.unfinished ? `, unfinished ${r.unfinished} (run again to resume)` : ''}; end-to-end yield ${pct(r.endToEndYield)}`);
-  lines.push(`repairs: ${r.repairs.map((p) => `${p.part} ${p.attempts} on ${p.candidates} candidate(s), ${p.admitted} admitted`).join(', ')}`);
-  if (Object.keys(r.rejections).length) lines.push(`rejected for: ${Object.entries(r.rejections).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-  lines.push(`tests per admitted task: ${r.testsPerAdmitted.mean === null ? '-' : `mean ${r.testsPerAdmitted.mean.toFixed(1)} (min ${r.testsPerAdmitted.min}, max ${r.testsPerAdmitted.max})`}`);
-  lines.push(`generator: ${r.tokens.calls} calls, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion tokens, ${r.tokens.malformedReplies} malformed replies, cost ${r.costUsd === null ? 'unknown (no price)' : `$${r.costUsd.toFixed(4)}`}`);
+  lines.push(
+    `candidates ${r.candidates}: admitted ${r.admitted}, rejected ${r.rejected}${r.unfinished ? `, unfinished ${r.unfinished} (run again to resume)` : ''}; end-to-end yield ${pct(r.endToEndYield)}`,
+  );
+  lines.push(
+    `repairs: ${r.repairs.map((p) => `${p.part} ${p.attempts} on ${p.candidates} candidate(s), ${p.admitted} admitted`).join(', ')}`,
+  );
+  if (Object.keys(r.rejections).length)
+    lines.push(
+      `rejected for: ${Object.entries(r.rejections)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
+  lines.push(
+    `tests per admitted task: ${r.testsPerAdmitted.mean === null ? '-' : `mean ${r.testsPerAdmitted.mean.toFixed(1)} (min ${r.testsPerAdmitted.min}, max ${r.testsPerAdmitted.max})`}`,
+  );
+  lines.push(
+    `generator: ${r.tokens.calls} calls, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion tokens, ${r.tokens.malformedReplies} malformed replies, cost ${r.costUsd === null ? 'unknown (no price)' : `$${r.costUsd.toFixed(4)}`}`,
+  );
   lines.push(`admitted tasks in ${r.outDir}`);
   return lines.join('\n');
 }

@@ -65,7 +65,13 @@ export class Generator {
     let c = this.clients.get(name);
     if (!c) {
       const jsonSchema = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
-      c = new ModelClient({ ...this.config, extraBody: { response_format: { type: 'json_schema', json_schema: { name, schema: jsonSchema } }, ...this.config.extraBody } });
+      c = new ModelClient({
+        ...this.config,
+        extraBody: {
+          response_format: { type: 'json_schema', json_schema: { name, schema: jsonSchema } },
+          ...this.config.extraBody,
+        },
+      });
       this.clients.set(name, c);
     }
     return c;
@@ -81,14 +87,26 @@ export class Generator {
    * failure to repair) as JSON. Fatal model errors (auth, model not found) and cancellation throw;
    * a reply that stays invalid gives value null with the problem.
    */
-  async generate<S extends z.ZodType>(name: string, schema: S, request: Record<string, unknown>, signal?: AbortSignal): Promise<Generated<z.infer<S>>> {
+  async generate<S extends z.ZodType>(
+    name: string,
+    schema: S,
+    request: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<Generated<z.infer<S>>> {
     const client = this.client(name, schema);
     const jsonSchema = JSON.stringify(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }));
     const messages: Message[] = [
       { role: 'system', content: `${SYSTEM}\nJSON Schema of your reply: ${jsonSchema}` },
       { role: 'user', content: JSON.stringify(request) },
     ];
-    const out: Generated<z.infer<S>> = { value: null, problem: null, calls: 0, malformed: 0, usage: { prompt: 0, completion: 0 }, costUsd: null };
+    const out: Generated<z.infer<S>> = {
+      value: null,
+      problem: null,
+      calls: 0,
+      malformed: 0,
+      usage: { prompt: 0, completion: 0 },
+      costUsd: null,
+    };
     for (let attempt = 0; attempt <= this.maxMalformed; attempt++) {
       if (signal?.aborted) throw new CancelledError('generation');
       const reply = await this.gate.run(() => client.complete({ messages, signal }));
@@ -104,14 +122,21 @@ export class Generator {
       }
       out.malformed++;
       out.problem = problem.why;
-      messages.push({ role: 'assistant', content: reply.content }, { role: 'user', content: `Your reply was refused: ${problem.why}. Reply again with only the JSON object.` });
+      messages.push(
+        { role: 'assistant', content: reply.content },
+        { role: 'user', content: `Your reply was refused: ${problem.why}. Reply again with only the JSON object.` },
+      );
     }
     return out;
   }
 }
 
 /** Parses and validates one reply; a reply cut by the token limit is refused as such. */
-function readProblem(content: string, schema: z.ZodType, finishReason: string): { ok: true; value: unknown } | { ok: false; why: string } {
+function readProblem(
+  content: string,
+  schema: z.ZodType,
+  finishReason: string,
+): { ok: true; value: unknown } | { ok: false; why: string } {
   if (finishReason === 'length') return { ok: false, why: 'the reply was cut by the token limit' };
   const text = content.trim().replace(/^```(?:json)?\s*\n([\s\S]*)\n```$/, '$1');
   let raw: unknown;

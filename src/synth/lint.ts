@@ -3,7 +3,26 @@ import { parseDockerfile } from '../task/dockerfile.js';
 import type { EnvironmentPart } from './schema.js';
 
 /** Every instruction keyword the Dockerfile reference defines. */
-const KEYWORDS = new Set(['FROM', 'RUN', 'CMD', 'LABEL', 'MAINTAINER', 'EXPOSE', 'ENV', 'ADD', 'COPY', 'ENTRYPOINT', 'VOLUME', 'USER', 'WORKDIR', 'ARG', 'ONBUILD', 'STOPSIGNAL', 'HEALTHCHECK', 'SHELL']);
+const KEYWORDS = new Set([
+  'FROM',
+  'RUN',
+  'CMD',
+  'LABEL',
+  'MAINTAINER',
+  'EXPOSE',
+  'ENV',
+  'ADD',
+  'COPY',
+  'ENTRYPOINT',
+  'VOLUME',
+  'USER',
+  'WORKDIR',
+  'ARG',
+  'ONBUILD',
+  'STOPSIGNAL',
+  'HEALTHCHECK',
+  'SHELL',
+]);
 
 /**
  * The cheap check before any build: problems that make a generated environment unbuildable, found
@@ -27,16 +46,19 @@ export function lintEnvironment(env: EnvironmentPart): string[] {
     }
     if (line === '' || line.startsWith('#')) return;
     const word = /^([A-Za-z]+)(\s|$)/.exec(line)?.[1]?.toUpperCase();
-    if (!word || !KEYWORDS.has(word)) problems.push(`Dockerfile line ${i + 1}: "${line.slice(0, 60)}" is not a Dockerfile instruction`);
+    if (!word || !KEYWORDS.has(word))
+      problems.push(`Dockerfile line ${i + 1}: "${line.slice(0, 60)}" is not a Dockerfile instruction`);
     const heredoc = /<<-?(["']?)([A-Za-z_][A-Za-z0-9_]*)\1/.exec(line);
     if (heredoc && (word === 'RUN' || word === 'COPY' || word === 'ADD')) inHeredoc = heredoc[2]!;
   });
   const first = instructions.find((i) => i.keyword !== 'ARG');
   if (!first) problems.push('Dockerfile: no instruction at all');
-  else if (first.keyword !== 'FROM') problems.push(`Dockerfile line ${first.line}: the first instruction (after ARGs) is ${first.keyword}, not FROM`);
+  else if (first.keyword !== 'FROM')
+    problems.push(`Dockerfile line ${first.line}: the first instruction (after ARGs) is ${first.keyword}, not FROM`);
   const written = new Set(env.files.map((f) => path.posix.normalize(f.path)));
   for (const f of env.files) {
-    if (path.posix.normalize(f.path) === 'Dockerfile') problems.push('files: names Dockerfile, which is the dockerfile field');
+    if (path.posix.normalize(f.path) === 'Dockerfile')
+      problems.push('files: names Dockerfile, which is the dockerfile field');
   }
   for (const ins of instructions) {
     if (ins.keyword !== 'COPY' && ins.keyword !== 'ADD') continue;
@@ -44,10 +66,13 @@ export function lintEnvironment(env: EnvironmentPart): string[] {
     const args = ins.args.split(/\s+/).filter((a) => a !== '');
     if (args.some((a) => a.startsWith('--from'))) continue;
     const sources = args.filter((a) => !a.startsWith('--')).slice(0, -1);
-    if (sources.length === 0) problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} needs a source and a destination`);
+    if (sources.length === 0)
+      problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} needs a source and a destination`);
     for (const src of sources) {
       if (/^[a-z]+:\/\//i.test(src)) {
-        problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} from a URL (${src}) fetches at build time; write the file instead`);
+        problems.push(
+          `Dockerfile line ${ins.line}: ${ins.keyword} from a URL (${src}) fetches at build time; write the file instead`,
+        );
         continue;
       }
       const norm = path.posix.normalize(src.replace(/^\.\//, ''));
@@ -57,7 +82,8 @@ export function lintEnvironment(env: EnvironmentPart): string[] {
       }
       if (/[*?[]/.test(norm) || norm === '.') continue;
       const covered = written.has(norm) || [...written].some((w) => w.startsWith(`${norm}/`));
-      if (!covered) problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} source ${src} is not among the files written`);
+      if (!covered)
+        problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} source ${src} is not among the files written`);
     }
   }
   return problems;

@@ -15,9 +15,16 @@ const HASH_MAX_BYTES = 1024 * 1024;
 /** Paths a solution's run changes that are the harness's, not the solution's. */
 const HARNESS_PATHS = /^\/(solution|logs|proc|sys|dev|run|tmp\/\.termgrade)(\/|$)/;
 
-const tail = (text: string, n = OUTPUT_KEEP): string => (text.length > n ? `[... ${text.length - n} characters cut ...]${text.slice(-n)}` : text);
+const tail = (text: string, n = OUTPUT_KEEP): string =>
+  text.length > n ? `[... ${text.length - n} characters cut ...]${text.slice(-n)}` : text;
 
-async function withSandbox<T>(provider: SandboxProvider, task: Task, prepared: PreparedEnvironment, signal: AbortSignal | undefined, work: (box: Sandbox) => Promise<T>): Promise<T> {
+async function withSandbox<T>(
+  provider: SandboxProvider,
+  task: Task,
+  prepared: PreparedEnvironment,
+  signal: AbortSignal | undefined,
+  work: (box: Sandbox) => Promise<T>,
+): Promise<T> {
   return withLease({ provider, task, prepare: prepared, signal, labels: { 'termgrade.synth': 'true' } }, work);
 }
 
@@ -50,23 +57,41 @@ export function parseTree(output: string): { tree: EnvironmentState['tree']; tru
  * workdir and the folders the model named, with sizes and hashes; the tools' versions; the output
  * of the short commands the model asked for.
  */
-export async function recordEnvironmentState(provider: SandboxProvider, task: Task, prepared: PreparedEnvironment, env: EnvironmentPart, signal?: AbortSignal): Promise<EnvironmentState> {
+export async function recordEnvironmentState(
+  provider: SandboxProvider,
+  task: Task,
+  prepared: PreparedEnvironment,
+  env: EnvironmentPart,
+  signal?: AbortSignal,
+): Promise<EnvironmentState> {
   return withSandbox(provider, task, prepared, signal, async (box) => {
     const pwd = await box.exec(['pwd'], { timeoutSec: 10, signal });
     const workdir = pwd.stdout.text.trim() || '/';
     const roots = [...new Set([workdir, ...env.statePaths])];
-    const listed = await box.exec(['sh', '-c', TREE_SCRIPT, 'sh', ...roots], { timeoutSec: 60, signal, maxOutputBytes: 8 * 1024 * 1024 });
-    if (listed.timedOut || listed.stdout.truncatedBytes > 0) throw new Error(`recording the file tree of ${roots.join(', ')} did not finish whole (timed out or over 8 MiB)`);
+    const listed = await box.exec(['sh', '-c', TREE_SCRIPT, 'sh', ...roots], {
+      timeoutSec: 60,
+      signal,
+      maxOutputBytes: 8 * 1024 * 1024,
+    });
+    if (listed.timedOut || listed.stdout.truncatedBytes > 0)
+      throw new Error(`recording the file tree of ${roots.join(', ')} did not finish whole (timed out or over 8 MiB)`);
     const { tree, truncated } = parseTree(listed.stdout.text);
     const tools: EnvironmentState['tools'] = [];
     for (const name of env.tools) {
-      const r = await box.exec(['sh', '-c', 'command -v "$1" >/dev/null 2>&1 || exit 127; "$1" --version 2>&1 | head -n 1', 'sh', name], { timeoutSec: 10, signal });
+      const r = await box.exec(
+        ['sh', '-c', 'command -v "$1" >/dev/null 2>&1 || exit 127; "$1" --version 2>&1 | head -n 1', 'sh', name],
+        { timeoutSec: 10, signal },
+      );
       tools.push({ name, version: r.exitCode === 0 ? r.stdout.text.trim() || null : null });
     }
     const commands: EnvironmentState['commands'] = [];
     for (const command of env.commands) {
       const r = await box.exec(['sh', '-c', command], { timeoutSec: 10, signal, maxOutputBytes: 64 * 1024 });
-      commands.push({ command, exitCode: r.exitCode, output: tail(`${r.stdout.text}${r.stderr.text ? `\n[stderr]\n${r.stderr.text}` : ''}`) });
+      commands.push({
+        command,
+        exitCode: r.exitCode,
+        output: tail(`${r.stdout.text}${r.stderr.text ? `\n[stderr]\n${r.stderr.text}` : ''}`),
+      });
     }
     return { image: prepared.image, workdir, tree, treeTruncated: truncated, tools, commands };
   });
@@ -83,16 +108,32 @@ done`;
  * records what it left: its exit, its output, and each file it added, changed or deleted (size,
  * hash and the start of its text).
  */
-export async function runSolution(provider: SandboxProvider, task: Task, prepared: PreparedEnvironment, signal?: AbortSignal): Promise<SolutionState> {
+export async function runSolution(
+  provider: SandboxProvider,
+  task: Task,
+  prepared: PreparedEnvironment,
+  signal?: AbortSignal,
+): Promise<SolutionState> {
   return withSandbox(provider, task, prepared, signal, async (box) => {
     await box.copyIn(task.solutionDir!, '/solution');
-    const run = await box.exec(['bash', '/solution/solve.sh'], { env: task.config.solution.env, timeoutSec: task.config.agent.timeout_sec, signal, cwd: task.config.environment.workdir });
-    const all = (await box.changes()).filter((c) => !HARNESS_PATHS.test(c.path)).sort((a, b) => (a.path < b.path ? -1 : 1));
+    const run = await box.exec(['bash', '/solution/solve.sh'], {
+      env: task.config.solution.env,
+      timeoutSec: task.config.agent.timeout_sec,
+      signal,
+      cwd: task.config.environment.workdir,
+    });
+    const all = (await box.changes())
+      .filter((c) => !HARNESS_PATHS.test(c.path))
+      .sort((a, b) => (a.path < b.path ? -1 : 1));
     const listed = all.slice(0, MAX_CHANGES);
     const described = new Map<string, { size: number; sha256: string }>();
     const present = listed.filter((c) => c.kind !== 'deleted').map((c) => c.path);
     if (present.length) {
-      const r = await box.exec(['sh', '-c', DESCRIBE_SCRIPT, 'sh', ...present], { timeoutSec: 60, signal, maxOutputBytes: 4 * 1024 * 1024 });
+      const r = await box.exec(['sh', '-c', DESCRIBE_SCRIPT, 'sh', ...present], {
+        timeoutSec: 60,
+        signal,
+        maxOutputBytes: 4 * 1024 * 1024,
+      });
       for (const line of r.stdout.text.split('\n')) {
         const [k, size, sum, ...rest] = line.split('\t');
         if (k === 'f') described.set(rest.join('\t'), { size: Number(size), sha256: sum! });
@@ -108,6 +149,13 @@ export async function runSolution(provider: SandboxProvider, task: Task, prepare
       }
       changes.push({ path: c.path, kind: c.kind, size: d?.size ?? null, sha256: d?.sha256 ?? null, text });
     }
-    return { exitCode: run.exitCode, timedOut: run.timedOut, stdout: tail(run.stdout.text), stderr: tail(run.stderr.text), changes, changesTruncated: all.length > MAX_CHANGES };
+    return {
+      exitCode: run.exitCode,
+      timedOut: run.timedOut,
+      stdout: tail(run.stdout.text),
+      stderr: tail(run.stderr.text),
+      changes,
+      changesTruncated: all.length > MAX_CHANGES,
+    };
   });
 }

@@ -15,9 +15,21 @@ export function routeFailure(stage: Failure['stage'], reasons: string[], evidenc
   if (stage !== 'check') return null;
   if (has('duplicate') || has('invalid_task')) return null;
   if (has('build_failed')) return 'environment';
-  if (has('solution_leaked')) return evidence.some((e) => /^solution_leaked:.*instruction/i.test(e)) ? 'instruction' : 'environment';
+  if (has('solution_leaked'))
+    return evidence.some((e) => /^solution_leaked:.*instruction/i.test(e)) ? 'instruction' : 'environment';
   if (has('timeout')) return 'solution';
-  if (['oracle_failed', 'nop_passed', 'weak_tests', 'flaky', 'reward_forgeable', 'verifier_nondeterministic', 'verifier_error'].some(has)) return 'tests';
+  if (
+    [
+      'oracle_failed',
+      'nop_passed',
+      'weak_tests',
+      'flaky',
+      'reward_forgeable',
+      'verifier_nondeterministic',
+      'verifier_error',
+    ].some(has)
+  )
+    return 'tests';
   return null;
 }
 
@@ -47,4 +59,15 @@ function ownStages(part: RepairablePart): Array<Failure['stage']> {
 }
 
 /** The first pass: environment first, then instruction, solution and tests grounded in it. */
-export const FIRST_PLAN: Array<Failure['stage']> = ['scenario', 'environment', 'lint', 'build', 'observe', 'instruction', 'solution', 'execute', 'tests', 'check'];
+export const FIRST_PLAN: Array<Failure['stage']> = [
+  'scenario',
+  'environment',
+  'lint',
+  'build',
+  'observe',
+  'instruction',
+  'solution',
+  'execute',
+  'tests',
+  'check',
+];

@@ -6,7 +6,12 @@ import { z } from 'zod';
  */
 
 /** One line of the seeds file: free fields; `id` names the seed (else its line number does). */
-export const SeedSchema = z.looseObject({ id: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only').optional() });
+export const SeedSchema = z.looseObject({
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only')
+    .optional(),
+});
 export type Seed = z.infer<typeof SeedSchema>;
 
 const RelativeFile = z.strictObject({
@@ -37,7 +42,10 @@ export const EnvironmentPartSchema = z.strictObject({
   /** Folders whose tree (sizes, hashes) is recorded after the build; default the workdir. */
   statePaths: z.array(z.string().startsWith('/')).max(8).default([]),
   /** Programs whose version is recorded (`NAME --version`). */
-  tools: z.array(z.string().regex(/^[A-Za-z0-9._+-]+$/)).max(16).default([]),
+  tools: z
+    .array(z.string().regex(/^[A-Za-z0-9._+-]+$/))
+    .max(16)
+    .default([]),
   /** Short commands whose output is recorded, run in the built image (offline, 10 s each). */
   commands: z.array(z.string().min(1)).max(8).default([]),
 });
@@ -61,7 +69,12 @@ export const RepairablePart = z.enum(['environment', 'instruction', 'solution', 
 export type RepairablePart = z.infer<typeof RepairablePart>;
 
 /** One entry of a recorded file tree. */
-export const TreeEntrySchema = z.strictObject({ path: z.string(), kind: z.enum(['file', 'dir', 'link', 'other']), size: z.number(), sha256: z.string().nullable() });
+export const TreeEntrySchema = z.strictObject({
+  path: z.string(),
+  kind: z.enum(['file', 'dir', 'link', 'other']),
+  size: z.number(),
+  sha256: z.string().nullable(),
+});
 
 /** The built image's real state, recorded before anything else is generated from it. */
 export const EnvironmentStateSchema = z.strictObject({
@@ -81,17 +94,44 @@ export const SolutionStateSchema = z.strictObject({
   timedOut: z.boolean(),
   stdout: z.string(),
   stderr: z.string(),
-  changes: z.array(z.strictObject({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), size: z.number().nullable(), sha256: z.string().nullable(), text: z.string().nullable() })),
+  changes: z.array(
+    z.strictObject({
+      path: z.string(),
+      kind: z.enum(['added', 'changed', 'deleted']),
+      size: z.number().nullable(),
+      sha256: z.string().nullable(),
+      text: z.string().nullable(),
+    }),
+  ),
   changesTruncated: z.boolean(),
 });
 export type SolutionState = z.infer<typeof SolutionStateSchema>;
 
-export const STAGES = ['scenario', 'environment', 'lint', 'build', 'observe', 'instruction', 'solution', 'execute', 'tests', 'check', 'write'] as const;
+export const STAGES = [
+  'scenario',
+  'environment',
+  'lint',
+  'build',
+  'observe',
+  'instruction',
+  'solution',
+  'execute',
+  'tests',
+  'check',
+  'write',
+] as const;
 export const StageName = z.enum(STAGES);
 export type StageName = z.infer<typeof StageName>;
 
 /** Why a candidate ended unadmitted, beyond check's own reason codes. */
-export const RejectReason = z.enum(['rounds_exhausted', 'budget_exhausted', 'generator_malformed', 'generator_error', 'duplicate', 'not_repairable']);
+export const RejectReason = z.enum([
+  'rounds_exhausted',
+  'budget_exhausted',
+  'generator_malformed',
+  'generator_error',
+  'duplicate',
+  'not_repairable',
+]);
 
 /** What a failed stage hands to the repair: the part at fault and the evidence. */
 export const FailureSchema = z.strictObject({
@@ -167,11 +207,17 @@ export const SynthReportSchema = z.strictObject({
   repairs: z.array(z.strictObject({ part: RepairablePart, attempts: Count, candidates: Count, admitted: Count })),
   /** Rejection reasons, counted over rejected candidates. */
   rejections: z.record(z.string(), Count),
-  testsPerAdmitted: z.strictObject({ mean: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() }),
+  testsPerAdmitted: z.strictObject({
+    mean: z.number().nullable(),
+    min: z.number().nullable(),
+    max: z.number().nullable(),
+  }),
   tokens: z.strictObject({ prompt: Count, completion: Count, calls: Count, malformedReplies: Count }),
   costUsd: z.number().nullable(),
   wallMs: z.number(),
-  admittedTasks: z.array(z.strictObject({ candidate: z.string(), seed: z.string(), path: z.string(), rounds: Count, tests: Count })),
+  admittedTasks: z.array(
+    z.strictObject({ candidate: z.string(), seed: z.string(), path: z.string(), rounds: Count, tests: Count }),
+  ),
   outDir: z.string(),
 });
 export type SynthReport = z.infer<typeof SynthReportSchema>;

@@ -66,7 +66,10 @@ export class SynthStore {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > MIGRATIONS.length) {
       db.close();
-      throw new TermgradeError('store_error', `${file} was written by a newer termgrade (synth schema ${version}, this one knows ${MIGRATIONS.length})`);
+      throw new TermgradeError(
+        'store_error',
+        `${file} was written by a newer termgrade (synth schema ${version}, this one knows ${MIGRATIONS.length})`,
+      );
     }
     try {
       for (let v = version; v < MIGRATIONS.length; v++) {
@@ -95,14 +98,24 @@ export class SynthStore {
   }
 
   setMeta(key: string, value: string): void {
-    this.write(() => this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value));
+    this.write(() =>
+      this.db
+        .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+        .run(key, value),
+    );
   }
 
   /** Adds candidates not yet known (a resumed job keeps the ones it has, whatever their state). */
   addCandidates(states: CandidateState[]): void {
-    const insert = this.db.prepare('INSERT OR IGNORE INTO candidates (id, seed_id, position, status, state_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)');
+    const insert = this.db.prepare(
+      'INSERT OR IGNORE INTO candidates (id, seed_id, position, status, state_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+    );
     const now = new Date().toISOString();
-    this.write(() => this.db.transaction(() => states.forEach((s, i) => insert.run(s.id, s.seedId, i, s.status, JSON.stringify(s), now)))());
+    this.write(() =>
+      this.db.transaction(() =>
+        states.forEach((s, i) => insert.run(s.id, s.seedId, i, s.status, JSON.stringify(s), now)),
+      )(),
+    );
   }
 
   candidates(): CandidateState[] {
@@ -121,14 +134,31 @@ export class SynthStore {
           `INSERT INTO stages (candidate_id, round, stage, outcome, started_at, duration_ms, calls, malformed, prompt_tokens, completion_tokens, cost_usd, detail_json)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(record.candidateId, record.round, record.stage, record.outcome, record.startedAt, record.durationMs, record.calls, record.malformed, record.promptTokens, record.completionTokens, record.costUsd, JSON.stringify(record.detail));
-      this.db.prepare('UPDATE candidates SET status = ?, state_json = ?, updated_at = ? WHERE id = ?').run(state.status, JSON.stringify(state), new Date().toISOString(), state.id);
+        .run(
+          record.candidateId,
+          record.round,
+          record.stage,
+          record.outcome,
+          record.startedAt,
+          record.durationMs,
+          record.calls,
+          record.malformed,
+          record.promptTokens,
+          record.completionTokens,
+          record.costUsd,
+          JSON.stringify(record.detail),
+        );
+      this.db
+        .prepare('UPDATE candidates SET status = ?, state_json = ?, updated_at = ? WHERE id = ?')
+        .run(state.status, JSON.stringify(state), new Date().toISOString(), state.id);
     });
     this.write(() => tx());
   }
 
   stages(): StageRecord[] {
-    const rows = this.db.prepare('SELECT * FROM stages ORDER BY started_at, candidate_id').all() as Array<Record<string, unknown>>;
+    const rows = this.db.prepare('SELECT * FROM stages ORDER BY started_at, candidate_id').all() as Array<
+      Record<string, unknown>
+    >;
     return rows.map((r) => ({
       candidateId: r.candidate_id as string,
       round: r.round as number,

@@ -62,7 +62,15 @@ export interface SynthOptions {
 
 export type SynthEvent =
   | { type: 'stage-start'; candidate: string; stage: StageName; round: number }
-  | { type: 'stage-done'; candidate: string; stage: StageName; round: number; outcome: 'passed' | 'failed'; durationMs: number; reasons: string[] }
+  | {
+      type: 'stage-done';
+      candidate: string;
+      stage: StageName;
+      round: number;
+      outcome: 'passed' | 'failed';
+      durationMs: number;
+      reasons: string[];
+    }
   | { type: 'candidate-done'; candidate: string; status: 'admitted' | 'rejected'; rounds: number; reasons: string[] };
 
 /** What a stage's run decided, before it is recorded. */
@@ -73,13 +81,39 @@ interface StageOutcome {
   detail: Record<string, unknown>;
 }
 
-export const candidateId = (seedId: string, i: number, perSeed: number): string => (perSeed === 1 ? seedId : `${seedId}-${i + 1}`);
+export const candidateId = (seedId: string, i: number, perSeed: number): string =>
+  perSeed === 1 ? seedId : `${seedId}-${i + 1}`;
 
 function freshState(id: string, seedId: string, seed: Seed): CandidateState {
-  return { id, seedId, seed, status: 'active', plan: [...FIRST_PLAN], round: 0, parts: {}, hashes: {}, image: null, environmentState: null, solutionState: null, failure: null, repairs: [], tokens: { prompt: 0, completion: 0 }, costUsd: null, rejected: [], tests: [], admittedPath: null };
+  return {
+    id,
+    seedId,
+    seed,
+    status: 'active',
+    plan: [...FIRST_PLAN],
+    round: 0,
+    parts: {},
+    hashes: {},
+    image: null,
+    environmentState: null,
+    solutionState: null,
+    failure: null,
+    repairs: [],
+    tokens: { prompt: 0, completion: 0 },
+    costUsd: null,
+    rejected: [],
+    tests: [],
+    admittedPath: null,
+  };
 }
 
-const GENERATION = { scenario: ScenarioSchema, environment: EnvironmentPartSchema, instruction: InstructionPartSchema, solution: SolutionPartSchema, tests: TestsPartSchema } as const;
+const GENERATION = {
+  scenario: ScenarioSchema,
+  environment: EnvironmentPartSchema,
+  instruction: InstructionPartSchema,
+  solution: SolutionPartSchema,
+  tests: TestsPartSchema,
+} as const;
 type GeneratedStage = keyof typeof GENERATION;
 const isGeneration = (s: StageName): s is GeneratedStage => s in GENERATION;
 
@@ -100,7 +134,11 @@ export async function synthesize(options: SynthOptions): Promise<SynthReport> {
     const perSeed = options.candidatesPerSeed ?? 1;
     store.setMeta('model', options.generator.config.model);
     const seeds = await withExemplars(options.seeds, options.exemplars ?? []);
-    store.addCandidates(seeds.flatMap(({ id, seed }) => Array.from({ length: perSeed }, (_, i) => freshState(candidateId(id, i, perSeed), id, seed))));
+    store.addCandidates(
+      seeds.flatMap(({ id, seed }) =>
+        Array.from({ length: perSeed }, (_, i) => freshState(candidateId(id, i, perSeed), id, seed)),
+      ),
+    );
     const pool = [...(options.pool ?? []), ...(options.exemplars ?? [])];
     const runner = new CandidateRunner({ ...options, pool }, store, outDir, workRoot);
     const active = store.candidates().filter((c) => c.status === 'active');
@@ -123,7 +161,10 @@ class CandidateRunner {
     private readonly outDir: string,
     private readonly workRoot: string,
   ) {
-    this.limits = { agentTimeoutSec: options.limits?.agentTimeoutSec ?? 120, verifierTimeoutSec: options.limits?.verifierTimeoutSec ?? 120 };
+    this.limits = {
+      agentTimeoutSec: options.limits?.agentTimeoutSec ?? 120,
+      verifierTimeoutSec: options.limits?.verifierTimeoutSec ?? 120,
+    };
     this.emit = options.onEvent ?? (() => {});
   }
 
@@ -172,8 +213,23 @@ class CandidateRunner {
       };
       this.store.recordStage(record, next);
       const reasons = (result.detail.reasons as string[] | undefined) ?? [];
-      this.emit({ type: 'stage-done', candidate: state.id, stage, round: state.round, outcome: result.outcome, durationMs, reasons });
-      if (next.status !== 'active') this.emit({ type: 'candidate-done', candidate: next.id, status: next.status, rounds: next.round, reasons: next.rejected });
+      this.emit({
+        type: 'stage-done',
+        candidate: state.id,
+        stage,
+        round: state.round,
+        outcome: result.outcome,
+        durationMs,
+        reasons,
+      });
+      if (next.status !== 'active')
+        this.emit({
+          type: 'candidate-done',
+          candidate: next.id,
+          status: next.status,
+          rounds: next.round,
+          reasons: next.rejected,
+        });
       state = next;
     }
   }
@@ -202,7 +258,13 @@ class CandidateRunner {
   }
 
   /** A failed stage: routed to the part at fault and planned for repair, or the candidate rejected. */
-  private failed(s: CandidateState, stage: StageName, reasons: string[], evidence: string[], extra: Record<string, unknown> = {}): StageOutcome {
+  private failed(
+    s: CandidateState,
+    stage: StageName,
+    reasons: string[],
+    evidence: string[],
+    extra: Record<string, unknown> = {},
+  ): StageOutcome {
     const part = routeFailure(stage, reasons, evidence);
     const maxRounds = this.options.maxRounds ?? 3;
     const detail = { reasons, evidence, routedTo: part, ...extra };
@@ -234,25 +296,57 @@ class CandidateRunner {
       case 'instruction':
         return { ...base, scenario: p.scenario, environment: p.environment, environmentState: s.environmentState };
       case 'solution':
-        return { ...base, scenario: p.scenario, environment: p.environment, environmentState: s.environmentState, instruction: p.instruction };
+        return {
+          ...base,
+          scenario: p.scenario,
+          environment: p.environment,
+          environmentState: s.environmentState,
+          instruction: p.instruction,
+        };
       case 'tests':
-        return { ...base, scenario: p.scenario, environmentState: s.environmentState, instruction: p.instruction, solution: p.solution, solutionState: s.solutionState };
+        return {
+          ...base,
+          scenario: p.scenario,
+          environmentState: s.environmentState,
+          instruction: p.instruction,
+          solution: p.solution,
+          solutionState: s.solutionState,
+        };
     }
   }
 
   private async generate(stage: GeneratedStage, s: CandidateState): Promise<StageOutcome> {
     const budget = this.options.maxTokensPerCandidate ?? 400_000;
     const spent = s.tokens.prompt + s.tokens.completion;
-    if (spent >= budget) return this.reject(s, ['budget_exhausted'], { reasons: ['budget_exhausted'], evidence: [`${spent} generator tokens spent of ${budget}`] });
+    if (spent >= budget)
+      return this.reject(s, ['budget_exhausted'], {
+        reasons: ['budget_exhausted'],
+        evidence: [`${spent} generator tokens spent of ${budget}`],
+      });
     let got;
     try {
-      got = await this.options.generator.generate(stage, GENERATION[stage] as z.ZodType, this.request(stage, s), this.options.signal);
+      got = await this.options.generator.generate(
+        stage,
+        GENERATION[stage] as z.ZodType,
+        this.request(stage, s),
+        this.options.signal,
+      );
     } catch (err) {
       if (err instanceof CancelledError || isFatalModelError(err)) throw err;
       return this.reject(s, ['generator_error'], { reasons: ['generator_error'], evidence: [errorMessage(err)] });
     }
-    const usage = { calls: got.calls, malformed: got.malformed, prompt: got.usage.prompt, completion: got.usage.completion, costUsd: got.costUsd };
-    if (got.value === null) return { ...this.reject(s, ['generator_malformed'], { reasons: ['generator_malformed'], evidence: [got.problem ?? ''] }), usage };
+    const usage = {
+      calls: got.calls,
+      malformed: got.malformed,
+      prompt: got.usage.prompt,
+      completion: got.usage.completion,
+      costUsd: got.costUsd,
+    };
+    if (got.value === null)
+      return {
+        ...this.reject(s, ['generator_malformed'], { reasons: ['generator_malformed'], evidence: [got.problem ?? ''] }),
+        usage,
+      };
     (s.parts as Record<string, unknown>)[stage] = got.value;
     s.hashes[stage] = partHash(got.value);
     if (s.failure?.part === stage) s.failure = null;
@@ -280,13 +374,22 @@ class CandidateRunner {
   private async prepared(s: CandidateState) {
     const task = await writeCandidate(this.taskDir(s), s, this.options.generator.config.model, this.limits);
     // The image is content-addressed: a resumed job finds the one it built.
-    return { task, prepared: await this.options.provider.prepare(task, { signal: this.options.signal, forceBuild: true }) };
+    return {
+      task,
+      prepared: await this.options.provider.prepare(task, { signal: this.options.signal, forceBuild: true }),
+    };
   }
 
   private async observe(s: CandidateState): Promise<StageOutcome> {
     try {
       const { task, prepared } = await this.prepared(s);
-      s.environmentState = await recordEnvironmentState(this.options.provider, task, prepared, s.parts.environment!, this.options.signal);
+      s.environmentState = await recordEnvironmentState(
+        this.options.provider,
+        task,
+        prepared,
+        s.parts.environment!,
+        this.options.signal,
+      );
       return this.passed(s, { entries: s.environmentState.tree.length });
     } catch (err) {
       if (err instanceof CancelledError || this.options.signal?.aborted) throw err;
@@ -303,7 +406,8 @@ class CandidateRunner {
     else if (state.exitCode !== 0) evidence.push(`solve.sh exited ${state.exitCode}`);
     const touched = new Set(state.changes.filter((c) => c.kind !== 'deleted').map((c) => c.path));
     const missing = s.parts.scenario!.outputs.filter((o) => !touched.has(o));
-    if (missing.length) evidence.push(`the solution left untouched the outputs the scenario names: ${missing.join(', ')}`);
+    if (missing.length)
+      evidence.push(`the solution left untouched the outputs the scenario names: ${missing.join(', ')}`);
     if (evidence.length === 0) return this.passed(s, { changes: state.changes.length });
     if (state.stderr.trim()) evidence.push(`stderr: ${state.stderr.trim()}`);
     return this.failed(s, 'execute', ['solution_wrong'], evidence);
@@ -328,7 +432,16 @@ class CandidateRunner {
       s.plan = ['write'];
       return { outcome: 'passed', state: s, detail };
     }
-    return this.failed(s, 'check', checked.reasons, [...checked.details, ...checked.findings.map((f) => `${f.probe}${f.rejects ? '' : ' (warning)'}: ${f.did}: ${f.saw}`)], detail);
+    return this.failed(
+      s,
+      'check',
+      checked.reasons,
+      [
+        ...checked.details,
+        ...checked.findings.map((f) => `${f.probe}${f.rejects ? '' : ' (warning)'}: ${f.did}: ${f.saw}`),
+      ],
+      detail,
+    );
   }
 
   private async write(s: CandidateState): Promise<StageOutcome> {
@@ -350,7 +463,9 @@ class CandidateRunner {
       .candidates()
       .filter((c) => c.status === 'admitted' && c.admittedPath && c.id !== s.id)
       .map((c) => c.admittedPath!);
-    const others = (await Promise.all([...admitted, ...(this.options.pool ?? [])].map(duplicateKey))).filter((k): k is DuplicateCandidate => k !== null);
+    const others = (await Promise.all([...admitted, ...(this.options.pool ?? [])].map(duplicateKey))).filter(
+      (k): k is DuplicateCandidate => k !== null,
+    );
     const mine = await duplicateKey(this.taskDir(s));
     if (!mine) return null;
     const pair = findDuplicates([...others, mine]).find((p) => p.b === mine.name || p.a === mine.name);
@@ -370,7 +485,12 @@ async function withExemplars(seeds: SynthOptions['seeds'], dirs: string[]): Prom
 async function duplicateKey(dir: string): Promise<DuplicateCandidate | null> {
   try {
     const t = await loadTask(dir);
-    return { name: dir, environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image, tests: await hashTree(t.testsDir), instruction: t.instruction };
+    return {
+      name: dir,
+      environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image,
+      tests: await hashTree(t.testsDir),
+      instruction: t.instruction,
+    };
   } catch (err) {
     // A pool folder that is no task cannot be duplicated; said once, not fatal.
     process.emitWarning(`synth: ${dir} is not a loadable task for the duplicate check: ${errorMessage(err)}`);
@@ -392,9 +512,13 @@ export async function readSeeds(file: string): Promise<Array<{ id: string; seed:
     } catch (err) {
       throw new SeedError(`${file}:${i + 1}: not JSON (${(err as Error).message})`);
     }
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new SeedError(`${file}:${i + 1}: a seed must be a JSON object`);
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new SeedError(`${file}:${i + 1}: a seed must be a JSON object`);
     const parsed = SeedSchema.safeParse(raw);
-    if (!parsed.success) throw new SeedError(`${file}:${i + 1}: field ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+    if (!parsed.success)
+      throw new SeedError(
+        `${file}:${i + 1}: field ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+      );
     const id = parsed.data.id ?? `seed-${i + 1}`;
     if (ids.has(id)) throw new SeedError(`${file}:${i + 1}: seed id ${id} is used twice`);
     ids.add(id);

@@ -34,7 +34,15 @@ interface Tb1Yaml {
   run_tests_in_same_shell?: boolean;
 }
 
-const TB1_OWN = new Set(['task.yaml', 'solution.sh', 'solution.yaml', 'run-tests.sh', 'tests', 'docker-compose.yaml', 'docker-compose.yml']);
+const TB1_OWN = new Set([
+  'task.yaml',
+  'solution.sh',
+  'solution.yaml',
+  'run-tests.sh',
+  'tests',
+  'docker-compose.yaml',
+  'docker-compose.yml',
+]);
 
 /** The reward file from run-tests.sh's exit code, as TB1's pytest parser would judge it. */
 const TEST_SH = `#!/bin/bash
@@ -51,39 +59,74 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
   try {
     meta = (parseYaml(await readFile(yamlFile, 'utf8')) ?? {}) as Tb1Yaml;
   } catch (err) {
-    throw new TermgradeError('bad_input', `${yamlFile}: not a readable Terminal-Bench 1 task.yaml (${(err as Error).message.split('\n')[0]})`);
+    throw new TermgradeError(
+      'bad_input',
+      `${yamlFile}: not a readable Terminal-Bench 1 task.yaml (${(err as Error).message.split('\n')[0]})`,
+    );
   }
   const unconverted: string[] = [];
-  const instruction = meta.instruction ?? meta.descriptions?.find((d) => d.key === 'base')?.description ?? meta.descriptions?.[0]?.description;
-  if (!instruction) throw new TermgradeError('bad_input', `${yamlFile}: no instruction (neither "instruction" nor "descriptions")`);
-  if (meta.descriptions && meta.descriptions.length > 1) unconverted.push(`task.yaml: ${meta.descriptions.length - 1} description variant(s) besides the base one (only the base is the instruction)`);
-  if (!(await exists(path.join(src, 'Dockerfile')))) throw new TermgradeError('bad_input', `${src}: no Dockerfile at the task's root`);
-  if (meta.parser_name && meta.parser_name !== 'pytest') unconverted.push(`task.yaml: parser_name "${meta.parser_name}": the converted verifier judges by run-tests.sh's exit code`);
-  if (meta.run_tests_in_same_shell) unconverted.push('task.yaml: run_tests_in_same_shell: tests run in their own shell after the agent, as Harbor runs them');
+  const instruction =
+    meta.instruction ??
+    meta.descriptions?.find((d) => d.key === 'base')?.description ??
+    meta.descriptions?.[0]?.description;
+  if (!instruction)
+    throw new TermgradeError('bad_input', `${yamlFile}: no instruction (neither "instruction" nor "descriptions")`);
+  if (meta.descriptions && meta.descriptions.length > 1)
+    unconverted.push(
+      `task.yaml: ${meta.descriptions.length - 1} description variant(s) besides the base one (only the base is the instruction)`,
+    );
+  if (!(await exists(path.join(src, 'Dockerfile'))))
+    throw new TermgradeError('bad_input', `${src}: no Dockerfile at the task's root`);
+  if (meta.parser_name && meta.parser_name !== 'pytest')
+    unconverted.push(
+      `task.yaml: parser_name "${meta.parser_name}": the converted verifier judges by run-tests.sh's exit code`,
+    );
+  if (meta.run_tests_in_same_shell)
+    unconverted.push(
+      'task.yaml: run_tests_in_same_shell: tests run in their own shell after the agent, as Harbor runs them',
+    );
 
   for (const compose of ['docker-compose.yaml', 'docker-compose.yml']) {
     const file = path.join(src, compose);
     if (!(await exists(file))) continue;
     const doc = parseYaml(await readFile(file, 'utf8')) as { services?: Record<string, unknown> } | null;
     const services = Object.keys(doc?.services ?? {});
-    if (services.length > 1) unconverted.push(`${compose}: ${services.length} services (${services.join(', ')}); only the task's own Dockerfile is built, the others are not started`);
-    else unconverted.push(`${compose}: its settings (volumes, environment) are not carried over; the Dockerfile is built alone`);
+    if (services.length > 1)
+      unconverted.push(
+        `${compose}: ${services.length} services (${services.join(', ')}); only the task's own Dockerfile is built, the others are not started`,
+      );
+    else
+      unconverted.push(
+        `${compose}: its settings (volumes, environment) are not carried over; the Dockerfile is built alone`,
+      );
   }
 
   await mkdir(path.join(dest, 'environment'), { recursive: true });
   for (const entry of await readdir(src)) {
-    if (!TB1_OWN.has(entry)) await cp(path.join(src, entry), path.join(dest, 'environment', entry), { recursive: true, verbatimSymlinks: true });
+    if (!TB1_OWN.has(entry))
+      await cp(path.join(src, entry), path.join(dest, 'environment', entry), {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
   }
 
   await mkdir(path.join(dest, 'solution'), { recursive: true });
   if (await exists(path.join(src, 'solution.sh'))) {
     await cp(path.join(src, 'solution.sh'), path.join(dest, 'solution', 'solve.sh'));
   } else if (await exists(path.join(src, 'solution.yaml'))) {
-    const steps = (parseYaml(await readFile(path.join(src, 'solution.yaml'), 'utf8')) ?? []) as Array<{ command?: string; append_enter?: boolean; block?: boolean; min_timeout_sec?: number }>;
+    const steps = (parseYaml(await readFile(path.join(src, 'solution.yaml'), 'utf8')) ?? []) as Array<{
+      command?: string;
+      append_enter?: boolean;
+      block?: boolean;
+      min_timeout_sec?: number;
+    }>;
     const lines: string[] = ['#!/bin/bash', '# Converted from solution.yaml: each keystroke step as a command.'];
     steps.forEach((s, i) => {
       if (typeof s.command !== 'string') return;
-      if (s.append_enter === false || /\b(C-[a-z]|Escape|Enter)\b/.test(s.command)) unconverted.push(`solution.yaml step ${i + 1}: keystrokes (${JSON.stringify(s.command.slice(0, 40))}) that are not a whole command`);
+      if (s.append_enter === false || /\b(C-[a-z]|Escape|Enter)\b/.test(s.command))
+        unconverted.push(
+          `solution.yaml step ${i + 1}: keystrokes (${JSON.stringify(s.command.slice(0, 40))}) that are not a whole command`,
+        );
       lines.push(s.block === false ? `${s.command} &` : s.command);
     });
     await writeFile(path.join(dest, 'solution', 'solve.sh'), `${lines.join('\n')}\n`, { mode: 0o755 });
@@ -92,12 +135,16 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
   }
 
   await mkdir(path.join(dest, 'tests'), { recursive: true });
-  if (await exists(path.join(src, 'tests'))) await cp(path.join(src, 'tests'), path.join(dest, 'tests'), { recursive: true, verbatimSymlinks: true });
+  if (await exists(path.join(src, 'tests')))
+    await cp(path.join(src, 'tests'), path.join(dest, 'tests'), { recursive: true, verbatimSymlinks: true });
   if (await exists(path.join(src, 'run-tests.sh'))) {
     await cp(path.join(src, 'run-tests.sh'), path.join(dest, 'tests', 'run-tests.sh'));
     await writeFile(path.join(dest, 'tests', 'test.sh'), TEST_SH, { mode: 0o755 });
     const runTests = await readFile(path.join(src, 'run-tests.sh'), 'utf8');
-    if (/\b(pip|uv|curl|wget|apt-get)\b/.test(runTests)) unconverted.push('run-tests.sh installs tools at test time (pip, uv, curl ...): offline grading needs them baked into the image');
+    if (/\b(pip|uv|curl|wget|apt-get)\b/.test(runTests))
+      unconverted.push(
+        'run-tests.sh installs tools at test time (pip, uv, curl ...): offline grading needs them baked into the image',
+      );
   } else {
     unconverted.push('no run-tests.sh: no verifier (tests/test.sh writes no reward)');
   }
@@ -107,24 +154,40 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
     version: '1.0',
     task: { name: path.basename(dest) },
     metadata: Object.fromEntries(
-      Object.entries({ author_name: meta.author_name, author_email: meta.author_email, difficulty: meta.difficulty, category: meta.category, tags: meta.tags, expert_time_estimate_min: meta.expert_time_estimate_min, junior_time_estimate_min: meta.junior_time_estimate_min, converted_from: 'terminal-bench-1' }).filter(([, v]) => v !== undefined),
+      Object.entries({
+        author_name: meta.author_name,
+        author_email: meta.author_email,
+        difficulty: meta.difficulty,
+        category: meta.category,
+        tags: meta.tags,
+        expert_time_estimate_min: meta.expert_time_estimate_min,
+        junior_time_estimate_min: meta.junior_time_estimate_min,
+        converted_from: 'terminal-bench-1',
+      }).filter(([, v]) => v !== undefined),
     ),
     verifier: { timeout_sec: meta.max_test_timeout_sec ?? 180, env: { TEST_DIR: '/tests' } },
     agent: { timeout_sec: meta.max_agent_timeout_sec ?? 360 },
   };
   await writeFile(path.join(dest, 'task.toml'), stringifyToml(toml));
-  if (unconverted.length) await writeFile(path.join(dest, 'CONVERT.md'), `# Converted from Terminal-Bench 1\n\nNot carried over faithfully:\n\n${unconverted.map((u) => `- ${u}`).join('\n')}\n`);
+  if (unconverted.length)
+    await writeFile(
+      path.join(dest, 'CONVERT.md'),
+      `# Converted from Terminal-Bench 1\n\nNot carried over faithfully:\n\n${unconverted.map((u) => `- ${u}`).join('\n')}\n`,
+    );
   return { from: src, to: dest, unconverted };
 }
 
 /** Every TB1 task folder below `src` (a folder holding task.yaml), converted into `dest`/<name>. */
 export async function convertTb1(src: string, dest: string): Promise<Converted[]> {
-  const roots = (await exists(path.join(src, 'task.yaml'))) ? [src] : (await readdir(src, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => path.join(src, e.name));
+  const roots = (await exists(path.join(src, 'task.yaml')))
+    ? [src]
+    : (await readdir(src, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => path.join(src, e.name));
   const out: Converted[] = [];
   for (const root of roots.sort()) {
     if (!(await exists(path.join(root, 'task.yaml')))) continue;
     out.push(await convertTb1Task(root, path.join(dest, path.basename(root))));
   }
-  if (out.length === 0) throw new TermgradeError('bad_input', `${src}: no Terminal-Bench 1 task (a folder with task.yaml) found`);
+  if (out.length === 0)
+    throw new TermgradeError('bad_input', `${src}: no Terminal-Bench 1 task (a folder with task.yaml) found`);
   return out;
 }

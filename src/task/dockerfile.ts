@@ -39,7 +39,8 @@ export function parseDockerfile(text: string): Instruction[] {
       for (const h of args.matchAll(HEREDOC)) {
         const body: string[] = [];
         const strip = h[1] === '-';
-        while (i < lines.length && (strip ? lines[i]!.replace(/^\t+/, '') : lines[i]!) !== h[3]) body.push(strip ? lines[i++]!.replace(/^\t+/, '') : lines[i++]!);
+        while (i < lines.length && (strip ? lines[i]!.replace(/^\t+/, '') : lines[i]!) !== h[3])
+          body.push(strip ? lines[i++]!.replace(/^\t+/, '') : lines[i++]!);
         i += 1; // the terminator
         heredocs.push({ name: h[3]!, body: body.length ? `${body.join('\n')}\n` : '' });
       }
@@ -51,10 +52,13 @@ export function parseDockerfile(text: string): Instruction[] {
 
 /** `$VAR`, `${VAR}`, `${VAR:-default}` with the given values; unknown variables become empty. */
 function substitute(text: string, vars: Map<string, string>): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, a: string | undefined, def: string | undefined, b: string | undefined) => {
-    const v = vars.get((a ?? b)!);
-    return v !== undefined && v !== '' ? v : (def ?? '');
-  });
+  return text.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_m, a: string | undefined, def: string | undefined, b: string | undefined) => {
+      const v = vars.get((a ?? b)!);
+      return v !== undefined && v !== '' ? v : (def ?? '');
+    },
+  );
 }
 
 /**
@@ -67,7 +71,8 @@ export function baseImages(text: string): string[] {
   const stages = new Set<string>();
   const images: string[] = [];
   const add = (ref: string): void => {
-    if (ref && ref !== 'scratch' && !stages.has(ref.toLowerCase()) && !/^\d+$/.test(ref) && !images.includes(ref)) images.push(ref);
+    if (ref && ref !== 'scratch' && !stages.has(ref.toLowerCase()) && !/^\d+$/.test(ref) && !images.includes(ref))
+      images.push(ref);
   };
   let seenFrom = false;
   for (const ins of instructions) {
@@ -78,7 +83,9 @@ export function baseImages(text: string): string[] {
       }
     } else if (ins.keyword === 'FROM') {
       seenFrom = true;
-      const words = substitute(ins.args, globals).split(/\s+/).filter((w) => w && !w.startsWith('--'));
+      const words = substitute(ins.args, globals)
+        .split(/\s+/)
+        .filter((w) => w && !w.startsWith('--'));
       add(words[0] ?? '');
       if (words[1]?.toUpperCase() === 'AS' && words[2]) stages.add(words[2].toLowerCase());
     } else if (ins.keyword === 'COPY') {
@@ -107,7 +114,9 @@ export const HEREDOC_DIR = '.termgrade-heredocs';
  * verbatim: variables in a COPY heredoc are not expanded (BuildKit would expand unquoted ones).
  * Returns null when the file has no heredoc.
  */
-export function translateHeredocs(text: string): { dockerfile: string; files: Array<{ path: string; content: string }> } | null {
+export function translateHeredocs(
+  text: string,
+): { dockerfile: string; files: Array<{ path: string; content: string }> } | null {
   const lines = text.split(/\r?\n/);
   const out: string[] = [];
   const files: Array<{ path: string; content: string }> = [];
@@ -130,7 +139,8 @@ export function translateHeredocs(text: string): { dockerfile: string; files: Ar
         // not the JSON form: keep the default
       }
     }
-    const markers = m && (keyword === 'RUN' || keyword === 'COPY' || keyword === 'ADD') ? [...m[4]!.matchAll(HEREDOC)] : [];
+    const markers =
+      m && (keyword === 'RUN' || keyword === 'COPY' || keyword === 'ADD') ? [...m[4]!.matchAll(HEREDOC)] : [];
     if (!m || markers.length === 0) {
       out.push(line);
       continue;
@@ -140,7 +150,8 @@ export function translateHeredocs(text: string): { dockerfile: string; files: Ar
     for (const h of markers) {
       const body: string[] = [];
       const strip = h[1] === '-';
-      while (i < lines.length && (strip ? lines[i]!.replace(/^\t+/, '') : lines[i]!) !== h[3]) body.push(strip ? lines[i++]!.replace(/^\t+/, '') : lines[i++]!);
+      while (i < lines.length && (strip ? lines[i]!.replace(/^\t+/, '') : lines[i]!) !== h[3])
+        body.push(strip ? lines[i++]!.replace(/^\t+/, '') : lines[i++]!);
       i += 1;
       bodies.push(body.length ? `${body.join('\n')}\n` : '');
     }

@@ -16,8 +16,16 @@ export async function readTaskList(file: string, what = 'task list'): Promise<Se
     try {
       return new Set((JSON.parse(text) as unknown[]).map(String));
     } catch (err) {
-      throw new TermgradeError('bad_input', `${file}: the ${what} looks like JSON but is not: ${(err as Error).message}`);
+      throw new TermgradeError(
+        'bad_input',
+        `${file}: the ${what} looks like JSON but is not: ${(err as Error).message}`,
+      );
     }
   }
-  return new Set(text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean));
+  return new Set(
+    text
+      .split('\n')
+      .map((l) => l.replace(/#.*/, '').trim())
+      .filter(Boolean),
+  );
 }

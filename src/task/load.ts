@@ -61,7 +61,11 @@ async function checkDockerfile(taskPath: string, dockerfile: string): Promise<vo
       if (/^[a-z]+:\/\//i.test(src)) continue;
       const norm = path.posix.normalize(src);
       if (norm.startsWith('../') || norm === '..') {
-        throw new TaskError(taskPath, 'environment/Dockerfile', `${m[1]} source "${src}" escapes the build context through ..`);
+        throw new TaskError(
+          taskPath,
+          'environment/Dockerfile',
+          `${m[1]} source "${src}" escapes the build context through ..`,
+        );
       }
     }
   });
@@ -100,11 +104,20 @@ export async function loadTask(dir: string): Promise<Task> {
   let environment: TaskEnvironment;
   if (await exists(dockerfile)) {
     await checkDockerfile(taskPath, dockerfile);
-    environment = { kind: 'dockerfile', contextDir: envDir, contentHash: await hashTree(envDir), prebuilt: config.environment.docker_image ?? null };
+    environment = {
+      kind: 'dockerfile',
+      contextDir: envDir,
+      contentHash: await hashTree(envDir),
+      prebuilt: config.environment.docker_image ?? null,
+    };
   } else if (config.environment.docker_image) {
     environment = { kind: 'image', image: config.environment.docker_image };
   } else {
-    throw new TaskError(taskPath, 'environment/Dockerfile', 'missing, and task.toml names no [environment].docker_image');
+    throw new TaskError(
+      taskPath,
+      'environment/Dockerfile',
+      'missing, and task.toml names no [environment].docker_image',
+    );
   }
 
   const solutionDir = path.join(taskPath, 'solution');
@@ -139,7 +152,8 @@ export async function findTaskDirs(roots: string[]): Promise<string[]> {
     if (!(await exists(abs))) throw new TaskError(abs, '.', 'no such folder');
     if (!(await stat(abs)).isDirectory()) {
       // A task.toml named directly stands for its task folder; any other file is a mistake.
-      if (path.basename(abs) !== 'task.toml') throw new TaskError(abs, '.', 'a file, not a task folder (give the folder that holds task.toml)');
+      if (path.basename(abs) !== 'task.toml')
+        throw new TaskError(abs, '.', 'a file, not a task folder (give the folder that holds task.toml)');
       abs = path.dirname(abs);
     }
     if ((await exists(path.join(abs, 'task.toml'))) || (await exists(path.join(abs, 'instruction.md')))) {

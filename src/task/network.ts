@@ -13,7 +13,11 @@ export interface PhaseNetworks {
 export function phaseNetworks(config: TaskConfig): PhaseNetworks {
   const env = config.environment;
   const environment: NetworkMode = env.network_mode ?? (env.allow_internet ? 'public' : 'no-network');
-  return { environment, agent: config.agent.network_mode ?? environment, verifier: config.verifier.network_mode ?? environment };
+  return {
+    environment,
+    agent: config.agent.network_mode ?? environment,
+    verifier: config.verifier.network_mode ?? environment,
+  };
 }
 
 /**

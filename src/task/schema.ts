@@ -38,7 +38,12 @@ export const STEP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** `[[steps]]`: one step of a multi-step task, run in order in the task's one sandbox. */
 export const StepConfigSchema = z.looseObject({
-  name: z.string().regex(STEP_NAME, 'a step name is a folder name under steps/ (letters, digits, . _ -, starting with a letter or digit)'),
+  name: z
+    .string()
+    .regex(
+      STEP_NAME,
+      'a step name is a folder name under steps/ (letters, digits, . _ -, starting with a letter or digit)',
+    ),
   /** Below this (the primary reward, or each named reward of a map), the trial stops after this step. */
   min_reward: z.union([z.number(), z.record(z.string(), z.number())]).optional(),
   /** false: verified (and a gate through min_reward) but left out of the task's reward. */
@@ -58,16 +63,25 @@ export type CollectHook = z.infer<typeof CollectHookSchema>;
 /** An absolute path inside the sandbox with no `.` or `..` part: it names one place and cannot climb out of it. */
 const sandboxPath = z
   .string()
-  .refine((p) => p.startsWith('/') && p.length > 1 && !p.split('/').some((part) => part === '..' || part === '.'), 'an absolute path inside the sandbox with no . or .. part');
+  .refine(
+    (p) => p.startsWith('/') && p.length > 1 && !p.split('/').some((part) => part === '..' || part === '.'),
+    'an absolute path inside the sandbox with no . or .. part',
+  );
 /** A relative path below the trial's artifacts folder, with no `..` part. */
 const artifactDestination = z
   .string()
-  .refine((p) => p.length > 0 && !p.startsWith('/') && !p.split('/').some((part) => part === '..' || part === '.' || part === ''), 'a relative path below the artifacts folder with no . or .. part');
+  .refine(
+    (p) =>
+      p.length > 0 && !p.startsWith('/') && !p.split('/').some((part) => part === '..' || part === '.' || part === ''),
+    'a relative path below the artifacts folder with no . or .. part',
+  );
 
 /** `artifacts`: a sandbox path copied out with the verifier's logs, as a string or `{ source, destination }`. */
 export const ArtifactSchema = z.union([
   sandboxPath.transform((source) => ({ source, destination: source.slice(1) })),
-  z.looseObject({ source: sandboxPath, destination: artifactDestination.optional() }).transform((a) => ({ source: a.source, destination: a.destination ?? a.source.slice(1) })),
+  z
+    .looseObject({ source: sandboxPath, destination: artifactDestination.optional() })
+    .transform((a) => ({ source: a.source, destination: a.destination ?? a.source.slice(1) })),
 ]);
 export type Artifact = z.infer<typeof ArtifactSchema>;
 

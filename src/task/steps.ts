@@ -11,7 +11,11 @@ import type { TaskDataset, TaskStep } from './task.js';
  * each step needs its instruction.md, and a test.sh in its own tests/ or the task's tests/ (the
  * step's files are copied over the task's). A step's solution/ is the oracle's for that step.
  */
-export async function loadSteps(taskPath: string, config: TaskConfig, rootSolutionDir: string | null): Promise<TaskStep[]> {
+export async function loadSteps(
+  taskPath: string,
+  config: TaskConfig,
+  rootSolutionDir: string | null,
+): Promise<TaskStep[]> {
   const declared = config.steps ?? [];
   const seen = new Set<string>();
   const rootTests = path.join(taskPath, 'tests');
@@ -19,20 +23,29 @@ export async function loadSteps(taskPath: string, config: TaskConfig, rootSoluti
   const steps: TaskStep[] = [];
   for (const [i, step] of declared.entries()) {
     const where = `task.toml [steps.${i}] "${step.name}"`;
-    if (seen.has(step.name)) throw new TaskError(taskPath, where, 'a second step of this name (step names are folder names under steps/)');
+    if (seen.has(step.name))
+      throw new TaskError(taskPath, where, 'a second step of this name (step names are folder names under steps/)');
     seen.add(step.name);
     const dir = path.join(taskPath, 'steps', step.name);
     let instruction: string;
     try {
       instruction = await readFile(path.join(dir, 'instruction.md'), 'utf8');
     } catch {
-      throw new TaskError(taskPath, `steps/${step.name}/instruction.md`, 'missing (every step tells the agent what to do)');
+      throw new TaskError(
+        taskPath,
+        `steps/${step.name}/instruction.md`,
+        'missing (every step tells the agent what to do)',
+      );
     }
     if (instruction.trim() === '') throw new TaskError(taskPath, `steps/${step.name}/instruction.md`, 'empty');
     const stepTests = path.join(dir, 'tests');
     const stepHasTests = await exists(stepTests);
     if (!rootHasTest && !(await exists(path.join(stepTests, 'test.sh')))) {
-      throw new TaskError(taskPath, `steps/${step.name}/tests/test.sh`, 'missing, and the task has no tests/test.sh for its steps to share');
+      throw new TaskError(
+        taskPath,
+        `steps/${step.name}/tests/test.sh`,
+        'missing, and the task has no tests/test.sh for its steps to share',
+      );
     }
     const stepSolution = path.join(dir, 'solution');
     steps.push({
@@ -43,7 +56,12 @@ export async function loadSteps(taskPath: string, config: TaskConfig, rootSoluti
       solutionDir: (await exists(path.join(stepSolution, 'solve.sh'))) ? stepSolution : rootSolutionDir,
     });
   }
-  if (!declared.some((s) => s.contributes_to_reward)) throw new TaskError(taskPath, 'task.toml [steps]', 'every step has contributes_to_reward = false: the task would have no reward');
+  if (!declared.some((s) => s.contributes_to_reward))
+    throw new TaskError(
+      taskPath,
+      'task.toml [steps]',
+      'every step has contributes_to_reward = false: the task would have no reward',
+    );
   return steps;
 }
 
@@ -61,7 +79,11 @@ export async function loadDataset(taskPath: string): Promise<TaskDataset | null>
   try {
     raw = parseToml(await readFile(file, 'utf8')) as Record<string, unknown>;
   } catch (err) {
-    throw new TaskError(path.dirname(taskPath), 'dataset.toml', `not valid TOML: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`);
+    throw new TaskError(
+      path.dirname(taskPath),
+      'dataset.toml',
+      `not valid TOML: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`,
+    );
   }
   const table = raw.dataset && typeof raw.dataset === 'object' ? (raw.dataset as Record<string, unknown>) : raw;
   return { name: text(table.name), version: text(table.version) };

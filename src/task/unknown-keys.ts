@@ -13,7 +13,13 @@ const HARBOR_ONLY: Record<string, readonly string[]> = {
 
 /** A schema with its optional / default / prefault wrappers taken off. */
 function bare(s: z.ZodType): z.ZodType {
-  while (s instanceof z.ZodOptional || s instanceof z.ZodDefault || s instanceof z.ZodPrefault || s instanceof z.ZodNullable) s = s.unwrap() as z.ZodType;
+  while (
+    s instanceof z.ZodOptional ||
+    s instanceof z.ZodDefault ||
+    s instanceof z.ZodPrefault ||
+    s instanceof z.ZodNullable
+  )
+    s = s.unwrap() as z.ZodType;
   return s;
 }
 
@@ -31,7 +37,8 @@ export function unknownTaskKeys(raw: unknown): string[] {
   const walk = (schema: z.ZodType, value: unknown, at: string[]): void => {
     const s = bare(schema);
     if (s instanceof z.ZodArray) {
-      if (Array.isArray(value)) value.forEach((v, i) => walk(s.element as z.ZodType, v, [...at.slice(0, -1), `${at.at(-1)}[${i}]`]));
+      if (Array.isArray(value))
+        value.forEach((v, i) => walk(s.element as z.ZodType, v, [...at.slice(0, -1), `${at.at(-1)}[${i}]`]));
       return;
     }
     if (!(s instanceof z.ZodObject) || !isTable(value)) return;
@@ -47,12 +54,18 @@ export function unknownTaskKeys(raw: unknown): string[] {
       if (valid.includes(key)) continue;
       if (at.length === 0 && isTable(v)) {
         // A section is compared with the sections only: [agnet] means [agent], not `version`.
-        const sections = Object.keys(shape).filter((k) => bare(shape[k]!) instanceof z.ZodObject || bare(shape[k]!) instanceof z.ZodRecord);
+        const sections = Object.keys(shape).filter(
+          (k) => bare(shape[k]!) instanceof z.ZodObject || bare(shape[k]!) instanceof z.ZodRecord,
+        );
         const near = nearestName(key, sections);
-        warnings.push(`unknown section [${key}]${near ? `; did you mean [${near}]?` : `; known sections: ${sections.join(', ')}`} (ignored)`);
+        warnings.push(
+          `unknown section [${key}]${near ? `; did you mean [${near}]?` : `; known sections: ${sections.join(', ')}`} (ignored)`,
+        );
       } else {
         const near = nearestName(key, valid);
-        warnings.push(`unknown key "${key}" ${at.length ? `in [${table}]` : 'at the top level'}${near ? `; did you mean "${near}"?` : `; known keys there: ${valid.join(', ')}`} (ignored)`);
+        warnings.push(
+          `unknown key "${key}" ${at.length ? `in [${table}]` : 'at the top level'}${near ? `; did you mean "${near}"?` : `; known keys there: ${valid.join(', ')}`} (ignored)`,
+        );
       }
     }
   };

@@ -40,4 +40,12 @@ export function accountingOf(reward: number | null, errorClass: string | null | 
  * Model failures that are the endpoint's, not the model's: after the client's own retries, the
  * trial says nothing about the model. A refusal or a full context is the model's own doing.
  */
-export const ENDPOINT_FAILURE_KINDS: ReadonlySet<string> = new Set(['rate_limit', 'overloaded', 'transient', 'timeout', 'auth', 'not_found', 'bad_request']);
+export const ENDPOINT_FAILURE_KINDS: ReadonlySet<string> = new Set([
+  'rate_limit',
+  'overloaded',
+  'transient',
+  'timeout',
+  'auth',
+  'not_found',
+  'bad_request',
+]);

@@ -46,7 +46,8 @@ export function watchDisk(sandbox: Sandbox, limitMb: number, everyMs = 5000): Di
   return {
     signal: ctl.signal,
     over: () => ctl.signal.aborted,
-    message: () => `the agent wrote ${Math.round(used / 1024 / 1024)} MB to the sandbox's disk, over its limit of ${limitMb} MB; it was stopped and its work graded`,
+    message: () =>
+      `the agent wrote ${Math.round(used / 1024 / 1024)} MB to the sandbox's disk, over its limit of ${limitMb} MB; it was stopped and its work graded`,
     stop: () => clearInterval(timer),
   };
 }

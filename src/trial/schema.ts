@@ -38,10 +38,25 @@ export const TrialErrorClass = z.enum([
 ]);
 export type TrialErrorClass = z.infer<typeof TrialErrorClass>;
 
-export const ExitReason = z.enum(['completed', 'max_turns', 'context_exhausted', 'model_error', 'parse_errors', 'agent_error', 'agent_timeout', 'not_run']);
+export const ExitReason = z.enum([
+  'completed',
+  'max_turns',
+  'context_exhausted',
+  'model_error',
+  'parse_errors',
+  'agent_error',
+  'agent_timeout',
+  'not_run',
+]);
 
 const TrialErrorSchema = z.object({ class: TrialErrorClass, message: z.string(), phase: z.enum(PHASES) });
-const TestsSummarySchema = z.object({ total: z.number(), passed: z.number(), failed: z.number(), skipped: z.number(), other: z.number() });
+const TestsSummarySchema = z.object({
+  total: z.number(),
+  passed: z.number(),
+  failed: z.number(),
+  skipped: z.number(),
+  other: z.number(),
+});
 
 /** One step of a multi-step trial: what the agent ended with and how its verification graded it. */
 export const StepResultSchema = z.object({
@@ -83,7 +98,13 @@ export const TrialResultSchema = z.object({
   testsSource: TestReportSource,
   /** Tests found in each report the verifier left (the most complete one is `testsSource`). */
   testsSourceCounts: z.partialRecord(TestReportSource, z.number()).default({}),
-  testsSummary: z.object({ total: z.number(), passed: z.number(), failed: z.number(), skipped: z.number(), other: z.number() }),
+  testsSummary: z.object({
+    total: z.number(),
+    passed: z.number(),
+    failed: z.number(),
+    skipped: z.number(),
+    other: z.number(),
+  }),
   /**
    * The error that decides the trial's accounting: with a reward, the first thing that went wrong;
    * without one, what kept the reward from being given (infrastructure first, then the verifier's).
@@ -96,7 +117,9 @@ export const TrialResultSchema = z.object({
   tokens: z.object({ input: z.number(), cached: z.number(), output: z.number() }).nullable(),
   costUsd: z.number().nullable(),
   /** Set when the verifier found the agent had tampered with its machinery (the reward is then 0). */
-  tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
+  tampering: z
+    .array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() }))
+    .default([]),
   /** The protected set the tamper scan used: the task's from admission, or the fixed rules only. */
   protection: ProtectionMode.default('rules'),
   /**

@@ -82,7 +82,13 @@ export async function openTrial(options: TrialOptions): Promise<TrialState> {
   const anyPublic = networks.environment === 'public' || networks.agent === 'public' || networks.verifier === 'public';
   const startNetwork = anyPublic ? (options.network ?? null) : null;
   return {
-    options, task, attempt, trialId, trialDir, agentLogs, verifierLogs,
+    options,
+    task,
+    attempt,
+    trialId,
+    trialDir,
+    agentLogs,
+    verifierLogs,
     timeouts: options.timeouts ?? {},
     startedAt: nowIso(),
     t0: performance.now(),
@@ -113,7 +119,8 @@ export function fail(state: TrialState, cls: TrialErrorClass, phase: Phase, mess
 }
 
 /** A cancel: the error says so, or the trial's signal has aborted. */
-export const cancelled = (state: TrialState, err: unknown): boolean => err instanceof CancelledError || (state.options.signal?.aborted ?? false);
+export const cancelled = (state: TrialState, err: unknown): boolean =>
+  err instanceof CancelledError || (state.options.signal?.aborted ?? false);
 
 /**
  * Runs one phase, announced and timed; a phase run again (a multi-step task's agent runs and
@@ -128,6 +135,8 @@ export async function timed<T>(state: TrialState, phase: Phase, work: () => Prom
   } finally {
     const before = state.phases[phase];
     const ms = performance.now() - p0;
-    state.phases[phase] = before ? { startedAt: before.startedAt, finishedAt: nowIso(), durationMs: before.durationMs + ms } : { startedAt: s, finishedAt: nowIso(), durationMs: ms };
+    state.phases[phase] = before
+      ? { startedAt: before.startedAt, finishedAt: nowIso(), durationMs: before.durationMs + ms }
+      : { startedAt: s, finishedAt: nowIso(), durationMs: ms };
   }
 }

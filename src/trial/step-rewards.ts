@@ -11,8 +11,14 @@ export interface StepRewardInput {
  * contributing steps that have a verifier result (a key a step lacks counts 0 for it); "final" is
  * the last such step's rewards as they are. Null when no contributing step was verified.
  */
-export function aggregateStepRewards(strategy: 'mean' | 'final', steps: StepRewardInput[]): { reward: number; rewards: Record<string, number> } | null {
-  const graded = steps.filter((s): s is { rewards: Record<string, number>; contributes: boolean } => s.contributes && s.rewards !== null && Object.keys(s.rewards).length > 0);
+export function aggregateStepRewards(
+  strategy: 'mean' | 'final',
+  steps: StepRewardInput[],
+): { reward: number; rewards: Record<string, number> } | null {
+  const graded = steps.filter(
+    (s): s is { rewards: Record<string, number>; contributes: boolean } =>
+      s.contributes && s.rewards !== null && Object.keys(s.rewards).length > 0,
+  );
   if (graded.length === 0) return null;
   if (strategy === 'final') {
     const last = graded[graded.length - 1]!.rewards;
@@ -29,7 +35,11 @@ export function aggregateStepRewards(strategy: 'mean' | 'final', steps: StepRewa
  * compared with the primary reward, a map with each named reward (a missing name counts 0). A step
  * with no reward at all misses any minimum.
  */
-export function missesMinimum(minReward: number | Record<string, number> | undefined, reward: number | null, rewards: Record<string, number>): boolean {
+export function missesMinimum(
+  minReward: number | Record<string, number> | undefined,
+  reward: number | null,
+  rewards: Record<string, number>,
+): boolean {
   if (minReward === undefined) return false;
   if (reward === null) return true;
   if (typeof minReward === 'number') return reward < minReward;

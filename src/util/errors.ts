@@ -42,7 +42,10 @@ export class EngineLostError extends TermgradeError {
  * the engine is at fault is decided by whoever can ask the engine (see runTrial).
  */
 export class GradingStepError extends TermgradeError {
-  constructor(readonly step: string, cause: unknown) {
+  constructor(
+    readonly step: string,
+    cause: unknown,
+  ) {
     super('grading_step', `${step}: ${errorMessage(cause)}`, { cause });
     this.name = 'GradingStepError';
   }

@@ -39,19 +39,24 @@ export class HostCheck {
     this.operatorNames = new Set(allowedHosts.map((h) => hostOf(h)?.name ?? bare(h)));
     const bind = bare(bindHost);
     for (const n of [bind, ...this.operatorNames]) this.names.add(n);
-    if (isLoopback(bindHost) || isWildcard(bindHost)) for (const n of ['localhost', '127.0.0.1', '::1']) this.names.add(n);
+    if (isLoopback(bindHost) || isWildcard(bindHost))
+      for (const n of ['localhost', '127.0.0.1', '::1']) this.names.add(n);
     if (isWildcard(bindHost)) {
       this.names.add(hostname().toLowerCase());
-      for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) this.names.add(bare(a.address));
+      for (const list of Object.values(networkInterfaces()))
+        for (const a of list ?? []) this.names.add(bare(a.address));
     }
   }
 
   refusal(hostHeader: string | undefined, origin: string | undefined): string | null {
     const host = hostOf(hostHeader ?? '');
-    if (!host || !this.names.has(host.name)) return `Host "${hostHeader ?? ''}" is not an address this server answers to (start it with --allowed-host NAME to add one)`;
+    if (!host || !this.names.has(host.name))
+      return `Host "${hostHeader ?? ''}" is not an address this server answers to (start it with --allowed-host NAME to add one)`;
     if (origin === undefined) return null;
     const from = origin === 'null' ? null : hostOf(origin);
-    const ok = from !== null && (this.operatorNames.has(from.name) || (this.names.has(from.name) && from.port === String(this.port)));
+    const ok =
+      from !== null &&
+      (this.operatorNames.has(from.name) || (this.names.has(from.name) && from.port === String(this.port)));
     return ok ? null : `Origin "${origin}" is not this server's: requests from other sites are refused`;
   }
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 /** Marks a statistic in a contract: its JSON Schema allows what statsJson writes for it. */
-export const STAT_DESCRIPTION = 'a statistic: a number; "Infinity" or "-Infinity" when infinite; null when undefined (NaN)';
+export const STAT_DESCRIPTION =
+  'a statistic: a number; "Infinity" or "-Infinity" when infinite; null when undefined (NaN)';
 
 /** A number that may be infinite or undefined (NaN), written by statsJson as described above. */
 export const stat = (): z.ZodNumber => z.number().describe(STAT_DESCRIPTION);

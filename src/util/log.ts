@@ -44,7 +44,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const write = (level: LogLevel, message: string, fields: LogFields = {}): void => {
     if (RANK[level] < min) return;
     const shown = Object.entries(fields).filter(([, v]) => v !== undefined);
-    const tail = shown.map(([k, v]) => ` ${k}=${typeof v === 'string' && /\s/.test(v) ? JSON.stringify(v) : String(v)}`);
+    const tail = shown.map(
+      ([k, v]) => ` ${k}=${typeof v === 'string' && /\s/.test(v) ? JSON.stringify(v) : String(v)}`,
+    );
     stream?.write(scrub(`[termgrade] ${level}: ${message}${tail.join('')}\n`));
     if (!options.file || fileFailed) return;
     const line = { time: new Date().toISOString(), level, message, ...Object.fromEntries(shown) };

@@ -44,7 +44,10 @@ export async function withTimeout<T>(work: Promise<T>, ms: number, code: string,
 }
 
 /** An AbortSignal that fires at `ms` or when `parent` aborts; `timedOut()` tells which. */
-export function deadlineSignal(parent: AbortSignal | undefined, ms: number): { signal: AbortSignal; timedOut: () => boolean; clear: () => void } {
+export function deadlineSignal(
+  parent: AbortSignal | undefined,
+  ms: number,
+): { signal: AbortSignal; timedOut: () => boolean; clear: () => void } {
   const ctl = new AbortController();
   let fired = false;
   const timer = setTimeout(() => {

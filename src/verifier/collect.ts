@@ -38,19 +38,34 @@ type Kind = 'dir' | 'file' | 'link' | 'other' | 'missing';
  * `[[verifier.collect]]`: diagnostics, so a failing one is recorded, never a grade), then tells
  * what each artifact path is. Runs before the sandbox is stopped; the copy comes after.
  */
-export async function runCollect(box: Sandbox, task: Task, signal?: AbortSignal): Promise<{ hooks: CollectRun[]; kinds: Map<string, Kind> }> {
+export async function runCollect(
+  box: Sandbox,
+  task: Task,
+  signal?: AbortSignal,
+): Promise<{ hooks: CollectRun[]; kinds: Map<string, Kind> }> {
   const hooks: CollectRun[] = [];
   for (const hook of task.config.verifier.collect) {
-    const r = await box.exec(['/bin/sh', '-c', hook.command], { env: task.config.verifier.env, timeoutSec: hook.timeout_sec, signal });
+    const r = await box.exec(['/bin/sh', '-c', hook.command], {
+      env: task.config.verifier.env,
+      timeoutSec: hook.timeout_sec,
+      signal,
+    });
     hooks.push({ command: hook.command, exitCode: r.exitCode, timedOut: r.timedOut });
   }
   const sources = [ARTIFACTS_DIR, ...task.config.artifacts.map((a) => a.source)];
-  const probe = sources.map((p) => `p=${shellQuote(p)}; if [ -L "$p" ]; then echo link; elif [ -d "$p" ]; then echo dir; elif [ -f "$p" ]; then echo file; elif [ -e "$p" ]; then echo other; else echo missing; fi`).join('; ');
+  const probe = sources
+    .map(
+      (p) =>
+        `p=${shellQuote(p)}; if [ -L "$p" ]; then echo link; elif [ -d "$p" ]; then echo dir; elif [ -f "$p" ]; then echo file; elif [ -e "$p" ]; then echo other; else echo missing; fi`,
+    )
+    .join('; ');
   const r = await box.exec(['/bin/sh', '-c', `PATH=${SYSTEM_PATH}; ${probe}`], { timeoutSec: 60, signal });
   const lines = r.stdout.text.trim().split('\n');
   const kinds = new Map<string, Kind>();
   // A probe that did not answer for every path leaves those unknown: they are not copied (fail closed).
-  sources.forEach((s, i) => kinds.set(s, r.exitCode === 0 && lines.length === sources.length ? (lines[i] as Kind) : 'other'));
+  sources.forEach((s, i) =>
+    kinds.set(s, r.exitCode === 0 && lines.length === sources.length ? (lines[i] as Kind) : 'other'),
+  );
   return { hooks, kinds };
 }
 
@@ -60,16 +75,30 @@ export async function runCollect(box: Sandbox, task: Task, signal?: AbortSignal)
  * path that is a link, a device or unreadable, or that would pass the bound, is refused and said
  * so; what was copied of it is removed. /logs/artifacts missing is no artifact, not an error.
  */
-export async function copyArtifacts(box: Sandbox, task: Task, kinds: Map<string, Kind>, hostDir: string, maxBytes = MAX_ARTIFACT_BYTES): Promise<ArtifactCopy[]> {
+export async function copyArtifacts(
+  box: Sandbox,
+  task: Task,
+  kinds: Map<string, Kind>,
+  hostDir: string,
+  maxBytes = MAX_ARTIFACT_BYTES,
+): Promise<ArtifactCopy[]> {
   const wanted = [{ source: ARTIFACTS_DIR, destination: 'logs/artifacts' }, ...task.config.artifacts];
   const out: ArtifactCopy[] = [];
   let left = maxBytes;
   for (const a of wanted) {
     const kind = kinds.get(a.source) ?? 'other';
     if (kind === 'missing' && a.source === ARTIFACTS_DIR) continue;
-    const record = (ok: boolean, message: string | null): void => void out.push({ source: a.source, destination: a.destination, ok, message });
+    const record = (ok: boolean, message: string | null): void =>
+      void out.push({ source: a.source, destination: a.destination, ok, message });
     if (kind !== 'dir' && kind !== 'file') {
-      record(false, kind === 'missing' ? 'not there' : kind === 'link' ? 'a symbolic link: not followed' : 'not a plain file or folder');
+      record(
+        false,
+        kind === 'missing'
+          ? 'not there'
+          : kind === 'link'
+            ? 'a symbolic link: not followed'
+            : 'not a plain file or folder',
+      );
       continue;
     }
     const target = path.join(hostDir, a.destination);
@@ -87,7 +116,10 @@ export async function copyArtifacts(box: Sandbox, task: Task, kinds: Map<string,
       record(true, null);
     } catch (err) {
       await rm(target, { recursive: true, force: true });
-      record(false, err instanceof CopyLimitError ? `over the artifacts' bound of ${maxBytes} bytes: not kept` : errorMessage(err));
+      record(
+        false,
+        err instanceof CopyLimitError ? `over the artifacts' bound of ${maxBytes} bytes: not kept` : errorMessage(err),
+      );
     }
   }
   return out;

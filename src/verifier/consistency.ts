@@ -31,7 +31,10 @@ export function rewardFindings(input: ConsistencyInput): Finding[] {
 
   const failed = input.tests.filter((t) => t.status === 'failed' || t.status === 'error');
   if (winner.reward >= 1 && failed.length > 0) {
-    const names = failed.slice(0, 5).map((t) => t.name).join(', ');
+    const names = failed
+      .slice(0, 5)
+      .map((t) => t.name)
+      .join(', ');
     findings.push({
       code: 'reward_with_failed_tests',
       message: `reward ${winner.reward} from ${winner.source}, but ${failed.length} of ${input.tests.length} tests failed or errored: ${names}${failed.length > 5 ? `, and ${failed.length - 5} more` : ''}`,
@@ -41,7 +44,10 @@ export function rewardFindings(input: ConsistencyInput): Finding[] {
   if (json && txt) {
     const differ = json.ok && txt.ok ? Math.abs(json.reward - txt.reward) > SAME : json.ok !== txt.ok;
     if (differ) {
-      findings.push({ code: 'reward_files_disagree', message: `reward.json gives ${describe(json)} and reward.txt gives ${describe(txt)}; the reward is reward.json's` });
+      findings.push({
+        code: 'reward_files_disagree',
+        message: `reward.json gives ${describe(json)} and reward.txt gives ${describe(txt)}; the reward is reward.json's`,
+      });
     }
   }
   return findings;

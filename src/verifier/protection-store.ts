@@ -33,15 +33,25 @@ export class ProtectionStore {
       text = await readFile(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new TermgradeError('bad_input', `${file}: cannot read the protected set of task ${task.name}: ${errorMessage(err)}`);
+      throw new TermgradeError(
+        'bad_input',
+        `${file}: cannot read the protected set of task ${task.name}: ${errorMessage(err)}`,
+      );
     }
     let record: ProtectionRecord;
     try {
       record = ProtectionRecordSchema.parse(JSON.parse(text));
     } catch (err) {
-      throw new TermgradeError('bad_input', `${file}: not a protected set termgrade wrote (remove it, and check the task again to record it): ${errorMessage(err).slice(0, 300)}`);
+      throw new TermgradeError(
+        'bad_input',
+        `${file}: not a protected set termgrade wrote (remove it, and check the task again to record it): ${errorMessage(err).slice(0, 300)}`,
+      );
     }
-    if (record.checksum !== task.checksum) throw new TermgradeError('bad_input', `${file}: holds the protected set of another task content (${record.task}); remove it`);
+    if (record.checksum !== task.checksum)
+      throw new TermgradeError(
+        'bad_input',
+        `${file}: holds the protected set of another task content (${record.task}); remove it`,
+      );
     this.cache.set(task.checksum, record);
     return record;
   }

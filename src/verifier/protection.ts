@@ -32,7 +32,8 @@ export const ProtectionMode = z.enum(['admission', 'rules']);
 export type ProtectionMode = z.infer<typeof ProtectionMode>;
 
 /** The mode a grading has with this record (or none). */
-export const protectionModeOf = (record: ProtectionRecord | null | undefined): ProtectionMode => (record ? 'admission' : 'rules');
+export const protectionModeOf = (record: ProtectionRecord | null | undefined): ProtectionMode =>
+  record ? 'admission' : 'rules';
 
 /** Paths whose content is the run's own scratch, never machinery: the kernel's, temporary files, the harness's folders. */
 const VOLATILE = /^\/(proc|sys|dev|tmp|var\/tmp|run|logs|tests)(\/|$)/;
@@ -63,7 +64,8 @@ export function pycSource(p: string): string | null {
  */
 export function tracedPaths(log: string): string[] {
   const out = new Set<string>();
-  const call = /^(?:\d+\s+)?(execve|execveat|open|openat|openat2|stat|lstat|newfstatat|statx|access|faccessat|faccessat2|readlink|readlinkat|getdents64|getdents|chdir)\((.*)$/;
+  const call =
+    /^(?:\d+\s+)?(execve|execveat|open|openat|openat2|stat|lstat|newfstatat|statx|access|faccessat|faccessat2|readlink|readlinkat|getdents64|getdents|chdir)\((.*)$/;
   for (const line of log.split('\n')) {
     const m = call.exec(line);
     if (!m) continue;

@@ -54,7 +54,11 @@ export function parseRewardTxt(txt: string): RewardParse {
 export function parseRewardFiles(json: string | null, txt: string | null): RewardParse {
   if (json !== null) return parseRewardJson(json);
   if (txt !== null) return parseRewardTxt(txt);
-  return { ok: false, problem: 'missing', message: 'the verifier wrote neither /logs/verifier/reward.json nor reward.txt' };
+  return {
+    ok: false,
+    problem: 'missing',
+    message: 'the verifier wrote neither /logs/verifier/reward.json nor reward.txt',
+  };
 }
 
 /** Each reward file parsed on its own (null: not written), for checks that compare the two. */

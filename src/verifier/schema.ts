@@ -23,7 +23,14 @@ export type TestReportSource = z.infer<typeof TestReportSource>;
  * step the sandbox's content broke (grading_blocked: the working folder turned into a file), or
  * tampering with the verifier's machinery.
  */
-export const VerifierErrorClass = z.enum(['verifier_timeout', 'verifier_no_reward', 'verifier_bad_reward', 'verifier_crash', 'grading_blocked', 'tampering']);
+export const VerifierErrorClass = z.enum([
+  'verifier_timeout',
+  'verifier_no_reward',
+  'verifier_bad_reward',
+  'verifier_crash',
+  'grading_blocked',
+  'tampering',
+]);
 export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
 
 /**
@@ -35,7 +42,12 @@ export type FindingCode = z.infer<typeof FindingCode>;
 export const FindingSchema = z.object({ code: FindingCode, message: z.string() });
 export type Finding = z.infer<typeof FindingSchema>;
 
-export const ArtifactCopySchema = z.object({ source: z.string(), destination: z.string(), ok: z.boolean(), message: z.string().nullable() });
+export const ArtifactCopySchema = z.object({
+  source: z.string(),
+  destination: z.string(),
+  ok: z.boolean(),
+  message: z.string().nullable(),
+});
 export const CollectedSchema = z.object({
   hooks: z.array(z.object({ command: z.string(), exitCode: z.number().nullable(), timedOut: z.boolean() })),
   artifacts: z.array(ArtifactCopySchema),
@@ -55,7 +67,9 @@ export const VerifierOutcomeSchema = z.object({
   exitCode: z.number().nullable(),
   durationMs: z.number(),
   /** Changes the agent made to the verifier's machinery; any one voids the reward (it becomes 0). */
-  tampering: z.array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() })).default([]),
+  tampering: z
+    .array(z.object({ path: z.string(), kind: z.enum(['added', 'changed', 'deleted']), why: z.string() }))
+    .default([]),
   /** Which protected set the tamper scan used: the task's from admission, or the fixed rules only. */
   protection: ProtectionMode.default('rules'),
   /** Where the reward and the verifier's other evidence disagree (a reward is never changed by one). */
@@ -65,7 +79,13 @@ export const VerifierOutcomeSchema = z.object({
 });
 export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
 
-export function summarizeTests(tests: TestResult[]): { total: number; passed: number; failed: number; skipped: number; other: number } {
+export function summarizeTests(tests: TestResult[]): {
+  total: number;
+  passed: number;
+  failed: number;
+  skipped: number;
+  other: number;
+} {
   const count = (s: TestStatus): number => tests.filter((t) => t.status === s).length;
   const passed = count('passed');
   const failed = count('failed') + count('error');

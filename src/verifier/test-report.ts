@@ -35,7 +35,10 @@ export function collectTests(files: VerifierFiles): CollectedTests {
   if (files.junit.length) candidates.push({ source: 'junit', tests: files.junit.flatMap(parseJunit) });
   const counts: CollectedTests['counts'] = {};
   for (const c of candidates) counts[c.source] = c.tests.length;
-  const best = candidates.reduce<(typeof candidates)[number] | null>((a, c) => (c.tests.length > 0 && (!a || c.tests.length > a.tests.length) ? c : a), null);
+  const best = candidates.reduce<(typeof candidates)[number] | null>(
+    (a, c) => (c.tests.length > 0 && (!a || c.tests.length > a.tests.length) ? c : a),
+    null,
+  );
   if (!best) return { tests: [], source: 'none', counts };
   return { tests: best.tests.map((t) => ({ ...t, name: canonicalTestName(t.name) })), source: best.source, counts };
 }
@@ -92,7 +95,14 @@ export function parseCtrf(text: string): TestResult[] | null {
     }));
 }
 
-const SUMMARY_WORDS: Record<string, TestStatus> = { PASSED: 'passed', XFAIL: 'passed', FAILED: 'failed', XPASS: 'failed', ERROR: 'error', SKIPPED: 'skipped' };
+const SUMMARY_WORDS: Record<string, TestStatus> = {
+  PASSED: 'passed',
+  XFAIL: 'passed',
+  FAILED: 'failed',
+  XPASS: 'failed',
+  ERROR: 'error',
+  SKIPPED: 'skipped',
+};
 
 /**
  * Splits what follows the status word of a `-rA` line into the node id and the message. A node id
@@ -135,7 +145,13 @@ export function parsePytestSummary(text: string): TestResult[] {
       continue;
     }
     const c = COLLECTION_ERROR_LINE.exec(line);
-    if (c) byName.set(c[1]!, { name: c[1]!, status: 'error', durationMs: null, message: `collection error: ${c[2] ?? 'pytest could not collect this file'}` });
+    if (c)
+      byName.set(c[1]!, {
+        name: c[1]!,
+        status: 'error',
+        durationMs: null,
+        message: `collection error: ${c[2] ?? 'pytest could not collect this file'}`,
+      });
   }
   return [...byName.values()];
 }
@@ -153,7 +169,8 @@ export function junitClassToPath(classname: string, file: string | null): string
   let moduleParts = parts.findIndex((p) => /^[A-Z]/.test(p));
   if (file && file.endsWith('.py')) moduleParts = file.replace(/\.py$/, '').split('/').filter(Boolean).length;
   if (moduleParts === -1) moduleParts = parts.length;
-  if (moduleParts === 0 || parts.slice(0, moduleParts).some((p) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p))) return classname;
+  if (moduleParts === 0 || parts.slice(0, moduleParts).some((p) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)))
+    return classname;
   return [`${parts.slice(0, moduleParts).join('/')}.py`, ...parts.slice(moduleParts)].join('::');
 }
 const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -171,10 +188,24 @@ export function parseJunit(xml: string): TestResult[] {
     for (const tc of asArray(suite.testcase as XmlNode | XmlNode[])) {
       const name = String(tc['@name'] ?? '');
       if (!name) continue;
-      const cls = tc['@classname'] ? `${junitClassToPath(String(tc['@classname']), tc['@file'] === undefined ? null : String(tc['@file']))}::` : '';
+      const cls = tc['@classname']
+        ? `${junitClassToPath(String(tc['@classname']), tc['@file'] === undefined ? null : String(tc['@file']))}::`
+        : '';
       const failure = (tc.failure ?? tc.error) as XmlNode | string | undefined;
-      const status: TestStatus = tc.failure !== undefined ? 'failed' : tc.error !== undefined ? 'error' : tc.skipped !== undefined ? 'skipped' : 'passed';
-      const message = failure === undefined ? null : typeof failure === 'object' ? String(failure['@message'] ?? '') || null : String(failure) || null;
+      const status: TestStatus =
+        tc.failure !== undefined
+          ? 'failed'
+          : tc.error !== undefined
+            ? 'error'
+            : tc.skipped !== undefined
+              ? 'skipped'
+              : 'passed';
+      const message =
+        failure === undefined
+          ? null
+          : typeof failure === 'object'
+            ? String(failure['@message'] ?? '') || null
+            : String(failure) || null;
       const time = Number(tc['@time']);
       out.push({ name: cls + name, status, durationMs: Number.isFinite(time) ? time * 1000 : null, message });
     }

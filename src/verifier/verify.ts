@@ -1,15 +1,35 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ScanLimitError, type FsChange, type Sandbox, type SandboxProvider, type SandboxSnapshot } from '../sandbox/sandbox.js';
+import {
+  ScanLimitError,
+  type FsChange,
+  type Sandbox,
+  type SandboxProvider,
+  type SandboxSnapshot,
+} from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { CancelledError, EngineLostError, GradingStepError, errorMessage } from '../util/errors.js';
 import { readTextIfThere } from '../util/files.js';
 import { nowIso } from '../util/time.js';
-import { librariesUsed, parseLdCache, protectionModeOf, tracedPaths, type ProtectionMode, type ProtectionRecord } from './protection.js';
+import {
+  librariesUsed,
+  parseLdCache,
+  protectionModeOf,
+  tracedPaths,
+  type ProtectionMode,
+  type ProtectionRecord,
+} from './protection.js';
 import { rewardFindingsOf } from './consistency.js';
 import { parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
-import { findTampering, LD_CACHE, MAX_CONTENT_BYTES, MAX_CONTENT_FILES, needsContent, type Tampering } from './tampering.js';
+import {
+  findTampering,
+  LD_CACHE,
+  MAX_CONTENT_BYTES,
+  MAX_CONTENT_FILES,
+  needsContent,
+  type Tampering,
+} from './tampering.js';
 import { collectTests } from './test-report.js';
 import { TESTS_DIR, VERIFIER_LOGS } from '../sandbox/verifier-folders.js';
 import { copyArtifacts, runCollect } from './collect.js';
@@ -48,12 +68,31 @@ async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise
 }
 
 /** A grade of 0 with no test run: the sandbox's state kept the verifier from grading it (tampering, a step it broke). */
-export function zeroOutcome(error: { class: 'tampering' | 'grading_blocked'; message: string }, protection: ProtectionMode, tampering: Tampering[] = []): VerifierOutcome {
-  return { reward: 0, rewards: {}, rewardSource: null, tests: [], testsSource: 'none', testsSourceCounts: {}, exitCode: null, durationMs: 0, tampering, protection, error };
+export function zeroOutcome(
+  error: { class: 'tampering' | 'grading_blocked'; message: string },
+  protection: ProtectionMode,
+  tampering: Tampering[] = [],
+): VerifierOutcome {
+  return {
+    reward: 0,
+    rewards: {},
+    rewardSource: null,
+    tests: [],
+    testsSource: 'none',
+    testsSourceCounts: {},
+    exitCode: null,
+    durationMs: 0,
+    tampering,
+    protection,
+    error,
+  };
 }
 
 const tampered = (tampering: Tampering[], protection: ProtectionMode): VerifierOutcome => {
-  const list = tampering.slice(0, 5).map((t) => `${t.path} (${t.kind}: ${t.why})`).join(', ');
+  const list = tampering
+    .slice(0, 5)
+    .map((t) => `${t.path} (${t.kind}: ${t.why})`)
+    .join(', ');
   const message = `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}`;
   return zeroOutcome({ class: 'tampering', message }, protection, tampering);
 };
@@ -94,7 +133,8 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   const env = { COLUMNS: '400', ...task.config.verifier.env };
   // Collect hooks and artifacts are diagnostics: recorded, never part of the grade. Only for a
   // task that declares some (ordinary gradings pay no extra command).
-  const collects = Boolean(options.hostArtifactsDir) && (task.config.verifier.collect.length > 0 || task.config.artifacts.length > 0);
+  const collects =
+    Boolean(options.hostArtifactsDir) && (task.config.verifier.collect.length > 0 || task.config.artifacts.length > 0);
   // When test.sh is all the verifier does (no trace, nothing collected after it), the backend may
   // run it as the verifier sandbox's own process: no command sent in, nothing left to end after.
   const alone = !options.onRecord && !collects;
@@ -109,40 +149,96 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
       throw err;
     }
     const content = await readContents(snap, changes);
-    if (!content) return tampered([{ path: '/', kind: 'changed', why: `more than ${MAX_CONTENT_FILES} files whose content decides the scan; it cannot read them all, so it fails closed` }], mode);
+    if (!content)
+      return tampered(
+        [
+          {
+            path: '/',
+            kind: 'changed',
+            why: `more than ${MAX_CONTENT_FILES} files whose content decides the scan; it cannot read them all, so it fails closed`,
+          },
+        ],
+        mode,
+      );
     // Judged before anything of the snapshot runs (a tampered grade discards it unstarted). The
     // PATH test.sh will have is the engine's configuration with the verifier's env: nothing a
     // process in the sandbox can change.
     const testPath = task.config.verifier.env.PATH ?? (await snap.env()).PATH ?? '';
-    const tampering = findTampering(changes, { content, pathDirs: testPath.split(':'), protection: options.protection ?? null });
+    const tampering = findTampering(changes, {
+      content,
+      pathDirs: testPath.split(':'),
+      protection: options.protection ?? null,
+    });
     if (tampering.length > 0) return tampered(tampering, mode);
     // Only now does anything of the snapshot run: the verifier's sandbox, with /tests and an empty
     // /logs/verifier made afresh whatever the agent left there.
     const { box: verifierBox, run, collected } = await runTests(snap, task, options, { env, timeoutSec, collects });
     box = verifierBox;
-    await step('the verifier\'s logs could not be copied out', () => verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }));
-    if (options.onRecord && run.trace !== undefined && !run.timedOut) options.onRecord(await record(task, verifierBox, changes, content, run.trace));
+    await step("the verifier's logs could not be copied out", () =>
+      verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }),
+    );
+    if (options.onRecord && run.trace !== undefined && !run.timedOut)
+      options.onRecord(await record(task, verifierBox, changes, content, run.trace));
 
     const local = (name: string): string => path.join(options.hostLogsDir, name);
     const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
-    const junit = await Promise.all(files.filter((f) => f.endsWith('.xml')).sort().map((f) => readFile(local(f), 'utf8')));
+    const junit = await Promise.all(
+      files
+        .filter((f) => f.endsWith('.xml'))
+        .sort()
+        .map((f) => readFile(local(f), 'utf8')),
+    );
     const { tests, source, counts } = collectTests({
       ctrf: await readTextIfThere(local('ctrf.json')),
       stdout: await readTextIfThere(local('test-stdout.txt')),
       junit,
     });
-    const base = { tests, testsSource: source, testsSourceCounts: counts, exitCode: run.exitCode, durationMs: run.durationMs, tampering: [], protection: mode, ...(collected ? { collected } : {}) };
+    const base = {
+      tests,
+      testsSource: source,
+      testsSourceCounts: counts,
+      exitCode: run.exitCode,
+      durationMs: run.durationMs,
+      tampering: [],
+      protection: mode,
+      ...(collected ? { collected } : {}),
+    };
     if (run.timedOut) {
-      return { ...base, reward: 0, rewards: {}, rewardSource: null, error: { class: 'verifier_timeout', message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)` } };
+      return {
+        ...base,
+        reward: 0,
+        rewards: {},
+        rewardSource: null,
+        error: {
+          class: 'verifier_timeout',
+          message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)`,
+        },
+      };
     }
-    const [rewardJson, rewardTxt] = [await readTextIfThere(local('reward.json')), await readTextIfThere(local('reward.txt'))];
+    const [rewardJson, rewardTxt] = [
+      await readTextIfThere(local('reward.json')),
+      await readTextIfThere(local('reward.txt')),
+    ];
     const parsed = parseRewardFiles(rewardJson, rewardTxt);
     if (!parsed.ok) {
       const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
-      return { ...base, reward: 0, rewards: {}, rewardSource: null, error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` } };
+      return {
+        ...base,
+        reward: 0,
+        rewards: {},
+        rewardSource: null,
+        error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` },
+      };
     }
     const findings = rewardFindingsOf(rewardJson, rewardTxt, tests);
-    return { ...base, reward: parsed.reward, rewards: parsed.rewards, rewardSource: parsed.source, error: null, findings };
+    return {
+      ...base,
+      reward: parsed.reward,
+      rewards: parsed.rewards,
+      rewardSource: parsed.source,
+      error: null,
+      findings,
+    };
   } finally {
     await box?.close();
     await snap.discard();
@@ -162,21 +258,43 @@ interface TestsRun {
  * nothing else is asked of it, else sent in as a command, traced and followed by the collect hooks
  * as asked.
  */
-async function runTests(snap: SandboxSnapshot, task: Task, options: VerifyOptions, how: { env: Record<string, string>; timeoutSec: number; collects: boolean }): Promise<TestsRun> {
+async function runTests(
+  snap: SandboxSnapshot,
+  task: Task,
+  options: VerifyOptions,
+  how: { env: Record<string, string>; timeoutSec: number; collects: boolean },
+): Promise<TestsRun> {
   const { signal } = options;
   const start = { tests: options.testsDirs ?? [task.testsDir], env: task.config.verifier.env, signal };
   if (snap.runVerifier) {
     const runVerifier = snap.runVerifier.bind(snap);
-    const done = await step('the verifier sandbox did not run test.sh', () => runVerifier({ ...start, timeoutSec: how.timeoutSec }));
+    const done = await step('the verifier sandbox did not run test.sh', () =>
+      runVerifier({ ...start, timeoutSec: how.timeoutSec }),
+    );
     return { box: done.box, run: done };
   }
   const box = await step('the verifier sandbox did not start with fresh folders', () => snap.startVerifier(start));
   try {
-    const run = await box.exec(TEST_COMMAND, { env: how.env, timeoutSec: how.timeoutSec, signal, trace: Boolean(options.onRecord) });
-    const collecting = how.collects && !run.timedOut ? await step('the collect commands could not be run', () => runCollect(box, task, signal)) : null;
+    const run = await box.exec(TEST_COMMAND, {
+      env: how.env,
+      timeoutSec: how.timeoutSec,
+      signal,
+      trace: Boolean(options.onRecord),
+    });
+    const collecting =
+      how.collects && !run.timedOut
+        ? await step('the collect commands could not be run', () => runCollect(box, task, signal))
+        : null;
     await step('the verifier sandbox could not be stopped', () => box.stop());
     if (!collecting || !options.hostArtifactsDir) return { box, run };
-    return { box, run, collected: { hooks: collecting.hooks, artifacts: await copyArtifacts(box, task, collecting.kinds, options.hostArtifactsDir) } };
+    return {
+      box,
+      run,
+      collected: {
+        hooks: collecting.hooks,
+        artifacts: await copyArtifacts(box, task, collecting.kinds, options.hostArtifactsDir),
+      },
+    };
   } catch (err) {
     await box.close();
     throw err;
@@ -184,7 +302,13 @@ async function runTests(snap: SandboxSnapshot, task: Task, options: VerifyOption
 }
 
 /** The protected set this grading shows: what test.sh touched, what the solution changed, the libraries the loader resolved. */
-async function record(task: Task, box: Sandbox, changes: FsChange[], content: Map<string, Buffer>, trace: string): Promise<ProtectionRecord> {
+async function record(
+  task: Task,
+  box: Sandbox,
+  changes: FsChange[],
+  content: Map<string, Buffer>,
+  trace: string,
+): Promise<ProtectionRecord> {
   const accessed = tracedPaths(trace);
   const cache = content.get(LD_CACHE) ?? (await box.readFile(LD_CACHE, 64 * 1024 * 1024));
   return {
@@ -203,7 +327,12 @@ async function record(task: Task, box: Sandbox, changes: FsChange[], content: Ma
  * still answers (and was not lost), the sandbox's content broke the step, and the grade is 0
  * (grading_blocked); otherwise the failure is the engine's and is thrown, as every other one.
  */
-export async function gradeSandbox(sandbox: Sandbox, task: Task, options: VerifyOptions, provider: Pick<SandboxProvider, 'health'>): Promise<VerifierOutcome> {
+export async function gradeSandbox(
+  sandbox: Sandbox,
+  task: Task,
+  options: VerifyOptions,
+  provider: Pick<SandboxProvider, 'health'>,
+): Promise<VerifierOutcome> {
   try {
     return await verify(sandbox, task, options);
   } catch (err) {

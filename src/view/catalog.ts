@@ -57,12 +57,28 @@ export interface TrialListRow {
 function findingsText(raw: unknown): string {
   if (!Array.isArray(raw)) return '';
   return raw
-    .filter((f): f is { code: string; message?: unknown } => f !== null && typeof f === 'object' && typeof f.code === 'string')
+    .filter(
+      (f): f is { code: string; message?: unknown } =>
+        f !== null && typeof f === 'object' && typeof f.code === 'string',
+    )
     .map((f) => `${f.code}: ${typeof f.message === 'string' ? f.message : ''}`)
     .join('\n');
 }
 
-const SORTABLE = new Set(['job', 'config', 'task', 'attempt', 'status', 'reward', 'error_class', 'tests_failed', 'duration_ms', 'output_tokens', 'cost_usd', 'finished_at']);
+const SORTABLE = new Set([
+  'job',
+  'config',
+  'task',
+  'attempt',
+  'status',
+  'reward',
+  'error_class',
+  'tests_failed',
+  'duration_ms',
+  'output_tokens',
+  'cost_usd',
+  'finished_at',
+]);
 
 interface JobSource {
   name: string;
@@ -127,7 +143,11 @@ export class Catalog {
     for (const source of sources) {
       const st = await stat(source).catch(() => null);
       if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
-      if (!st.isDirectory()) throw new TermgradeError('bad_input', `${source}: give a job folder, a check output folder or a folder of trial folders`);
+      if (!st.isDirectory())
+        throw new TermgradeError(
+          'bad_input',
+          `${source}: give a job folder, a check output folder or a folder of trial folders`,
+        );
       const dir = path.resolve(source);
       if (c.jobs.some((j) => j.dir === dir) || c.folders.some((f) => f.dir === dir)) continue; // given twice: one job
       if (await stat(path.join(source, 'job.db')).catch(() => null)) c.addJob(dir);
@@ -156,13 +176,25 @@ export class Catalog {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw err;
     }
-    return names.sort().map((n) => path.join(dir, n)).filter((d) => existsSync(path.join(d, 'job.db')));
+    return names
+      .sort()
+      .map((n) => path.join(dir, n))
+      .filter((d) => existsSync(path.join(d, 'job.db')));
   }
 
   private addJob(dir: string): void {
     if (this.jobs.some((j) => j.dir === dir)) return;
     const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
-    const j: JobSource = { name: this.uniqueName(dir), dir, store, lastRowid: 0, lastCount: 0, total: null, planned: null, runningSeen: '' };
+    const j: JobSource = {
+      name: this.uniqueName(dir),
+      dir,
+      store,
+      lastRowid: 0,
+      lastCount: 0,
+      total: null,
+      planned: null,
+      runningSeen: '',
+    };
     this.jobs.push(j);
     this.syncJob(j, true);
   }
@@ -186,17 +218,26 @@ export class Catalog {
    * running one is known; each is shown with status `running` under its own id.
    */
   private syncRunning(j: JobSource): boolean {
-    const owner = Number((() => {
-      try {
-        return readFileSync(path.join(j.dir, 'job.lock'), 'utf8').trim();
-      } catch {
-        return ''; // no lock: nobody runs the job
-      }
-    })());
+    const owner = Number(
+      (() => {
+        try {
+          return readFileSync(path.join(j.dir, 'job.lock'), 'utf8').trim();
+        } catch {
+          return ''; // no lock: nobody runs the job
+        }
+      })(),
+    );
     const trialsDir = path.join(j.dir, 'trials');
     const found: Array<{ trialId: string; dir: string; seen: string }> = [];
     if (Number.isInteger(owner) && owner > 0 && processAlive(owner) && existsSync(trialsDir)) {
-      const done = new Set((this.index.prepare("SELECT id FROM trials WHERE job = ? AND status = 'completed'").pluck().all(j.name) as string[]).map((id) => id.slice(j.name.length + 1)));
+      const done = new Set(
+        (
+          this.index
+            .prepare("SELECT id FROM trials WHERE job = ? AND status = 'completed'")
+            .pluck()
+            .all(j.name) as string[]
+        ).map((id) => id.slice(j.name.length + 1)),
+      );
       for (const trialId of readdirSync(trialsDir)) {
         if (done.has(trialId)) continue;
         const dir = path.join(trialsDir, trialId);
@@ -208,8 +249,14 @@ export class Catalog {
     const seen = found.map((f) => f.seen).join('\n');
     if (seen === j.runningSeen) return false;
     j.runningSeen = seen;
-    const recorded = (col: 'config' | 'task'): string[] => this.index.prepare(`SELECT DISTINCT ${col} FROM trials WHERE job = ? AND status != 'running'`).pluck().all(j.name) as string[];
-    const labels = [...new Set([...Object.keys(j.planned ?? {}), ...Object.keys(this.knownConfigs(j)), ...recorded('config')])];
+    const recorded = (col: 'config' | 'task'): string[] =>
+      this.index
+        .prepare(`SELECT DISTINCT ${col} FROM trials WHERE job = ? AND status != 'running'`)
+        .pluck()
+        .all(j.name) as string[];
+    const labels = [
+      ...new Set([...Object.keys(j.planned ?? {}), ...Object.keys(this.knownConfigs(j)), ...recorded('config')]),
+    ];
     const tasks = recorded('task');
     this.index.transaction(() => {
       this.index.prepare("DELETE FROM trials WHERE job = ? AND status = 'running'").run(j.name);
@@ -217,7 +264,24 @@ export class Catalog {
         const slot = runningSlotOf(f.trialId, labels, tasks);
         const id = `${j.name}/running/${f.trialId}`;
         this.dirs.set(id, f.dir);
-        this.insert.run({ id, job: j.name, config: slot.config, task: slot.task, attempt: slot.attempt, status: 'running', reward: null, error_class: null, failing: '', tests_passed: 0, tests_failed: 0, duration_ms: null, output_tokens: null, cost_usd: null, finished_at: null, findings: '' });
+        this.insert.run({
+          id,
+          job: j.name,
+          config: slot.config,
+          task: slot.task,
+          attempt: slot.attempt,
+          status: 'running',
+          reward: null,
+          error_class: null,
+          failing: '',
+          tests_passed: 0,
+          tests_failed: 0,
+          duration_ms: null,
+          output_tokens: null,
+          cost_usd: null,
+          finished_at: null,
+          findings: '',
+        });
       }
     })();
     return true;
@@ -256,7 +320,13 @@ export class Catalog {
         const { rowid: _r, trial_dir, findings_json, ...row } = r;
         // Trial ids repeat across jobs of the same tasks and configurations: the job is part of the id.
         const id = `${j.name}/${row.id}`;
-        this.insert.run({ ...row, id, job: j.name, failing: row.failing ?? '', findings: findingsText(JSON.parse(findings_json)) });
+        this.insert.run({
+          ...row,
+          id,
+          job: j.name,
+          failing: row.failing ?? '',
+          findings: findingsText(JSON.parse(findings_json)),
+        });
         if (trial_dir) this.dirs.set(id, trial_dir);
       }
     })();
@@ -283,10 +353,18 @@ export class Catalog {
         config: r.agent.model ? `${r.agent.name}/${r.agent.model}` : r.agent.name,
         task: r.task.name,
         attempt: r.attempt ?? 0,
-        status: r.reward === null || r.reward === undefined ? (r.error?.class === 'cancelled' ? 'not_run' : 'error') : 'completed',
+        status:
+          r.reward === null || r.reward === undefined
+            ? r.error?.class === 'cancelled'
+              ? 'not_run'
+              : 'error'
+            : 'completed',
         reward: r.reward ?? null,
         error_class: r.error?.class ?? null,
-        failing: (r.tests ?? []).filter((t) => t.status === 'failed' || t.status === 'error').map((t) => t.name).join('\n'),
+        failing: (r.tests ?? [])
+          .filter((t) => t.status === 'failed' || t.status === 'error')
+          .map((t) => t.name)
+          .join('\n'),
         tests_passed: r.testsSummary?.passed ?? 0,
         tests_failed: r.testsSummary?.failed ?? 0,
         duration_ms: r.durationMs ?? null,
@@ -359,25 +437,53 @@ export class Catalog {
     const limit = Math.min(Math.max(1, q.limit ?? 50), 500);
     const offset = Math.max(0, q.offset ?? 0);
     const total = (this.index.prepare(`SELECT count(*) AS n FROM trials ${w}`).get(...args) as { n: number }).n;
-    const rows = this.index.prepare(`SELECT * FROM trials ${w} ORDER BY ${order} LIMIT ? OFFSET ?`).all(...args, limit, offset) as TrialListRow[];
+    const rows = this.index
+      .prepare(`SELECT * FROM trials ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
+      .all(...args, limit, offset) as TrialListRow[];
     return { total, rows };
   }
 
   /** The values each filter can take (configurations, statuses, error classes, jobs). */
   facets(): Record<string, string[]> {
-    const col = (c: string): string[] => (this.index.prepare(`SELECT DISTINCT ${c} AS v FROM trials WHERE ${c} IS NOT NULL ORDER BY v`).all() as Array<{ v: string }>).map((r) => r.v);
+    const col = (c: string): string[] =>
+      (
+        this.index.prepare(`SELECT DISTINCT ${c} AS v FROM trials WHERE ${c} IS NOT NULL ORDER BY v`).all() as Array<{
+          v: string;
+        }>
+      ).map((r) => r.v);
     return { job: col('job'), config: col('config'), status: col('status'), error: col('error_class') };
   }
 
   /** Every trial under the filters as (task, configuration, status, reward, error class): what the grid counts. */
-  outcomes(q: TrialQuery): Array<{ job: string; task: string; config: string; status: string; reward: number | null; error_class: string | null }> {
+  outcomes(
+    q: TrialQuery,
+  ): Array<{
+    job: string;
+    task: string;
+    config: string;
+    status: string;
+    reward: number | null;
+    error_class: string | null;
+  }> {
     const { w, args } = this.filterOf(q);
-    return this.index.prepare(`SELECT job, task, config, status, reward, error_class FROM trials ${w}`).all(...args) as Array<{ job: string; task: string; config: string; status: string; reward: number | null; error_class: string | null }>;
+    return this.index
+      .prepare(`SELECT job, task, config, status, reward, error_class FROM trials ${w}`)
+      .all(...args) as Array<{
+      job: string;
+      task: string;
+      config: string;
+      status: string;
+      reward: number | null;
+      error_class: string | null;
+    }>;
   }
 
   /** The jobs and trial folders shown (not the jobs folders they were found in), with where each is. */
   sources(): Array<{ name: string; dir: string; job: boolean }> {
-    return [...this.jobs.map((j) => ({ name: j.name, dir: j.dir, job: true })), ...this.folders.filter((f) => !f.jobsRoot).map((f) => ({ name: f.name, dir: f.dir, job: false }))];
+    return [
+      ...this.jobs.map((j) => ({ name: j.name, dir: j.dir, job: true })),
+      ...this.folders.filter((f) => !f.jobsRoot).map((f) => ({ name: f.name, dir: f.dir, job: false })),
+    ];
   }
 
   /**
@@ -386,13 +492,26 @@ export class Catalog {
    * another, has both's); a store from before per-configuration counts gives its one total.
    */
   jobSummaries(): Array<{ job: string; total: number | null; counts: Record<string, number>; live: boolean }> {
-    const counts = this.index.prepare('SELECT job, status, count(*) AS n FROM trials GROUP BY job, status').all() as Array<{ job: string; status: string; n: number }>;
-    const recorded = this.index.prepare("SELECT job, config, count(*) AS n FROM trials WHERE status != 'running' GROUP BY job, config").all() as Array<{ job: string; config: string; n: number }>;
+    const counts = this.index
+      .prepare('SELECT job, status, count(*) AS n FROM trials GROUP BY job, status')
+      .all() as Array<{ job: string; status: string; n: number }>;
+    const recorded = this.index
+      .prepare("SELECT job, config, count(*) AS n FROM trials WHERE status != 'running' GROUP BY job, config")
+      .all() as Array<{ job: string; config: string; n: number }>;
     const totalOf = (j: JobSource): number | null => {
       const mine = recorded.filter((r) => r.job === j.name);
-      if (!j.planned) return j.total === null ? null : Math.max(j.total, mine.reduce((a, r) => a + r.n, 0));
+      if (!j.planned)
+        return j.total === null
+          ? null
+          : Math.max(
+              j.total,
+              mine.reduce((a, r) => a + r.n, 0),
+            );
       const configs = new Set([...Object.keys(j.planned), ...mine.map((r) => r.config)]);
-      return [...configs].reduce((a, c) => a + Math.max(j.planned![c] ?? 0, mine.find((r) => r.config === c)?.n ?? 0), 0);
+      return [...configs].reduce(
+        (a, c) => a + Math.max(j.planned![c] ?? 0, mine.find((r) => r.config === c)?.n ?? 0),
+        0,
+      );
     };
     return this.sources().map(({ name, job }) => ({
       job: name,

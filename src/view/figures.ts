@@ -59,10 +59,32 @@ export interface GridCell {
 }
 
 /** The task x configuration grid over the trials a filter leaves: each cell its rate, counted as `stats` counts. */
-export function grid(rows: Array<{ job: string; task: string; config: string; status: string; reward: number | null; error_class: string | null }>): { tasks: string[]; configs: string[]; cells: GridCell[] } {
+export function grid(
+  rows: Array<{
+    job: string;
+    task: string;
+    config: string;
+    status: string;
+    reward: number | null;
+    error_class: string | null;
+  }>,
+): { tasks: string[]; configs: string[]; cells: GridCell[] } {
   const records: StatsRecord[] = rows
     .filter((r) => r.status !== 'running' && r.status !== 'not_run')
-    .map((r, i) => ({ trialId: String(i), job: r.job, task: r.task, config: r.config, reward: r.reward, passed: r.reward !== null && r.reward >= 1, errorClass: r.error_class, durationMs: 0, outputTokens: null, costUsd: null, testsPassed: 0, testsFailed: 0 }));
+    .map((r, i) => ({
+      trialId: String(i),
+      job: r.job,
+      task: r.task,
+      config: r.config,
+      reward: r.reward,
+      passed: r.reward !== null && r.reward >= 1,
+      errorClass: r.error_class,
+      durationMs: 0,
+      outputTokens: null,
+      costUsd: null,
+      testsPassed: 0,
+      testsFailed: 0,
+    }));
   const counts = countByTask(records);
   const rates = new Map(taskRates(counts).map((t) => [`${t.config}\u0000${t.task}`, t.rate]));
   const cells = new Map<string, GridCell>();
@@ -72,8 +94,18 @@ export function grid(rows: Array<{ job: string; task: string; config: string; st
     if (!c) cells.set(key, (c = { task, config, n: 0, c: 0, rate: null, errors: 0, running: 0 }));
     return c;
   };
-  for (const t of counts) Object.assign(cell(t.task, t.config), { n: t.n, c: t.c, errors: t.errors, rate: rates.get(`${t.config}\u0000${t.task}`) ?? null });
+  for (const t of counts)
+    Object.assign(cell(t.task, t.config), {
+      n: t.n,
+      c: t.c,
+      errors: t.errors,
+      rate: rates.get(`${t.config}\u0000${t.task}`) ?? null,
+    });
   for (const r of rows) if (r.status === 'running') cell(r.task, r.config).running += 1;
   const all = [...cells.values()];
-  return { tasks: [...new Set(all.map((c) => c.task))].sort(), configs: [...new Set(all.map((c) => c.config))].sort(), cells: all };
+  return {
+    tasks: [...new Set(all.map((c) => c.task))].sort(),
+    configs: [...new Set(all.map((c) => c.config))].sort(),
+    cells: all,
+  };
 }

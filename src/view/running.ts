@@ -7,7 +7,11 @@
  */
 const fileSafe = (s: string): string => s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80);
 
-export function runningSlotOf(trialId: string, labels: string[], tasks: string[] = []): { task: string; config: string; attempt: number } {
+export function runningSlotOf(
+  trialId: string,
+  labels: string[],
+  tasks: string[] = [],
+): { task: string; config: string; attempt: number } {
   const m = /^(.*)__(\d+)(?:__retry\d+)?$/.exec(trialId);
   if (!m) return { task: trialId, config: '?', attempt: 0 };
   const head = m[1]!;
@@ -21,5 +25,7 @@ export function runningSlotOf(trialId: string, labels: string[], tasks: string[]
     }
   }
   const at = head.lastIndexOf('__');
-  return at > 0 ? { task: head.slice(0, at), config: head.slice(at + 2), attempt } : { task: head, config: '?', attempt };
+  return at > 0
+    ? { task: head.slice(0, at), config: head.slice(at + 2), attempt }
+    : { task: head, config: '?', attempt };
 }

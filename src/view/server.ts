@@ -27,7 +27,6 @@ export interface ViewerOptions {
 /** Files of a trial folder the viewer serves whole (the transcript untruncated); larger ones are cut with a note. */
 const MAX_FILE_BYTES = 50 * 1024 * 1024;
 
-
 /** Every file below a trial folder, as paths relative to it. */
 async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; bytes: number }>> {
   const out: Array<{ path: string; bytes: number }> = [];
@@ -62,7 +61,15 @@ function guardRequests(app: App, hostCheck: HostCheck, token: string): void {
   app.addHook('onRequest', async (req, reply) => {
     const refused = hostCheck.refusal(req.headers.host, req.headers.origin);
     if (refused) return reply.code(403).send({ error: { code: 'forbidden', message: refused } });
-    if (!authorised(req)) return reply.code(401).send({ error: { code: 'unauthorized', message: 'a token is needed: open the address `termgrade view` printed (it ends in ?token=...)' } });
+    if (!authorised(req))
+      return reply
+        .code(401)
+        .send({
+          error: {
+            code: 'unauthorized',
+            message: 'a token is needed: open the address `termgrade view` printed (it ends in ?token=...)',
+          },
+        });
   });
 }
 
@@ -75,7 +82,12 @@ function pageRoutes(app: App, hostCheck: HostCheck, token: string): void {
     // The token given once in the address becomes a cookie; the address bar and history lose it
     // (the browser keeps the #fragment across the redirect, so deep links survive).
     if ((req.query as { token?: string }).token) {
-      return reply.header('set-cookie', `${cookieName(hostCheck)}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`).redirect('/', 303);
+      return reply
+        .header(
+          'set-cookie',
+          `${cookieName(hostCheck)}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`,
+        )
+        .redirect('/', 303);
     }
     return reply.type('text/html; charset=utf-8').send(APP_HTML);
   });
@@ -105,7 +117,11 @@ function queryOf(req: FastifyRequest): TrialQuery {
 
 /** The lists: summary, trials, grid, each job's figures, and the report of everything shown. */
 function listRoutes(app: App, catalog: Catalog): void {
-  app.get('/api/summary', async () => ({ jobs: catalog.jobSummaries(), facets: catalog.facets(), version: catalog.version }));
+  app.get('/api/summary', async () => ({
+    jobs: catalog.jobSummaries(),
+    facets: catalog.facets(),
+    version: catalog.version,
+  }));
   app.get('/api/trials', async (req) => catalog.query(queryOf(req)));
   app.get('/api/grid', async (req) => grid(catalog.outcomes(queryOf(req))));
 
@@ -116,14 +132,17 @@ function listRoutes(app: App, catalog: Catalog): void {
     const out = [];
     for (const src of catalog.sources()) {
       let f = figures.get(src.dir);
-      if (!f || f.version !== catalog.version) figures.set(src.dir, (f = { version: catalog.version, value: await jobFigures(src.dir) }));
+      if (!f || f.version !== catalog.version)
+        figures.set(src.dir, (f = { version: catalog.version, value: await jobFigures(src.dir) }));
       out.push({ ...summaries.find((s) => s.job === src.name)!, ...f.value });
     }
     return { jobs: out, version: catalog.version };
   });
 
   // The report of everything shown, served beside the viewer: its rows link to their trials here.
-  app.get('/report', async (_req, reply) => reply.type('text/html; charset=utf-8').send(await viewerReport(catalog.sources().map((x) => x.dir))));
+  app.get('/report', async (_req, reply) =>
+    reply.type('text/html; charset=utf-8').send(await viewerReport(catalog.sources().map((x) => x.dir))),
+  );
 }
 
 /** One trial: its row, result, transcript and files, and any file inside its own folder. */
@@ -148,12 +167,16 @@ function trialRoutes(app: App, catalog: Catalog): void {
     const dir = catalog.dirOf(id);
     const file = dir ? path.resolve(dir, rel) : null;
     // Only files inside the trial's own folder.
-    if (!dir || !file || !file.startsWith(`${path.resolve(dir)}${path.sep}`)) return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
+    if (!dir || !file || !file.startsWith(`${path.resolve(dir)}${path.sep}`))
+      return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
     const st = await stat(file).catch(() => null);
-    if (!st?.isFile()) return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
+    if (!st?.isFile())
+      return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
     const buf = await readFile(file);
     const text = buf.subarray(0, MAX_FILE_BYTES).toString('utf8');
-    return reply.type('text/plain; charset=utf-8').send(st.size > MAX_FILE_BYTES ? `${text}\n[... ${st.size - MAX_FILE_BYTES} more bytes not shown ...]` : text);
+    return reply
+      .type('text/plain; charset=utf-8')
+      .send(st.size > MAX_FILE_BYTES ? `${text}\n[... ${st.size - MAX_FILE_BYTES} more bytes not shown ...]` : text);
   });
 }
 
@@ -161,7 +184,11 @@ function trialRoutes(app: App, catalog: Catalog): void {
 function eventRoute(app: App, catalog: Catalog, listeners: Set<(v: number) => void>): void {
   app.get('/api/events', (req, reply) => {
     reply.hijack();
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    reply.raw.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     reply.raw.write(`data: ${JSON.stringify({ version: catalog.version })}\n\n`);
     const send = (v: number): void => void reply.raw.write(`data: ${JSON.stringify({ version: v })}\n\n`);
     listeners.add(send);
@@ -178,7 +205,11 @@ function eventRoute(app: App, catalog: Catalog, listeners: Set<(v: number) => vo
  */
 export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
   const host = o.host ?? '127.0.0.1';
-  if (!isLoopback(host) && !o.token) throw new TermgradeError('usage', `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`);
+  if (!isLoopback(host) && !o.token)
+    throw new TermgradeError(
+      'usage',
+      `view --host ${host}: a bind other than loopback needs a token (--token-env VAR)`,
+    );
   // Never open, even on loopback: a web page the user visits must not be able to read the trials.
   const token = o.token || generateToken();
   const hostCheck = new HostCheck(host, o.allowedHosts);

@@ -1,5 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -67,13 +76,32 @@ export class TestEngine {
     const out = openSync(this.logFile, 'a');
     const child = spawn(
       'dockerd',
-      ['--data-root', this.dataRoot, '--exec-root', this.execRoot, '-H', this.host, '--pidfile', this.pidFile, '--bridge=none', '--iptables=false', '--ip-forward=false', '--ip-masq=false'],
+      [
+        '--data-root',
+        this.dataRoot,
+        '--exec-root',
+        this.execRoot,
+        '-H',
+        this.host,
+        '--pidfile',
+        this.pidFile,
+        '--bridge=none',
+        '--iptables=false',
+        '--ip-forward=false',
+        '--ip-masq=false',
+      ],
       { detached: true, stdio: ['ignore', out, out] },
     );
     child.unref();
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (await this.docker.ping().then(() => true, () => false)) return true;
+      if (
+        await this.docker.ping().then(
+          () => true,
+          () => false,
+        )
+      )
+        return true;
       if (child.exitCode !== null) return false;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -85,7 +113,15 @@ export class TestEngine {
   async loadFromMain(ref = 'debian:bookworm-slim'): Promise<void> {
     const main = new Docker();
     const id = (await main.getImage(ref).inspect()).Id;
-    if ((await this.docker.getImage(id).inspect().catch(() => null))?.Id === id) return;
+    if (
+      (
+        await this.docker
+          .getImage(id)
+          .inspect()
+          .catch(() => null)
+      )?.Id === id
+    )
+      return;
     await shipImage(main, this.docker, { tag: ref, id }, 120_000);
   }
 
@@ -174,10 +210,26 @@ export async function startSshEngine(socket: string): Promise<{ host: string; ke
     const made = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(dir, key)]);
     if (made.status !== 0) throw new Error(`ssh-keygen failed: ${made.stderr}`);
   }
-  writeFileSync(path.join(dir, 'authorized_keys'), `environment="DOCKER_HOST=unix://${socket}" ${readFileSync(path.join(dir, 'client.pub'), 'utf8')}`, { mode: 0o600 });
+  writeFileSync(
+    path.join(dir, 'authorized_keys'),
+    `environment="DOCKER_HOST=unix://${socket}" ${readFileSync(path.join(dir, 'client.pub'), 'utf8')}`,
+    { mode: 0o600 },
+  );
   writeFileSync(
     path.join(dir, 'sshd_config'),
-    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${dir}/host`, `AuthorizedKeysFile ${dir}/authorized_keys`, 'PermitRootLogin prohibit-password', 'PasswordAuthentication no', 'PermitUserEnvironment yes', `PidFile ${dir}/sshd.pid`, 'StrictModes no', 'UsePAM no', ''].join('\n'),
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${dir}/host`,
+      `AuthorizedKeysFile ${dir}/authorized_keys`,
+      'PermitRootLogin prohibit-password',
+      'PasswordAuthentication no',
+      'PermitUserEnvironment yes',
+      `PidFile ${dir}/sshd.pid`,
+      'StrictModes no',
+      'UsePAM no',
+      '',
+    ].join('\n'),
   );
   mkdirSync('/run/sshd', { recursive: true });
   const started = spawnSync('/usr/sbin/sshd', ['-f', path.join(dir, 'sshd_config'), '-E', path.join(dir, 'sshd.log')]);

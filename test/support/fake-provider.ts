@@ -8,7 +8,21 @@ import { prepareFoldersInside } from '../../src/sandbox/verifier-folders.js';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Task } from '../../src/task/task.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, PreparedEnvironment, ProviderCapabilities, ProviderHealth, Sandbox, SandboxProvider, SandboxSnapshot, Shell, StartOptions } from '../../src/sandbox/sandbox.js';
+import type {
+  CopyOptions,
+  ExecOptions,
+  ExecResult,
+  FileEntry,
+  FsChange,
+  PreparedEnvironment,
+  ProviderCapabilities,
+  ProviderHealth,
+  Sandbox,
+  SandboxProvider,
+  SandboxSnapshot,
+  Shell,
+  StartOptions,
+} from '../../src/sandbox/sandbox.js';
 import { CancelledError, TermgradeError } from '../../src/util/errors.js';
 
 /** What the grader of a fake trial returns: a reward, no reward file, or a verifier that hangs. */
@@ -27,7 +41,13 @@ export interface FakeBehaviour {
   startMs?: number;
 }
 
-const ok = (text = ''): ExecResult => ({ exitCode: 0, stdout: { text, totalBytes: text.length, truncatedBytes: 0 }, stderr: { text: '', totalBytes: 0, truncatedBytes: 0 }, timedOut: false, durationMs: 0 });
+const ok = (text = ''): ExecResult => ({
+  exitCode: 0,
+  stdout: { text, totalBytes: text.length, truncatedBytes: 0 },
+  stderr: { text: '', totalBytes: 0, truncatedBytes: 0 },
+  timedOut: false,
+  durationMs: 0,
+});
 
 async function readTree(dir: string, prefix: string, into: Map<string, Buffer>): Promise<void> {
   for (const e of await readdir(dir, { withFileTypes: true })) {
@@ -64,13 +84,15 @@ export class FakeSandbox implements Sandbox {
     const text = typeof command === 'string' ? command : command.join(' ');
     if (this.provider.behaviour.commandMs) await new Promise((r) => setTimeout(r, this.provider.behaviour.commandMs));
     if (text.includes('rm -rf /tests /logs/verifier')) {
-      for (const k of [...this.files.keys()]) if (k.startsWith('/tests/') || k.startsWith('/logs/verifier/')) this.files.delete(k);
+      for (const k of [...this.files.keys()])
+        if (k.startsWith('/tests/') || k.startsWith('/logs/verifier/')) this.files.delete(k);
       return ok();
     }
     if (text.includes('echo missing')) {
       // The artifact probe: what each quoted path is, from the file map.
       const paths = [...text.matchAll(/p='([^']*)'/g)].map((m) => m[1]!);
-      const kind = (p: string): string => (this.files.has(p) ? 'file' : [...this.files.keys()].some((k) => k.startsWith(`${p}/`)) ? 'dir' : 'missing');
+      const kind = (p: string): string =>
+        this.files.has(p) ? 'file' : [...this.files.keys()].some((k) => k.startsWith(`${p}/`)) ? 'dir' : 'missing';
       return ok(`${paths.map(kind).join('\n')}\n`);
     }
     if (text.includes('/tests/test.sh')) {
@@ -166,7 +188,12 @@ export class FakeSandbox implements Sandbox {
 export class FakeProvider implements SandboxProvider {
   readonly name = 'fake';
   /** Commands do not really run and there is no network to isolate: the self-check skips what needs them. */
-  readonly capabilities: ProviderCapabilities = { commands: false, networkIsolation: false, engineImages: false, fixedCapacity: false };
+  readonly capabilities: ProviderCapabilities = {
+    commands: false,
+    networkIsolation: false,
+    engineImages: false,
+    fixedCapacity: false,
+  };
   /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once, endProcesses calls. */
   starts = 0;
   backgroundStarts = 0;
@@ -194,7 +221,8 @@ export class FakeProvider implements SandboxProvider {
   }
 
   async prepare(task: Task): Promise<PreparedEnvironment> {
-    if (this.behaviour.prepareFails?.(task)) throw new TermgradeError('build_failed', `fake build of ${task.name} failed`);
+    if (this.behaviour.prepareFails?.(task))
+      throw new TermgradeError('build_failed', `fake build of ${task.name} failed`);
     return { image: `fake:${task.name}`, source: 'dockerfile', cached: true, durationMs: 0, log: '' };
   }
 
@@ -203,7 +231,8 @@ export class FakeProvider implements SandboxProvider {
     const n = this.startsByTask.get(task.name) ?? 0;
     this.startsByTask.set(task.name, n + 1);
     if (this.behaviour.startMs) await new Promise((r) => setTimeout(r, this.behaviour.startMs));
-    if (this.behaviour.startFails?.(task, n)) throw new TermgradeError('environment_error', `fake sandbox for ${task.name} did not start`);
+    if (this.behaviour.startFails?.(task, n))
+      throw new TermgradeError('environment_error', `fake sandbox for ${task.name} did not start`);
     this.starts += 1;
     if (options.background) this.backgroundStarts += 1;
     this.open += 1;
@@ -237,6 +266,7 @@ export class FakeProvider implements SandboxProvider {
 
   /** Any name but the engine's own networks: the fake has none to inspect. */
   async checkNetwork(name: string): Promise<void> {
-    if (['host', 'none', 'bridge', 'default'].includes(name)) throw new TermgradeError('bad_input', `network "${name}" is not an isolated network`);
+    if (['host', 'none', 'bridge', 'default'].includes(name))
+      throw new TermgradeError('bad_input', `network "${name}" is not an isolated network`);
   }
 }

@@ -13,12 +13,22 @@ import path from 'node:path';
 import { z } from 'zod';
 
 /** pydantic's datetime: an ISO 8601 string it parses. */
-const datetime = z.string().refine((s) => !Number.isNaN(Date.parse(s)) && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(s), 'a datetime pydantic parses');
+const datetime = z
+  .string()
+  .refine(
+    (s) => !Number.isNaN(Date.parse(s)) && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(s),
+    'a datetime pydantic parses',
+  );
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'a UUID');
 const opt = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
 const TimingInfo = z.strictObject({ started_at: opt(datetime), finished_at: opt(datetime) });
-const ExceptionInfo = z.strictObject({ exception_type: z.string(), exception_message: z.string(), exception_traceback: z.string(), occurred_at: datetime });
+const ExceptionInfo = z.strictObject({
+  exception_type: z.string(),
+  exception_message: z.string(),
+  exception_traceback: z.string(),
+  occurred_at: datetime,
+});
 const ModelInfo = z.strictObject({ name: z.string(), provider: z.string() });
 const AgentInfo = z.strictObject({ name: z.string(), version: z.string(), model_info: opt(ModelInfo) });
 const AgentContext = z.strictObject({
@@ -32,7 +42,14 @@ const AgentContext = z.strictObject({
 const VerifierResult = z.strictObject({ rewards: opt(z.record(z.string(), z.number())) });
 const LocalTaskId = z.strictObject({ path: z.string() });
 
-const TaskConfig = z.strictObject({ path: opt(z.string()), git_url: opt(z.string()), git_commit_id: opt(z.string()), overwrite: z.boolean().optional(), download_dir: opt(z.string()), source: opt(z.string()) });
+const TaskConfig = z.strictObject({
+  path: opt(z.string()),
+  git_url: opt(z.string()),
+  git_commit_id: opt(z.string()),
+  overwrite: z.boolean().optional(),
+  download_dir: opt(z.string()),
+  source: opt(z.string()),
+});
 const AgentConfig = z.strictObject({
   name: opt(z.string()),
   import_path: opt(z.string()),
@@ -54,7 +71,11 @@ const EnvironmentConfig = z.strictObject({
   override_gpus: opt(z.number().int()),
   kwargs: z.record(z.string(), z.unknown()).optional(),
 });
-const VerifierConfig = z.strictObject({ override_timeout_sec: opt(z.number()), max_timeout_sec: opt(z.number()), disable: z.boolean().optional() });
+const VerifierConfig = z.strictObject({
+  override_timeout_sec: opt(z.number()),
+  max_timeout_sec: opt(z.number()),
+  disable: z.boolean().optional(),
+});
 const TrialConfig = z.strictObject({
   task: TaskConfig,
   trial_name: z.string().optional(),
@@ -92,7 +113,9 @@ export const TrialResult = z.strictObject({
 export type TrialResult = z.infer<typeof TrialResult>;
 
 /** dict keys that pydantic reads as float | int. */
-const numberKey = z.string().refine((k) => k.trim() !== '' && Number.isFinite(Number(k)), 'a reward value (float | int key)');
+const numberKey = z
+  .string()
+  .refine((k) => k.trim() !== '' && Number.isFinite(Number(k)), 'a reward value (float | int key)');
 const AgentDatasetStats = z.strictObject({
   n_trials: z.number().int().optional(),
   n_errors: z.number().int().optional(),
@@ -128,7 +151,14 @@ export const JobResult = z.strictObject({
 });
 export type JobResult = z.infer<typeof JobResult>;
 
-const DatasetConfig = z.strictObject({ path: opt(z.string()), name: opt(z.string()), version: opt(z.string()), task_names: opt(z.array(z.string())), exclude_task_names: opt(z.array(z.string())), n_tasks: opt(z.number().int()) });
+const DatasetConfig = z.strictObject({
+  path: opt(z.string()),
+  name: opt(z.string()),
+  version: opt(z.string()),
+  task_names: opt(z.array(z.string())),
+  exclude_task_names: opt(z.array(z.string())),
+  n_tasks: opt(z.number().int()),
+});
 export const JobConfig = z.strictObject({
   job_name: z.string().optional(),
   jobs_dir: z.string().optional(),
@@ -138,7 +168,13 @@ export const JobConfig = z.strictObject({
   verifier_timeout_multiplier: opt(z.number()),
   n_concurrent_trials: z.number().int().min(1).optional(),
   quiet: z.boolean().optional(),
-  retry: z.strictObject({ max_retries: z.number().int().min(0).optional(), include_exceptions: opt(z.array(z.string())), exclude_exceptions: opt(z.array(z.string())) }).optional(),
+  retry: z
+    .strictObject({
+      max_retries: z.number().int().min(0).optional(),
+      include_exceptions: opt(z.array(z.string())),
+      exclude_exceptions: opt(z.array(z.string())),
+    })
+    .optional(),
   environment: EnvironmentConfig.optional(),
   verifier: VerifierConfig.optional(),
   metrics: z.array(z.unknown()).optional(),

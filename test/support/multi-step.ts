@@ -39,11 +39,15 @@ export async function multiStepTask(options: { minReward?: number } = {}): Promi
     'multi/tests/lib.sh': 'pass() { echo "PASSED t.py::test_step"; }\nfail() { echo "FAILED t.py::test_step - no"; }\n',
     'multi/tests/test.sh': reward('[ "$(tail -n1 /app/log.txt 2>/dev/null)" = three ]'),
     'multi/steps/01-create/instruction.md': 'Write the line "one" into /app/log.txt.\n',
-    'multi/steps/01-create/solution/solve.sh': '#!/bin/bash\nmkdir -p /app/notes && echo one > /app/log.txt && echo a > /app/notes/a.txt\n',
-    'multi/steps/01-create/tests/test.sh': reward('[ "$(cat /app/log.txt 2>/dev/null)" = one ]', ', "quality": 0.5') + 'touch /app/verifier-mark\n',
+    'multi/steps/01-create/solution/solve.sh':
+      '#!/bin/bash\nmkdir -p /app/notes && echo one > /app/log.txt && echo a > /app/notes/a.txt\n',
+    'multi/steps/01-create/tests/test.sh':
+      reward('[ "$(cat /app/log.txt 2>/dev/null)" = one ]', ', "quality": 0.5') + 'touch /app/verifier-mark\n',
     'multi/steps/02-append/instruction.md': 'Append the line "two" to /app/log.txt.\n',
     'multi/steps/02-append/solution/solve.sh': '#!/bin/bash\necho two >> /app/log.txt\n',
-    'multi/steps/02-append/tests/test.sh': reward('[ "$(cat /app/log.txt | tr "\\n" ,)" = one,two, ] && [ ! -e /app/verifier-mark ]'),
+    'multi/steps/02-append/tests/test.sh': reward(
+      '[ "$(cat /app/log.txt | tr "\\n" ,)" = one,two, ] && [ ! -e /app/verifier-mark ]',
+    ),
     'multi/steps/03-finish/instruction.md': 'Append the line "three" to /app/log.txt.\n',
     'multi/steps/03-finish/solution/solve.sh': '#!/bin/bash\necho four >> /app/log.txt\n',
   });
@@ -58,36 +62,73 @@ export const FAKE_STEP_GRADES = [1, 1, 0];
  * sandbox, each graded on the protected path (one snapshot per step), the task's reward the mean
  * of the steps', versions recorded. `scripted`: the backend runs the task's scripts (not the fake).
  */
-export function multiStepBehaviour(label: string, provider: () => SandboxProvider, options: { scripted: boolean; snapshots?: () => number; failingFirstStep?: () => SandboxProvider }): void {
+export function multiStepBehaviour(
+  label: string,
+  provider: () => SandboxProvider,
+  options: { scripted: boolean; snapshots?: () => number; failingFirstStep?: () => SandboxProvider },
+): void {
   describe(`multi-step tasks (${label})`, () => {
-    it('runs the steps in order in one sandbox, grades each on its own snapshot, and rewards the task with the steps\' mean', async () => {
+    it("runs the steps in order in one sandbox, grades each on its own snapshot, and rewards the task with the steps' mean", async () => {
       const task = await loadTask(await multiStepTask());
-      assert.deepEqual(task.steps?.map((s) => s.name), ['01-create', '02-append', '03-finish']);
+      assert.deepEqual(
+        task.steps?.map((s) => s.name),
+        ['01-create', '02-append', '03-finish'],
+      );
       const out = await tempDir();
       const snapshotsBefore = options.snapshots?.() ?? 0;
       const r = await runTrial({ task, agent: oracleAgent, provider: provider(), outDir: out });
       if (options.snapshots) assert.equal(options.snapshots() - snapshotsBefore, 3, 'one grading (snapshot) per step');
-      assert.deepEqual(r.steps.map((s) => [s.name, s.reward]), [['01-create', 1], ['02-append', 1], ['03-finish', 0]], JSON.stringify(r.errors));
+      assert.deepEqual(
+        r.steps.map((s) => [s.name, s.reward]),
+        [
+          ['01-create', 1],
+          ['02-append', 1],
+          ['03-finish', 0],
+        ],
+        JSON.stringify(r.errors),
+      );
       assert.ok(Math.abs(r.reward! - 2 / 3) < 1e-9, `the mean of the steps' rewards, got ${r.reward}`);
       assert.equal(r.passed, false);
       assert.equal(r.taskVersion, '2.1.0');
       assert.deepEqual(r.dataset, { name: 'fixtures/multi', version: '0.3.0' });
-      assert.equal(r.steps.some((s) => s.stoppedTrial), false);
-      const stored = TrialResultSchema.parse(JSON.parse(await readFile(path.join(out, r.trialId, 'result.json'), 'utf8')));
+      assert.equal(
+        r.steps.some((s) => s.stoppedTrial),
+        false,
+      );
+      const stored = TrialResultSchema.parse(
+        JSON.parse(await readFile(path.join(out, r.trialId, 'result.json'), 'utf8')),
+      );
       assert.deepEqual(stored.steps, r.steps);
       if (options.scripted) {
         // The step's named rewards are kept; a key a step lacks counts 0 in the mean.
         assert.deepEqual(r.steps[0]!.rewards, { reward: 1, quality: 0.5 });
         assert.ok(Math.abs(r.rewards.quality! - 0.5 / 3) < 1e-9, JSON.stringify(r.rewards));
-        assert.deepEqual(r.tests.map((t) => [t.name, t.status]), [['01-create/t.py::test_step', 'passed'], ['02-append/t.py::test_step', 'passed'], ['03-finish/t.py::test_step', 'failed']]);
+        assert.deepEqual(
+          r.tests.map((t) => [t.name, t.status]),
+          [
+            ['01-create/t.py::test_step', 'passed'],
+            ['02-append/t.py::test_step', 'passed'],
+            ['03-finish/t.py::test_step', 'failed'],
+          ],
+        );
         // Each step's logs and artifacts are its own, copied out with its verifier's logs.
         const stepDir = path.join(out, r.trialId, 'steps', '02-append');
         assert.equal(JSON.parse(await readFile(path.join(stepDir, 'verifier', 'reward.json'), 'utf8')).reward, 1);
-        assert.equal((await readFile(path.join(stepDir, 'artifacts', 'logs', 'artifacts', 'lines.txt'), 'utf8')).trim(), '2', 'the collect hook ran after step 2\'s tests');
+        assert.equal(
+          (await readFile(path.join(stepDir, 'artifacts', 'logs', 'artifacts', 'lines.txt'), 'utf8')).trim(),
+          '2',
+          "the collect hook ran after step 2's tests",
+        );
         assert.equal(await readFile(path.join(stepDir, 'artifacts', 'app', 'log.txt'), 'utf8'), 'one\ntwo\n');
         assert.equal(await readFile(path.join(stepDir, 'artifacts', 'notes-copy', 'a.txt'), 'utf8'), 'a\n');
-        assert.deepEqual(r.steps[1]!.collected?.hooks.map((h) => h.exitCode), [0]);
-        assert.ok(r.steps[1]!.collected?.artifacts.every((a) => a.ok), JSON.stringify(r.steps[1]!.collected));
+        assert.deepEqual(
+          r.steps[1]!.collected?.hooks.map((h) => h.exitCode),
+          [0],
+        );
+        assert.ok(
+          r.steps[1]!.collected?.artifacts.every((a) => a.ok),
+          JSON.stringify(r.steps[1]!.collected),
+        );
       }
     });
 
@@ -95,8 +136,16 @@ export function multiStepBehaviour(label: string, provider: () => SandboxProvide
       const task = await loadTask(await multiStepTask({ minReward: 1 }));
       // A backend that runs the scripts fails step 1 for the nop agent; the fake, told to grade it 0.
       const p = options.scripted ? provider() : options.failingFirstStep!();
-      const r = await runTrial({ task, agent: options.scripted ? nopAgent : oracleAgent, provider: p, outDir: await tempDir() });
-      assert.deepEqual(r.steps.map((s) => [s.name, s.reward, s.stoppedTrial]), [['01-create', 0, true]]);
+      const r = await runTrial({
+        task,
+        agent: options.scripted ? nopAgent : oracleAgent,
+        provider: p,
+        outDir: await tempDir(),
+      });
+      assert.deepEqual(
+        r.steps.map((s) => [s.name, s.reward, s.stoppedTrial]),
+        [['01-create', 0, true]],
+      );
       assert.equal(r.reward, 0);
     });
   });

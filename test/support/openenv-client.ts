@@ -37,7 +37,10 @@ export class OpenEnvHttpClient {
   private async request(method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> {
     const res = await fetch(`${this.baseUrl}${route}`, {
       method,
-      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -53,7 +56,11 @@ export class OpenEnvHttpClient {
   }
 
   async step(action: Record<string, unknown>, options: { timeout_s?: number } = {}): Promise<StepResult> {
-    const r = await this.request('POST', '/step', { action, ...options, ...(this.episodeId ? { episode_id: this.episodeId } : {}) });
+    const r = await this.request('POST', '/step', {
+      action,
+      ...options,
+      ...(this.episodeId ? { episode_id: this.episodeId } : {}),
+    });
     return { observation: r.observation, reward: r.reward ?? null, done: Boolean(r.done) };
   }
 
@@ -96,7 +103,11 @@ export class OpenEnvWsClient {
   }
 
   /** Connects; an upgrade the server refuses rejects with its HTTP status and error body. */
-  static connect(baseUrl: string, token: string | null, options: { headers?: Record<string, string>; origin?: string } = {}): Promise<OpenEnvWsClient> {
+  static connect(
+    baseUrl: string,
+    token: string | null,
+    options: { headers?: Record<string, string>; origin?: string } = {},
+  ): Promise<OpenEnvWsClient> {
     const url = `${baseUrl.replace(/^http/, 'ws')}/ws`;
     const headers = { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...options.headers };
     const socket = new WebSocket(url, { headers, ...(options.origin ? { origin: options.origin } : {}) });

@@ -29,9 +29,11 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       }
     }
 
-    it('a snapshot freezes the files of one moment; its verifier shares the network and process list, not the files, and is out of the original\'s reach', async () => {
+    it("a snapshot freezes the files of one moment; its verifier shares the network and process list, not the files, and is out of the original's reach", async () => {
       await withSandbox(async (s) => {
-        await s.exec('mkdir -p /app /tests /logs/verifier && echo before > /app/state && echo planted > /tests/planted && echo 1 > /logs/verifier/reward.txt && (bash -c "exec -a svc-marker sleep 600" >/dev/null 2>&1 &)');
+        await s.exec(
+          'mkdir -p /app /tests /logs/verifier && echo before > /app/state && echo planted > /tests/planted && echo 1 > /logs/verifier/reward.txt && (bash -c "exec -a svc-marker sleep 600" >/dev/null 2>&1 &)',
+        );
         const snap = await s.snapshot();
         try {
           await s.exec('echo after > /app/state; echo new > /app/later');
@@ -41,21 +43,45 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
           await writeFile(path.join(tests, 'test.sh'), 'echo graded\n');
           const v = await snap.startVerifier({ tests: [tests] });
           try {
-            assert.equal((await v.exec('cat /app/state; [ -e /app/later ] && echo later; true')).stdout.text, 'before\n', 'the snapshot, not the live files');
-            assert.equal((await v.exec('ls -A /tests; cat /tests/test.sh; ls -A /logs/verifier')).stdout.text, 'test.sh\necho graded\n', 'the task\'s tests only, and an empty /logs/verifier, whatever the agent left');
+            assert.equal(
+              (await v.exec('cat /app/state; [ -e /app/later ] && echo later; true')).stdout.text,
+              'before\n',
+              'the snapshot, not the live files',
+            );
+            assert.equal(
+              (await v.exec('ls -A /tests; cat /tests/test.sh; ls -A /logs/verifier')).stdout.text,
+              'test.sh\necho graded\n',
+              "the task's tests only, and an empty /logs/verifier, whatever the agent left",
+            );
             const net = async (b: Sandbox) => (await b.exec('readlink /proc/self/ns/net')).stdout.text;
-            assert.equal(await net(v), await net(s), 'one network: the agent\'s localhost services answer');
-            assert.match((await v.exec('cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "')).stdout.text, /svc-marker/, 'the agent\'s processes are listed');
-            await v.exec('mkdir -p /logs/verifier && echo 0 > /logs/verifier/reward.txt && (bash -c "exec -a verifier-marker sleep 600" >/dev/null 2>&1 &)');
+            assert.equal(await net(v), await net(s), "one network: the agent's localhost services answer");
+            assert.match(
+              (await v.exec('cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "')).stdout.text,
+              /svc-marker/,
+              "the agent's processes are listed",
+            );
+            await v.exec(
+              'mkdir -p /logs/verifier && echo 0 > /logs/verifier/reward.txt && (bash -c "exec -a verifier-marker sleep 600" >/dev/null 2>&1 &)',
+            );
             // From the original, the verifier's processes are visible but their files are not reachable.
-            const reach = await s.exec('for p in /proc/[0-9]*; do if [ "$(tr "\\0" " " < $p/cmdline 2>/dev/null)" = "verifier-marker 600 " ]; then echo FOUND; echo 1 > $p/root/logs/verifier/reward.txt && echo WROTE; ls $p/root/ >/dev/null 2>&1 && echo LISTED; fi; done; true');
-            assert.match(reach.stdout.text, /FOUND/, 'the verifier\'s process is visible from the original');
+            const reach = await s.exec(
+              'for p in /proc/[0-9]*; do if [ "$(tr "\\0" " " < $p/cmdline 2>/dev/null)" = "verifier-marker 600 " ]; then echo FOUND; echo 1 > $p/root/logs/verifier/reward.txt && echo WROTE; ls $p/root/ >/dev/null 2>&1 && echo LISTED; fi; done; true',
+            );
+            assert.match(reach.stdout.text, /FOUND/, "the verifier's process is visible from the original");
             assert.doesNotMatch(reach.stdout.text, /WROTE|LISTED/, reach.stdout.text + reach.stderr.text);
-            assert.equal((await s.exec('cat /logs/verifier/reward.txt 2>/dev/null; true')).stdout.text, '1\n', 'the verifier\'s files are its own (the agent\'s stays as it wrote it)');
+            assert.equal(
+              (await s.exec('cat /logs/verifier/reward.txt 2>/dev/null; true')).stdout.text,
+              '1\n',
+              "the verifier's files are its own (the agent's stays as it wrote it)",
+            );
             await v.stop();
             const out = await tempDir();
             await v.copyOut('/logs/verifier', out, { trusted: true });
-            assert.equal(await readFile(path.join(out, 'reward.txt'), 'utf8'), '0\n', 'a stopped verifier\'s files are still read');
+            assert.equal(
+              await readFile(path.join(out, 'reward.txt'), 'utf8'),
+              '0\n',
+              "a stopped verifier's files are still read",
+            );
           } finally {
             await v.close();
           }
@@ -65,7 +91,7 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       });
     });
 
-    it('a verifier\'s folders are made afresh over links the agent left there, and nothing is written through them', async () => {
+    it("a verifier's folders are made afresh over links the agent left there, and nothing is written through them", async () => {
       await withSandbox(async (s) => {
         await s.exec('rm -rf /logs /tests; ln -s /etc /logs; ln -s /usr/lib /tests');
         const snap = await s.snapshot();
@@ -74,7 +100,9 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
           await writeFile(path.join(tests, 'test.sh'), 'echo graded\n');
           const v = await snap.startVerifier({ tests: [tests] });
           try {
-            const r = await v.exec('[ -L /logs ] || [ -L /tests ] && echo LINK; [ -d /logs/verifier ] && echo DIR; ls -A /tests /logs/verifier; [ -e /etc/verifier ] && echo ETC; [ -e /usr/lib/test.sh ] && echo USR; true');
+            const r = await v.exec(
+              '[ -L /logs ] || [ -L /tests ] && echo LINK; [ -d /logs/verifier ] && echo DIR; ls -A /tests /logs/verifier; [ -e /etc/verifier ] && echo ETC; [ -e /usr/lib/test.sh ] && echo USR; true',
+            );
             assert.equal(r.stdout.text, 'DIR\n/logs/verifier:\n\n/tests:\ntest.sh\n', r.stdout.text + r.stderr.text);
           } finally {
             await v.close();
@@ -90,7 +118,10 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
 
     it('runs commands with exit code, stdout, stderr, env and cwd', async () => {
       await withSandbox(async (s) => {
-        const r = await s.exec('echo out; echo err >&2; echo "$GREETING from $(pwd)"; exit 3', { env: { GREETING: 'hi' }, cwd: '/tmp' });
+        const r = await s.exec('echo out; echo err >&2; echo "$GREETING from $(pwd)"; exit 3', {
+          env: { GREETING: 'hi' },
+          cwd: '/tmp',
+        });
         assert.equal(r.exitCode, 3);
         assert.equal(r.stdout.text, 'out\nhi from /tmp\n');
         assert.equal(r.stderr.text, 'err\n');
@@ -115,7 +146,10 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
 
     it('returns when the command exits although a background child keeps its stdout, and the child lives on', async () => {
       await withSandbox(async (s) => {
-        const r = await s.exec('(while true; do echo tick; sleep 0.2; done) & echo $! > /tmp/ticker.pid; echo started', { timeoutSec: 20 });
+        const r = await s.exec(
+          '(while true; do echo tick; sleep 0.2; done) & echo $! > /tmp/ticker.pid; echo started',
+          { timeoutSec: 20 },
+        );
         assert.equal(r.exitCode, 0);
         assert.equal(r.timedOut, false);
         assert.ok(r.durationMs < 15000, `took ${r.durationMs} ms`);
@@ -132,7 +166,9 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
         assert.equal(r.timedOut, true);
         assert.equal(r.exitCode, null);
         assert.equal(r.stdout.text, 'before\n');
-        const left = await s.exec('ls /proc | grep -E "^[0-9]+$" | while read p; do cat /proc/$p/cmdline 2>/dev/null | tr "\\0" " "; echo; done | grep -c "^sleep 300" || true');
+        const left = await s.exec(
+          'ls /proc | grep -E "^[0-9]+$" | while read p; do cat /proc/$p/cmdline 2>/dev/null | tr "\\0" " "; echo; done | grep -c "^sleep 300" || true',
+        );
         assert.equal(left.stdout.text.trim(), '0', 'no sleep survives the timeout');
       });
     });
@@ -153,7 +189,10 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
         await s.copyIn(src, '/data/in');
         const r = await s.exec('cat /data/in/a.txt; /data/in/sub/b.sh');
         assert.equal(r.stdout.text, 'alphab\n');
-        await s.putFiles([{ path: '/data/out/x.txt', content: 'x' }, { path: '/data/out/deep/y.txt', content: 'y' }]);
+        await s.putFiles([
+          { path: '/data/out/x.txt', content: 'x' },
+          { path: '/data/out/deep/y.txt', content: 'y' },
+        ]);
         await s.exec('ln -s /etc/passwd /data/out/link');
         const dest = await tempDir();
         await s.copyOut('/data/out', dest);
@@ -167,7 +206,9 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       await withSandbox(async (s) => {
         await s.exec('echo kept > /tmp/file; nohup sleep 1000 >/dev/null 2>&1 & echo started');
         await s.endProcesses();
-        const r = await s.exec('cat /tmp/file; for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done | grep -c "^sleep 1000" || true');
+        const r = await s.exec(
+          'cat /tmp/file; for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done | grep -c "^sleep 1000" || true',
+        );
         assert.equal(r.stdout.text, 'kept\n0\n');
         // The command kills the sandbox's own helpers too; it may end in a rejection, as a lost sandbox does.
         await s.exec('kill -9 -1').catch(() => undefined);
@@ -179,13 +220,19 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
     it('answers changes() asked while processes are being ended only once none is left', async () => {
       await withSandbox(async (s) => {
         // A writer that adds a file every few milliseconds until it is killed.
-        await s.exec('mkdir -p /app/ticks; (i=0; while true; do i=$((i+1)); : > /app/ticks/$i; sleep 0.005; done) >/dev/null 2>&1 & sleep 0.3; echo started');
+        await s.exec(
+          'mkdir -p /app/ticks; (i=0; while true; do i=$((i+1)); : > /app/ticks/$i; sleep 0.005; done) >/dev/null 2>&1 & sleep 0.3; echo started',
+        );
         const ending = s.endProcesses();
         const during = await s.changes();
         await ending;
         await new Promise((r) => setTimeout(r, 300));
         const after = await s.changes();
-        const ticks = (list: Array<{ path: string }>) => list.filter((c) => c.path.startsWith('/app/ticks/')).map((c) => c.path).sort();
+        const ticks = (list: Array<{ path: string }>) =>
+          list
+            .filter((c) => c.path.startsWith('/app/ticks/'))
+            .map((c) => c.path)
+            .sort();
         assert.ok(ticks(during).length > 10, 'the writer never ran');
         assert.deepEqual(ticks(during), ticks(after), 'the writer added files after changes() answered');
       });
@@ -193,7 +240,9 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
 
     it('lists filesystem changes against the image and reads files without running anything inside', async () => {
       await withSandbox(async (s) => {
-        await s.exec('echo new > /app/new.txt; echo changed >> /etc/hostname.copy; rm -f /etc/issue; echo changed > /etc/issue.net');
+        await s.exec(
+          'echo new > /app/new.txt; echo changed >> /etc/hostname.copy; rm -f /etc/issue; echo changed > /etc/issue.net',
+        );
         const changes = await s.changes();
         const kind = (p: string) => changes.find((c) => c.path === p)?.kind;
         assert.equal(kind('/app/new.txt'), 'added');
@@ -202,8 +251,16 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
         assert.equal((await s.readFile('/app/new.txt', 2))?.toString(), 'ne', 'bounded');
         assert.equal(await s.readFile('/app/absent', 100), null);
         assert.equal(await s.readFile('/etc/issue', 100), null, 'deleted');
-        assert.equal((await s.readFile('/etc/issue.net', 100))?.toString(), 'changed\n', 'an image file the agent changed');
-        assert.match((await s.readFile('/etc/debian_version', 100))?.toString() ?? '', /^\d+/, 'an image file left alone');
+        assert.equal(
+          (await s.readFile('/etc/issue.net', 100))?.toString(),
+          'changed\n',
+          'an image file the agent changed',
+        );
+        assert.match(
+          (await s.readFile('/etc/debian_version', 100))?.toString() ?? '',
+          /^\d+/,
+          'an image file left alone',
+        );
       });
     });
 
@@ -240,24 +297,36 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       await withSandbox(async (s) => {
         // Many files beside the swapped ones: a copy lists the folder, then takes its entries one by
         // one, so by the time it reaches a swapped one it has often changed since the listing.
-        await s.exec('mkdir -p /logs/verifier && cd /logs/verifier && echo 1 > reward.txt && for i in $(seq 400); do echo $i > p$i; done');
+        await s.exec(
+          'mkdir -p /logs/verifier && cd /logs/verifier && echo 1 > reward.txt && for i in $(seq 400); do echo $i > p$i; done',
+        );
         // Eight folders and eight files, each swapped by its own loop: folder, link, folder, ...
         for (let j = 0; j < 8; j++) {
-          await s.exec(`cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -rf d${j}; mkdir d${j}; echo inside > d${j}/secret.txt; rm -rf d${j}; ln -s ${outside} d${j}; done' > /dev/null 2>&1 &`);
-          await s.exec(`cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -f f${j}; echo inside > f${j}; rm -f f${j}; ln -s ${outside}/secret.txt f${j}; done' > /dev/null 2>&1 &`);
+          await s.exec(
+            `cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -rf d${j}; mkdir d${j}; echo inside > d${j}/secret.txt; rm -rf d${j}; ln -s ${outside} d${j}; done' > /dev/null 2>&1 &`,
+          );
+          await s.exec(
+            `cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -f f${j}; echo inside > f${j}; rm -f f${j}; ln -s ${outside}/secret.txt f${j}; done' > /dev/null 2>&1 &`,
+          );
         }
         let copied = 0;
         for (let i = 0; i < 40; i++) {
           const out = await tempDir();
           // A copy may fail while files vanish under it (an engine's archive breaks midway); one that
           // fails has brought nothing, and what arrives is still checked.
-          if (await s.copyOut('/logs/verifier', out, { trusted: true }).then(() => true, () => false)) {
+          if (
+            await s.copyOut('/logs/verifier', out, { trusted: true }).then(
+              () => true,
+              () => false,
+            )
+          ) {
             copied += 1;
             assert.equal(await readFile(path.join(out, 'reward.txt'), 'utf8'), '1\n');
           }
           for (const rel of await readdir(out, { recursive: true })) {
             const file = path.join(out, rel);
-            if ((await lstat(file)).isFile()) assert.doesNotMatch(await readFile(file, 'utf8'), /FROM THE HOST/, `copy ${i}: ${rel}`);
+            if ((await lstat(file)).isFile())
+              assert.doesNotMatch(await readFile(file, 'utf8'), /FROM THE HOST/, `copy ${i}: ${rel}`);
           }
         }
         assert.ok(copied >= 36, `only ${copied} of 40 copies went through`);
@@ -272,13 +341,16 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
       await assert.rejects(s.exec('true'));
     });
 
-    it('a verifier run as its own process (where the backend offers it): fresh folders, the agent\'s network, every process ended when it ends, a timeout ends it', async (t) => {
+    it("a verifier run as its own process (where the backend offers it): fresh folders, the agent's network, every process ended when it ends, a timeout ends it", async (t) => {
       await withSandbox(async (s) => {
-        await s.exec('mkdir -p /logs/verifier /tests && echo planted > /tests/planted && echo 1 > /logs/verifier/reward.txt');
+        await s.exec(
+          'mkdir -p /logs/verifier /tests && echo planted > /tests/planted && echo 1 > /logs/verifier/reward.txt',
+        );
         const tests = await tempDir();
         await writeFile(path.join(tests, 'test.sh'), 'echo graded\n');
         // test.sh's stand-in: writes its reward, leaves a writer behind that would change it a second later.
-        const command = 'ls -A /tests /logs/verifier > /tmp/seen; mv /tmp/seen /logs/verifier/seen; readlink /proc/self/ns/net > /logs/verifier/net; echo "$TG_MARK" > /logs/verifier/reward.txt; (sleep 1; echo 0 > /logs/verifier/reward.txt) >/dev/null 2>&1 & exit 3';
+        const command =
+          'ls -A /tests /logs/verifier > /tmp/seen; mv /tmp/seen /logs/verifier/seen; readlink /proc/self/ns/net > /logs/verifier/net; echo "$TG_MARK" > /logs/verifier/reward.txt; (sleep 1; echo 0 > /logs/verifier/reward.txt) >/dev/null 2>&1 & exit 3';
         const snap = await s.snapshot({ verifier: { command, env: { TG_MARK: '1' } } });
         try {
           if (!snap.runVerifier) {
@@ -292,9 +364,21 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider)
             await new Promise((r) => setTimeout(r, 1500));
             const out = await tempDir();
             await run.box.copyOut('/logs/verifier', out, { trusted: true });
-            assert.equal(await readFile(path.join(out, 'reward.txt'), 'utf8'), '1\n', 'the writer it left was ended with it');
-            assert.equal(await readFile(path.join(out, 'seen'), 'utf8'), '/logs/verifier:\n\n/tests:\ntest.sh\n', 'fresh folders, whatever the agent left');
-            assert.equal(await readFile(path.join(out, 'net'), 'utf8'), (await s.exec('readlink /proc/self/ns/net')).stdout.text, 'the agent\'s network');
+            assert.equal(
+              await readFile(path.join(out, 'reward.txt'), 'utf8'),
+              '1\n',
+              'the writer it left was ended with it',
+            );
+            assert.equal(
+              await readFile(path.join(out, 'seen'), 'utf8'),
+              '/logs/verifier:\n\n/tests:\ntest.sh\n',
+              'fresh folders, whatever the agent left',
+            );
+            assert.equal(
+              await readFile(path.join(out, 'net'), 'utf8'),
+              (await s.exec('readlink /proc/self/ns/net')).stdout.text,
+              "the agent's network",
+            );
           } finally {
             await run.box.close();
           }

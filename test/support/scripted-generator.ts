@@ -41,12 +41,17 @@ interface Request {
 }
 
 /** A seed line for a candidate of `kind`: its own input words, so no two candidates are the same task. */
-export function seedFor(kind: CandidateKind, n: number): { id: string; kind: CandidateKind; topic: string; words: string[] } {
+export function seedFor(
+  kind: CandidateKind,
+  n: number,
+): { id: string; kind: CandidateKind; topic: string; words: string[] } {
   const words = Array.from({ length: 11 + n * 3 + CANDIDATE_KINDS.indexOf(kind) }, (_, i) => `${kind}-${n}-w${i}`);
   return { id: `${kind}-${n}`, kind, topic: `reverse the lines of a text file (${kind})`, words };
 }
 
-const reply = (value: unknown): ScriptStep => ({ reply: { content: JSON.stringify(value), usage: { prompt: 400, completion: 100 } } });
+const reply = (value: unknown): ScriptStep => ({
+  reply: { content: JSON.stringify(value), usage: { prompt: 400, completion: 100 } },
+});
 
 /**
  * An exemplar seed is answered as a good candidate with its own input words (a different task of
@@ -64,25 +69,44 @@ export function answer(req: Request, retried: boolean): ScriptStep {
   req.seed.words = exemplarWords(req);
   const repaired = req.repair !== null;
   const file = `${req.seed.id}.txt`;
-  if (kind === 'malformed' && !retried) return { reply: { content: 'Sure! Here is the part you asked for: {"oops"', usage: { prompt: 400, completion: 20 } } };
+  if (kind === 'malformed' && !retried)
+    return {
+      reply: { content: 'Sure! Here is the part you asked for: {"oops"', usage: { prompt: 400, completion: 20 } },
+    };
   switch (req.stage) {
     case 'scenario':
-      return reply({ domain: 'text processing', startingState: `a list of words in /app/${file}`, goal: `write the lines of /app/${file} in reverse order to /app/out.txt`, constraints: ['offline'], checkable: ['/app/out.txt holds the lines, last first'], outputs: ['/app/out.txt'] });
+      return reply({
+        domain: 'text processing',
+        startingState: `a list of words in /app/${file}`,
+        goal: `write the lines of /app/${file} in reverse order to /app/out.txt`,
+        constraints: ['offline'],
+        checkable: ['/app/out.txt holds the lines, last first'],
+        outputs: ['/app/out.txt'],
+      });
     case 'environment': {
       const files = [{ path: file, content: `${(req.seed.words ?? ['a']).join('\n')}\n` }];
       const reversed = [...(req.seed.words ?? ['a'])].reverse().join('\n');
       let dockerfile = `FROM debian:bookworm-slim\nWORKDIR /app\nCOPY ${file} /app/${file}\n`;
-      if ((kind === 'build_error' && !repaired) || kind === 'never_builds') dockerfile += 'RUN echo "the generator broke this build" >&2 && exit 7\n';
+      if ((kind === 'build_error' && !repaired) || kind === 'never_builds')
+        dockerfile += 'RUN echo "the generator broke this build" >&2 && exit 7\n';
       if (kind === 'unparseable' && !repaired) dockerfile = dockerfile.replace('FROM', 'FRM');
       if ((kind === 'leak_fixed' && !repaired) || kind === 'leak_always') {
         files.push({ path: 'cache.txt', content: `${reversed}\n` });
         dockerfile += 'COPY cache.txt /var/backups/.last-answer\n';
       }
-      return reply({ dockerfile, files, statePaths: ['/app'], tools: ['bash', 'tac'], commands: [`wc -l /app/${file}`] });
+      return reply({
+        dockerfile,
+        files,
+        statePaths: ['/app'],
+        tools: ['bash', 'tac'],
+        commands: [`wc -l /app/${file}`],
+      });
     }
     case 'instruction':
       if (req.seed.exemplar?.name.includes('copycat')) return reply({ instruction: req.seed.exemplar.instruction });
-      return reply({ instruction: `Write the lines of /app/${file} (one word per line) in reverse order, last line first, to /app/out.txt.\n` });
+      return reply({
+        instruction: `Write the lines of /app/${file} (one word per line) in reverse order, last line first, to /app/out.txt.\n`,
+      });
     case 'solution': {
       const target = kind === 'wrong_solution' && !repaired ? '/app/reversed.txt' : '/app/out.txt';
       return reply({ solveSh: `#!/bin/bash\ntac /app/${file} > ${target}\n` });
@@ -91,18 +115,26 @@ export function answer(req: Request, retried: boolean): ScriptStep {
       // Expected values from execution: the output the solution really left, the input's recorded hash.
       const expected = req.solutionState?.changes.find((c) => c.path === '/app/out.txt')?.sha256 ?? 'missing';
       const inputHash = req.environmentState?.tree.find((e) => e.path === `/app/${file}`)?.sha256 ?? 'missing';
-      const test = (name: string, cond: string): string => `if ${cond}; then echo "PASSED test_outputs.py::${name}"; else echo "FAILED test_outputs.py::${name} - no"; ok=0; fi\n`;
+      const test = (name: string, cond: string): string =>
+        `if ${cond}; then echo "PASSED test_outputs.py::${name}"; else echo "FAILED test_outputs.py::${name} - no"; ok=0; fi\n`;
       let body = '#!/bin/bash\nok=1\n';
       if (kind === 'weak_tests' && !repaired) body += test('test_app_exists', '[ -d /app ]');
       else {
         body += test('test_reversed', `[ "$(sha256sum < /app/out.txt 2>/dev/null | cut -c1-64)" = "${expected}" ]`);
         body += test('test_input_untouched', `[ "$(sha256sum < /app/${file} | cut -c1-64)" = "${inputHash}" ]`);
       }
-      body += kind === 'forgeable' ? '[ -f /logs/verifier/reward.txt ] || echo $ok > /logs/verifier/reward.txt\n' : 'echo $ok > /logs/verifier/reward.txt\n';
+      body +=
+        kind === 'forgeable'
+          ? '[ -f /logs/verifier/reward.txt ] || echo $ok > /logs/verifier/reward.txt\n'
+          : 'echo $ok > /logs/verifier/reward.txt\n';
       return reply({ testSh: body });
     }
     default:
-      return { fault: 'error', status: 400, body: { error: { message: `the scripted generator has no stage ${req.stage}` } } };
+      return {
+        fault: 'error',
+        status: 400,
+        body: { error: { message: `the scripted generator has no stage ${req.stage}` } },
+      };
   }
 }
 

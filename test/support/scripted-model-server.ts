@@ -99,9 +99,13 @@ export class ScriptedModelServer {
     }
     const names = Object.keys(this.scripts).filter((k) => k !== '*');
     if (req.method === 'GET' && req.url?.endsWith('/models') && names.length) {
-      return send(res, 200, { object: 'list', data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'scripted' })) });
+      return send(res, 200, {
+        object: 'list',
+        data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'scripted' })),
+      });
     }
-    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) return send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions'))
+      return send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     let body: ChatRequest;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
@@ -130,18 +134,45 @@ export class ScriptedModelServer {
           res.writeHead(200, { 'content-type': 'application/json' });
           return void res.end('{"id": "x", "choices": [ {"message": ');
         case 'context_length':
-          return send(res, 400, { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens. Please reduce the length of the messages.", type: 'invalid_request_error', code: 'context_length_exceeded' } });
+          return send(res, 400, {
+            error: {
+              message:
+                "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens. Please reduce the length of the messages.",
+              type: 'invalid_request_error',
+              code: 'context_length_exceeded',
+            },
+          });
         case 'auth':
           // Like some hosted APIs, echo the key back: the harness must scrub it from its records.
-          return send(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization ?? '').replace(/^Bearer /, '')}`, type: 'invalid_request_error' } });
+          return send(res, 401, {
+            error: {
+              message: `Incorrect API key provided: ${String(req.headers.authorization ?? '').replace(/^Bearer /, '')}`,
+              type: 'invalid_request_error',
+            },
+          });
         case 'not_found':
-          return send(res, 404, { error: { message: `The model ${body.model} does not exist`, type: 'invalid_request_error' } });
+          return send(res, 404, {
+            error: { message: `The model ${body.model} does not exist`, type: 'invalid_request_error' },
+          });
         case 'reset':
           return void req.socket.destroy();
         case 'error':
           return send(res, step.status, step.body);
         case 'refusal':
-          return send(res, 200, { id: 'r', object: 'chat.completion', created: 0, model: body.model, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: null, refusal: 'I will not do that.' } }], usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } });
+          return send(res, 200, {
+            id: 'r',
+            object: 'chat.completion',
+            created: 0,
+            model: body.model,
+            choices: [
+              {
+                index: 0,
+                finish_reason: 'stop',
+                message: { role: 'assistant', content: null, refusal: 'I will not do that.' },
+              },
+            ],
+            usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+          });
       }
     }
     if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
@@ -158,8 +189,14 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 function completion(req: ChatRequest, r: ScriptedReply): unknown {
   const text = r.content ?? '';
   // Counts for token ids come from sane values; what is reported may be anything the script says.
-  const promptTokens = typeof r.usage?.prompt === 'number' && r.usage.prompt >= 0 ? r.usage.prompt : Math.ceil(JSON.stringify(req.messages).length / 4);
-  const completionTokens = typeof r.usage?.completion === 'number' && r.usage.completion >= 0 ? r.usage.completion : Math.max(1, Math.ceil((text.length + JSON.stringify(r.toolCalls ?? []).length) / 4));
+  const promptTokens =
+    typeof r.usage?.prompt === 'number' && r.usage.prompt >= 0
+      ? r.usage.prompt
+      : Math.ceil(JSON.stringify(req.messages).length / 4);
+  const completionTokens =
+    typeof r.usage?.completion === 'number' && r.usage.completion >= 0
+      ? r.usage.completion
+      : Math.max(1, Math.ceil((text.length + JSON.stringify(r.toolCalls ?? []).length) / 4));
   const reported = { prompt: r.usage?.prompt ?? promptTokens, completion: r.usage?.completion ?? completionTokens };
   const ids = (n: number, base: number): number[] => Array.from({ length: n }, (_, i) => base + i);
   return {
@@ -167,7 +204,9 @@ function completion(req: ChatRequest, r: ScriptedReply): unknown {
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: req.model,
-    ...(r.tokenIds ? { prompt_token_ids: r.tokenIds === 'template' ? promptIds(req.messages) : ids(promptTokens, 1000) } : {}),
+    ...(r.tokenIds
+      ? { prompt_token_ids: r.tokenIds === 'template' ? promptIds(req.messages) : ids(promptTokens, 1000) }
+      : {}),
     choices: [
       {
         index: 0,
@@ -176,21 +215,45 @@ function completion(req: ChatRequest, r: ScriptedReply): unknown {
           content: r.toolCalls?.length && !r.content ? null : text,
           ...(r.reasoning ? { reasoning_content: r.reasoning } : {}),
           ...(r.toolCalls?.length
-            ? { tool_calls: r.toolCalls.map((t, i) => ({ id: t.id ?? `call_${i}_${Date.now()}`, type: 'function', function: { name: t.name, arguments: t.arguments } })) }
+            ? {
+                tool_calls: r.toolCalls.map((t, i) => ({
+                  id: t.id ?? `call_${i}_${Date.now()}`,
+                  type: 'function',
+                  function: { name: t.name, arguments: t.arguments },
+                })),
+              }
             : {}),
         },
         finish_reason: r.finishReason ?? (r.toolCalls?.length ? 'tool_calls' : 'stop'),
         ...(r.tokenIds
-          ? withLogprobs(r.tokenIds === 'template' ? assistantIds({ role: 'assistant', content: text, tool_calls: r.toolCalls?.map((t) => ({ function: t })) }) : ids(completionTokens, 5000))
+          ? withLogprobs(
+              r.tokenIds === 'template'
+                ? assistantIds({
+                    role: 'assistant',
+                    content: text,
+                    tool_calls: r.toolCalls?.map((t) => ({ function: t })),
+                  })
+                : ids(completionTokens, 5000),
+            )
           : {}),
       },
     ],
-    usage: { prompt_tokens: reported.prompt, completion_tokens: reported.completion, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: r.usage?.cached ?? 0 } },
+    usage: {
+      prompt_tokens: reported.prompt,
+      completion_tokens: reported.completion,
+      total_tokens: promptTokens + completionTokens,
+      prompt_tokens_details: { cached_tokens: r.usage?.cached ?? 0 },
+    },
   };
 }
 
 function withLogprobs(tokenIds: number[]): Record<string, unknown> {
-  return { token_ids: tokenIds, logprobs: { content: tokenIds.map((id, i) => ({ token: `t${id}`, logprob: -0.01 * (i + 1), bytes: null, top_logprobs: [] })) } };
+  return {
+    token_ids: tokenIds,
+    logprobs: {
+      content: tokenIds.map((id, i) => ({ token: `t${id}`, logprob: -0.01 * (i + 1), bytes: null, top_logprobs: [] })),
+    },
+  };
 }
 
 /** A chat template in ids: a role header, the text's code points, an end mark per message. */
@@ -204,7 +267,9 @@ function textIds(text: string): number[] {
 /** What a message says as the template renders it: content, then each tool call's name and arguments. */
 function messageText(m: { content?: unknown; tool_calls?: unknown }): string {
   const content = typeof m.content === 'string' ? m.content : m.content == null ? '' : JSON.stringify(m.content);
-  const calls = (Array.isArray(m.tool_calls) ? m.tool_calls : []) as Array<{ function?: { name?: string; arguments?: string } }>;
+  const calls = (Array.isArray(m.tool_calls) ? m.tool_calls : []) as Array<{
+    function?: { name?: string; arguments?: string };
+  }>;
   return content + calls.map((c) => `<call ${c.function?.name ?? ''}>${c.function?.arguments ?? ''}</call>`).join('');
 }
 

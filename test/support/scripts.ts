@@ -20,14 +20,25 @@ PY
 const LOG_SOLUTION = `cat /var/log/app/*.log | awk '$2 == "ERROR" { sub(":$", "", $3); n[$3]++ } END { for (s in n) print s, n[s] }' | sort -k2,2nr -k1,1 > /app/errors.txt
 `;
 
-export const turn = (commands: Array<{ keystrokes: string; duration?: number }>, complete = false, analysis = 'looking'): ScriptStep => ({
+export const turn = (
+  commands: Array<{ keystrokes: string; duration?: number }>,
+  complete = false,
+  analysis = 'looking',
+): ScriptStep => ({
   reply: { content: JSON.stringify({ analysis, plan: 'next step', commands, task_complete: complete }) },
 });
 
-export const bash = (command: string): ScriptStep => ({ reply: { toolCalls: [{ name: 'bash', arguments: JSON.stringify({ command }) }] } });
+export const bash = (command: string): ScriptStep => ({
+  reply: { toolCalls: [{ name: 'bash', arguments: JSON.stringify({ command }) }] },
+});
 
 export const TERMINUS_SOLVES: Record<string, ScriptStep[]> = {
-  'csv-summary': [turn([{ keystrokes: 'ls /app\n', duration: 0.3 }]), turn([{ keystrokes: CSV_SOLUTION, duration: 1 }]), turn([], true), turn([], true)],
+  'csv-summary': [
+    turn([{ keystrokes: 'ls /app\n', duration: 0.3 }]),
+    turn([{ keystrokes: CSV_SOLUTION, duration: 1 }]),
+    turn([], true),
+    turn([], true),
+  ],
   'log-errors': [turn([{ keystrokes: LOG_SOLUTION, duration: 0.5 }]), turn([], true), turn([], true)],
 };
 

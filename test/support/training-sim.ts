@@ -36,7 +36,8 @@ export function simulate(mode: 'live' | 'fixed', o: SimOptions): SimResult {
   const u = seededUniform(o.seed);
   // Difficulties spread so the band sweeps through the pool as skill rises.
   const difficulty = Array.from({ length: o.tasks }, () => o.skill[0] - 3 + u() * (o.skill[1] - o.skill[0] + 6));
-  const rate = (i: number, step: number): number => expit(o.skill[0] + ((o.skill[1] - o.skill[0]) * step) / o.steps - difficulty[i]!);
+  const rate = (i: number, step: number): number =>
+    expit(o.skill[0] + ((o.skill[1] - o.skill[0]) * step) / o.steps - difficulty[i]!);
   // The selection both modes start from: 16 trials of each task at step 0.
   const measured = difficulty.map((_, i) => ({ n: 16, c: binomial(16, rate(i, 0), u) }));
   const names = difficulty.map((_, i) => `t${i}`);

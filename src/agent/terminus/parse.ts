@@ -4,7 +4,11 @@ export const MAX_DURATION_SEC = 60;
 
 export const CommandSchema = z.object({
   keystrokes: z.string(),
-  duration: z.number().nonnegative().default(1).transform((d) => Math.min(d, MAX_DURATION_SEC)),
+  duration: z
+    .number()
+    .nonnegative()
+    .default(1)
+    .transform((d) => Math.min(d, MAX_DURATION_SEC)),
 });
 
 /** One Terminus-style turn: what the model thinks, what it will type, and whether it is done. */

@@ -6,8 +6,8 @@ import { shellQuote } from '../../util/shell-quote.js';
  */
 
 /** tmux key names that a keystrokes string may be on its own (sent as a key, not as text). */
-const KEY_NAME = /^(?:[CMS]-.{1,3}|Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|PPage|NPage|IC|DC|F\d{1,2})$/;
-
+const KEY_NAME =
+  /^(?:[CMS]-.{1,3}|Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|PPage|NPage|IC|DC|F\d{1,2})$/;
 
 /**
  * One tmux invocation that types `keystrokes` into `target`: text is sent literally (-l), each
@@ -46,7 +46,11 @@ export function newOutput(previous: string, current: string): string | null {
   if (prev.length === 0) return cur.join('\n');
   // The usual case: nothing scrolled out of the captured window, so `previous` is a prefix.
   const head = prev.length - 1;
-  if (cur.length > head && prev.slice(0, head).every((line, j) => cur[j] === line) && cur[head]!.startsWith(prev[head]!)) {
+  if (
+    cur.length > head &&
+    prev.slice(0, head).every((line, j) => cur[j] === line) &&
+    cur[head]!.startsWith(prev[head]!)
+  ) {
     return after(cur, head, prev[head]!);
   }
   const anchor = prev.slice(Math.max(0, prev.length - 40), -1);

@@ -9,7 +9,15 @@ import { truncateMiddle } from '../truncate.js';
 import { shellQuote } from '../../util/shell-quote.js';
 import type { AgentPlugin } from '../registry.js';
 import { parseTurn, type Turn } from './parse.js';
-import { CONFIRM_COMPLETE, firstMessage, OUTPUT_CUT, parseErrorMessage, resumeMessage, SUMMARY_REQUEST, SYSTEM_PROMPT } from './prompt.js';
+import {
+  CONFIRM_COMPLETE,
+  firstMessage,
+  OUTPUT_CUT,
+  parseErrorMessage,
+  resumeMessage,
+  SUMMARY_REQUEST,
+  SYSTEM_PROMPT,
+} from './prompt.js';
 import { newOutput, sendKeysCommand } from './screen.js';
 
 export const TMUX_LAYER =
@@ -29,10 +37,12 @@ export interface TerminusOptions {
 
 async function tmux(shell: Shell, command: string): Promise<string> {
   const r = await shell.run(command, { timeoutSec: 30 });
-  if (r.exitCode !== 0) throw new TermgradeError('agent_error', `tmux failed (${r.exitCode}): ${r.output.trim().slice(0, 300)}`);
+  if (r.exitCode !== 0)
+    throw new TermgradeError('agent_error', `tmux failed (${r.exitCode}): ${r.output.trim().slice(0, 300)}`);
   return r.output;
 }
-const history = (shell: Shell): Promise<string> => tmux(shell, `tmux capture-pane -p -J -t ${SESSION} -S -${HISTORY_LINES}`);
+const history = (shell: Shell): Promise<string> =>
+  tmux(shell, `tmux capture-pane -p -J -t ${SESSION} -S -${HISTORY_LINES}`);
 const screen = (shell: Shell): Promise<string> => tmux(shell, `tmux capture-pane -p -J -t ${SESSION}`);
 const end = (exitReason: AgentExitReason, message: string | null = null): AgentOutcome => ({ exitReason, message });
 
@@ -72,7 +82,8 @@ class Episode {
   async turn(): Promise<Next> {
     const window = this.client.config.contextWindow;
     if (window && this.lastPromptTokens + (this.client.config.maxTokens ?? 4096) > window - CONTEXT_RESERVE) {
-      if (!(await this.summarise())) return end('context_exhausted', 'the summary itself no longer fits the context window');
+      if (!(await this.summarise()))
+        return end('context_exhausted', 'the summary itself no longer fits the context window');
     }
     let c: Completion;
     try {
@@ -82,7 +93,8 @@ class Episode {
         if (await this.summarise()) return null;
         return end('context_exhausted', err.message);
       }
-      if (err instanceof ModelError) return { ...end('model_error', `${err.kind}: ${err.message}`), modelErrorKind: err.kind };
+      if (err instanceof ModelError)
+        return { ...end('model_error', `${err.kind}: ${err.message}`), modelErrorKind: err.kind };
       throw err;
     }
     return this.answer(c);
@@ -152,7 +164,12 @@ class Episode {
   }
 
   /** Types the commands, waits their durations, and shows the model what the terminal printed. */
-  private async act(step: AtifStep, commands: Turn['commands'], warnings: string[], taskComplete: boolean): Promise<void> {
+  private async act(
+    step: AtifStep,
+    commands: Turn['commands'],
+    warnings: string[],
+    taskComplete: boolean,
+  ): Promise<void> {
     const { shell, ctx } = this;
     for (const cmd of commands) {
       const send = sendKeysCommand(SESSION, cmd.keystrokes);
@@ -186,10 +203,17 @@ export function createTerminusAgent(options: TerminusOptions): Agent {
     async setup({ sandbox, env }: AgentContext): Promise<void> {
       const shell = await sandbox.shell();
       await tmux(shell, 'command -v tmux >/dev/null || { echo "tmux is not installed in the image"; exit 1; }');
-      await sandbox.putFiles([{ path: '/tmp/.termgrade-tmux.conf', content: 'set -g history-limit 100000\nset -g status off\n' }]);
+      await sandbox.putFiles([
+        { path: '/tmp/.termgrade-tmux.conf', content: 'set -g history-limit 100000\nset -g status off\n' },
+      ]);
       // The configuration's variables are in the session's environment, so every command typed sees them.
-      const vars = Object.entries(env ?? {}).map(([k, v]) => ` -e ${shellQuote(`${k}=${v}`)}`).join('');
-      await tmux(shell, `tmux -f /tmp/.termgrade-tmux.conf new-session -d -s ${SESSION}${vars} -x 160 -y 40 -c "$(pwd)"`);
+      const vars = Object.entries(env ?? {})
+        .map(([k, v]) => ` -e ${shellQuote(`${k}=${v}`)}`)
+        .join('');
+      await tmux(
+        shell,
+        `tmux -f /tmp/.termgrade-tmux.conf new-session -d -s ${SESSION}${vars} -x 160 -y 40 -c "$(pwd)"`,
+      );
     },
 
     async run(ctx: AgentContext): Promise<AgentOutcome> {

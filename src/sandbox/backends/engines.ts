@@ -7,5 +7,10 @@ export const enginesBackend: Backend = {
   description: 'a pool of Docker engines given by --engine HOST[,capacity=N,...]',
   capabilities: POOL_CAPABILITIES,
   takesEngines: true,
-  create: (options) => new EnginePool(options.engines, { buildNetwork: options.buildNetwork, onEvent: options.onEvent, docker: options.docker }),
+  create: (options) =>
+    new EnginePool(options.engines, {
+      buildNetwork: options.buildNetwork,
+      onEvent: options.onEvent,
+      docker: options.docker,
+    }),
 };

@@ -61,7 +61,8 @@ function settingsFile(): BuildNetwork | null {
 export function resolveBuildNetwork(flag?: string): BuildNetwork {
   const given = (name: string, from: string): BuildNetwork => {
     const parsed = BuildNetworkNameSchema.safeParse(name);
-    if (!parsed.success) throw new TermgradeError('bad_input', `${from}: "${name}" is not ${parsed.error.issues[0]!.message}`);
+    if (!parsed.success)
+      throw new TermgradeError('bad_input', `${from}: "${name}" is not ${parsed.error.issues[0]!.message}`);
     return { name, from };
   };
   if (flag !== undefined) return given(flag, '--build-network');

@@ -45,7 +45,9 @@ function emitScript(s: Spool, limit: number, joined = false): string {
   const head = Math.floor(limit / 2);
   const tail = limit - head;
   // Joined: stderr follows stdout on the same stream after a marker line (the helper shell has one).
-  const toErr = joined ? `; printf '\\n${STDERR_MARK} ${s.id}\\n'; tg_show "$3" ${s.err}` : `; tg_show "$3" ${s.err} >&2`;
+  const toErr = joined
+    ? `; printf '\\n${STDERR_MARK} ${s.id}\\n'; tg_show "$3" ${s.err}`
+    : `; tg_show "$3" ${s.err} >&2`;
   return [
     `tg_show() { if [ "$1" -le ${limit} ]; then [ "$1" -eq 0 ] || cat "$2"; else head -c ${head} "$2"; printf '\\n[... %s bytes omitted ...]\\n' $(($1 - ${limit})); tail -c ${tail} "$2"; fi; }`,
     `set -- $(wc -c ${s.out} ${s.err} 2>/dev/null) 0 x 0 x`,
@@ -63,7 +65,15 @@ function wrap(command: string | string[], s: Spool, limit: number, joined = fals
   // The command's own PATH comes back just for it (TG_PATH carries it past setsid).
   const run = `PATH=$TG_PATH; unset TG_PATH; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; PATH=${SYSTEM_PATH}`;
   const script = `${prepare}; echo $$ > ${s.pid}; ${run}; ${emitScript(s, limit, joined)}; exit $rc`;
-  return ['/bin/sh', '-c', `TG_PATH=$PATH PATH=${SYSTEM_PATH} exec setsid -w /bin/sh -c "$@"`, 'termgrade-wrap', script, 'termgrade-exec', ...argv];
+  return [
+    '/bin/sh',
+    '-c',
+    `TG_PATH=$PATH PATH=${SYSTEM_PATH} exec setsid -w /bin/sh -c "$@"`,
+    'termgrade-wrap',
+    script,
+    'termgrade-exec',
+    ...argv,
+  ];
 }
 
 /** Starts an exec and collects its (already bounded) output until the stream ends. */
@@ -102,11 +112,21 @@ async function startExec(
 }
 
 /** Splits the wrapper's size line off stdout and states what was cut. */
-function parseEmitted(stdout: OutputCapture, stderr: OutputCapture, limit: number): { out: CapturedOutput; err: CapturedOutput } {
+function parseEmitted(
+  stdout: OutputCapture,
+  stderr: OutputCapture,
+  limit: number,
+): { out: CapturedOutput; err: CapturedOutput } {
   return parseText(stdout.result().text, stderr.result().text, stdout.total, stderr.total, limit);
 }
 
-function parseText(raw: string, errText: string, outTotal: number, errTotal: number, limit: number): { out: CapturedOutput; err: CapturedOutput } {
+function parseText(
+  raw: string,
+  errText: string,
+  outTotal: number,
+  errTotal: number,
+  limit: number,
+): { out: CapturedOutput; err: CapturedOutput } {
   const nl = raw.indexOf('\n');
   const sizes = /^(\d+) (\d+)$/.exec(nl >= 0 ? raw.slice(0, nl).trim() : '');
   const outBytes = sizes ? Number(sizes[1]) : outTotal;
@@ -159,7 +179,13 @@ export async function shellExec(
   if (outcome === 'timeout' || outcome === 'aborted') {
     const collected = await killGroupAndCollect(docker, container, turn, s, limit);
     // The wrapper died with its group; let the shell report it so it is in step for the next command.
-    const settled = await Promise.race([running.then(() => true, () => true), sleep(5000).then(() => false)]);
+    const settled = await Promise.race([
+      running.then(
+        () => true,
+        () => true,
+      ),
+      sleep(5000).then(() => false),
+    ]);
     if (!settled) shell.close();
     if (outcome === 'aborted') throw new CancelledError('command');
     return timedOutResult(collected, started);
@@ -169,13 +195,25 @@ export async function shellExec(
   const outPart = at >= 0 ? outcome.output.slice(0, at) : outcome.output;
   const errPart = at >= 0 ? outcome.output.slice(at + mark.length) : '';
   const { out, err } = parseText(outPart, errPart, Buffer.byteLength(outPart), Buffer.byteLength(errPart), limit);
-  return { exitCode: outcome.exitCode, stdout: out, stderr: err, timedOut: false, durationMs: performance.now() - started };
+  return {
+    exitCode: outcome.exitCode,
+    stdout: out,
+    stderr: err,
+    timedOut: false,
+    durationMs: performance.now() - started,
+  };
 }
 
 /** What a killed command leaves: the output it had written (when it could be read back). */
 function timedOutResult(collected: { out: CapturedOutput; err: CapturedOutput } | null, started: number): ExecResult {
   const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
-  return { exitCode: null, stdout: collected?.out ?? empty, stderr: collected?.err ?? empty, timedOut: true, durationMs: performance.now() - started };
+  return {
+    exitCode: null,
+    stdout: collected?.out ?? empty,
+    stderr: collected?.err ?? empty,
+    timedOut: true,
+    durationMs: performance.now() - started,
+  };
 }
 
 async function killGroupAndCollect(
@@ -256,5 +294,11 @@ export async function dockerExec(
   run.stream.destroy();
   const { out, err } = parseEmitted(run.stdout, run.stderr, limit);
   const info = await run.exec.inspect();
-  return { exitCode: info.ExitCode ?? null, stdout: out, stderr: err, timedOut: false, durationMs: performance.now() - started };
+  return {
+    exitCode: info.ExitCode ?? null,
+    stdout: out,
+    stderr: err,
+    timedOut: false,
+    durationMs: performance.now() - started,
+  };
 }

@@ -35,8 +35,12 @@ export async function imageTag(docker: Docker, task: Task): Promise<string> {
   const env = task.environment;
   if (env.kind === 'image') return env.image;
   const text = await readFile(path.join(env.contextDir, 'Dockerfile'), 'utf8');
-  const bases = await Promise.all(baseImages(text).map(async (ref) => `${ref}=${(await imageIdOf(docker, ref)) ?? 'absent'}`));
-  const hash = createHash('sha256').update(`${env.contentHash}\0${bases.join('\0')}`).digest('hex');
+  const bases = await Promise.all(
+    baseImages(text).map(async (ref) => `${ref}=${(await imageIdOf(docker, ref)) ?? 'absent'}`),
+  );
+  const hash = createHash('sha256')
+    .update(`${env.contentHash}\0${bases.join('\0')}`)
+    .digest('hex');
   return `${IMAGE_REPO}:${hash.slice(0, 20)}`;
 }
 
@@ -105,8 +109,16 @@ function follow(
         else if (failed) reject(new BuildError(`${what} failed: ${failed}`, log()));
         else resolve();
       },
-      (event: { id?: string; aux?: unknown; stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
-        if (event.id === 'moby.buildkit.trace' && typeof event.aux === 'string') for (const line of trace.lines(event.aux)) note(line);
+      (event: {
+        id?: string;
+        aux?: unknown;
+        stream?: string;
+        status?: string;
+        error?: string;
+        errorDetail?: { message?: string };
+      }) => {
+        if (event.id === 'moby.buildkit.trace' && typeof event.aux === 'string')
+          for (const line of trace.lines(event.aux)) note(line);
         else if (event.stream) note(event.stream);
         else if (event.status) note(`${event.status}\n`);
         if (event.error) {
@@ -138,7 +150,10 @@ async function pull(docker: Docker, tag: string, task: Task, options: PrepareOpt
   try {
     stream = await docker.pull(tag);
   } catch (err) {
-    throw new BuildError(`image ${tag} is not present locally and could not be pulled (${errorMessage(err)}); build or tag it first`, '');
+    throw new BuildError(
+      `image ${tag} is not present locally and could not be pulled (${errorMessage(err)}); build or tag it first`,
+      '',
+    );
   }
   await follow(docker, stream, `pull of ${tag}`, task.config.environment.build_timeout_sec * 1000, options, note, log);
   return log();
@@ -167,7 +182,9 @@ function builderOf(docker: Docker, forced: DockerBuilder | undefined): Promise<D
     b = (async () => {
       const v = (await docker.version().catch(() => null)) as { ApiVersion?: string; Os?: string } | null;
       const [major, minor] = (v?.ApiVersion ?? '0.0').split('.').map(Number) as [number, number];
-      return v?.Os === 'linux' && (major > 1 || (major === 1 && minor >= 39)) ? ('buildkit' as const) : ('legacy' as const);
+      return v?.Os === 'linux' && (major > 1 || (major === 1 && minor >= 39))
+        ? ('buildkit' as const)
+        : ('legacy' as const);
     })();
     builders.set(docker, b);
   }
@@ -181,7 +198,15 @@ function builderOf(docker: Docker, forced: DockerBuilder | undefined): Promise<D
  * with the legacy builder, as is one on a named network (BuildKit in the engine knows only
  * default, host and none). The build log is kept either way.
  */
-async function runBuild(docker: Docker, setup: BuildSetup, context: () => NodeJS.ReadableStream, tag: string, task: Task, options: PrepareOptions, what: string): Promise<string> {
+async function runBuild(
+  docker: Docker,
+  setup: BuildSetup,
+  context: () => NodeJS.ReadableStream,
+  tag: string,
+  task: Task,
+  options: PrepareOptions,
+  what: string,
+): Promise<string> {
   const { note, log } = logCollector(options);
   const network = setup.network;
   const request = buildRequestOf(network);
@@ -218,26 +243,54 @@ async function runBuild(docker: Docker, setup: BuildSetup, context: () => NodeJS
       await attempt('2');
       return log();
     } catch (err) {
-      if (!(err instanceof BuildError) || !/buildkit|session|not supported|unknown parameter/i.test(err.message) || /dockerfile parse error|returned a non-zero|exit code/i.test(err.message)) throw err;
+      if (
+        !(err instanceof BuildError) ||
+        !/buildkit|session|not supported|unknown parameter/i.test(err.message) ||
+        /dockerfile parse error|returned a non-zero|exit code/i.test(err.message)
+      )
+        throw err;
       note(`BuildKit refused the build (${err.message}); building with the legacy builder\n`);
     }
   } else if (request.legacyOnly) {
-    note(`builder: legacy (BuildKit in the engine builds only on the default, host or no network, not on "${network.name}")\n`);
+    note(
+      `builder: legacy (BuildKit in the engine builds only on the default, host or no network, not on "${network.name}")\n`,
+    );
   } else {
-    note('builder: legacy (this engine offers no BuildKit: BuildKit-only Dockerfile syntax other than heredocs will not build)\n');
+    note(
+      'builder: legacy (this engine offers no BuildKit: BuildKit-only Dockerfile syntax other than heredocs will not build)\n',
+    );
   }
   await attempt('1');
   return log();
 }
 
-async function build(docker: Docker, setup: BuildSetup, task: Task, tag: string, options: PrepareOptions): Promise<string> {
+async function build(
+  docker: Docker,
+  setup: BuildSetup,
+  task: Task,
+  tag: string,
+  options: PrepareOptions,
+): Promise<string> {
   if (task.environment.kind !== 'dockerfile') throw new Error('build needs a Dockerfile');
   const contextDir = task.environment.contextDir;
   // Heredocs are rewritten for every builder: this engine's BuildKit frontend may predate them.
   const translated = translateHeredocs(await readFile(path.join(contextDir, 'Dockerfile'), 'utf8'));
   const overrides = translated ? [{ path: 'Dockerfile', content: translated.dockerfile }, ...translated.files] : [];
-  const log = await runBuild(docker, setup, () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream, tag, task, options, 'build');
-  return translated ? `Dockerfile heredocs rewritten for this engine (${translated.files.length} file(s) from COPY/ADD heredocs)\n${log}` : log;
+  const log = await runBuild(
+    docker,
+    setup,
+    () =>
+      (overrides.length
+        ? packContext(contextDir, overrides)
+        : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream,
+    tag,
+    task,
+    options,
+    'build',
+  );
+  return translated
+    ? `Dockerfile heredocs rewritten for this engine (${translated.files.length} file(s) from COPY/ADD heredocs)\n${log}`
+    : log;
 }
 
 /**
@@ -270,9 +323,20 @@ export class ImageBuilder {
         ? this.once(`prebuilt:${env.prebuilt}:${env.contentHash}`, async () => {
             const started = performance.now();
             const prebuilt = await prebuiltIfAvailable(this.docker, task, options);
-            if (prebuilt) return { image: prebuilt, source: 'prebuilt' as const, cached: true, durationMs: performance.now() - started, log: '' };
+            if (prebuilt)
+              return {
+                image: prebuilt,
+                source: 'prebuilt' as const,
+                cached: true,
+                durationMs: performance.now() - started,
+                log: '',
+              };
             const built = await build();
-            return { ...built, source: 'dockerfile-fallback' as const, log: `prebuilt image ${env.prebuilt} is not available here; built the task's Dockerfile instead\n${built.log}` };
+            return {
+              ...built,
+              source: 'dockerfile-fallback' as const,
+              log: `prebuilt image ${env.prebuilt} is not available here; built the task's Dockerfile instead\n${built.log}`,
+            };
           })
         : build()
     ).then(async (prepared) => ({ ...prepared, imageId: await imageIdOf(this.docker, prepared.image) }));
@@ -280,11 +344,20 @@ export class ImageBuilder {
     const layer = [options.agentLayer, task.verifierLayer?.lines].filter(Boolean).join('\n');
     if (!layer) return base;
     return base.then(async (prepared) => {
-      if (task.verifierLayer) await this.once(`toolchain:${task.verifierLayer.toolchainImage}`, () => this.ensureToolchain(task, task.verifierLayer!.toolchainImage, options));
+      if (task.verifierLayer)
+        await this.once(`toolchain:${task.verifierLayer.toolchainImage}`, () =>
+          this.ensureToolchain(task, task.verifierLayer!.toolchainImage, options),
+        );
       const id = prepared.imageId ?? (await this.docker.getImage(prepared.image).inspect()).Id;
       const tag = `${AGENT_IMAGE_REPO}:${createHash('sha256').update(`${id}\0${layer}`).digest('hex').slice(0, 20)}`;
       const derived = await this.once(tag, () => this.ensureDerived(task, prepared, layer, tag, options));
-      return { ...derived, imageId: await imageIdOf(this.docker, derived.image), durationMs: prepared.durationMs + derived.durationMs, cached: prepared.cached && derived.cached, log: prepared.log + derived.log };
+      return {
+        ...derived,
+        imageId: await imageIdOf(this.docker, derived.image),
+        durationMs: prepared.durationMs + derived.durationMs,
+        cached: prepared.cached && derived.cached,
+        log: prepared.log + derived.log,
+      };
     });
   }
 
@@ -299,46 +372,116 @@ export class ImageBuilder {
   }
 
   /** The task's image plus an agent's layer (tmux, say), named by the base image id and the layer. */
-  private async ensureDerived(task: Task, base: PreparedEnvironment, layer: string, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
+  private async ensureDerived(
+    task: Task,
+    base: PreparedEnvironment,
+    layer: string,
+    tag: string,
+    options: PrepareOptions,
+  ): Promise<PreparedEnvironment> {
     const started = performance.now();
-    const cached = (): PreparedEnvironment => ({ image: tag, source: base.source, cached: true, durationMs: performance.now() - started, log: '' });
+    const cached = (): PreparedEnvironment => ({
+      image: tag,
+      source: base.source,
+      cached: true,
+      durationMs: performance.now() - started,
+      log: '',
+    });
     if (await imageExists(this.docker, tag)) return cached();
-    return withFileLock(`image-${tag}`, async () => {
-      if (await imageExists(this.docker, tag)) return cached();
-      const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
-      const log = await runBuild(this.docker, this.setup, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, task, options, 'agent image build');
-      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the agent image build`, log);
-      return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log };
-    }, options.signal);
+    return withFileLock(
+      `image-${tag}`,
+      async () => {
+        if (await imageExists(this.docker, tag)) return cached();
+        const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
+        const log = await runBuild(
+          this.docker,
+          this.setup,
+          () => Readable.from([context]) as unknown as NodeJS.ReadableStream,
+          tag,
+          task,
+          options,
+          'agent image build',
+        );
+        if (!(await imageExists(this.docker, tag)))
+          throw new BuildError(`no image ${tag} after the agent image build`, log);
+        return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log };
+      },
+      options.signal,
+    );
   }
 
   /** termgrade's offline verifier toolchain image, built once per engine from its recipe (with the build network). */
   private async ensureToolchain(task: Task, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
     const started = performance.now();
-    const done = (cached: boolean, log: string): PreparedEnvironment => ({ image: tag, source: 'dockerfile', cached, durationMs: performance.now() - started, log });
+    const done = (cached: boolean, log: string): PreparedEnvironment => ({
+      image: tag,
+      source: 'dockerfile',
+      cached,
+      durationMs: performance.now() - started,
+      log,
+    });
     if (await imageExists(this.docker, tag)) return done(true, '');
-    return withFileLock(`image-${tag}`, async () => {
-      if (await imageExists(this.docker, tag)) return done(true, '');
-      const context = await packEntries(toolchainContext());
-      // The recipe installs packages: its own build timeout, not the task's.
-      const recipeTask = { ...task, config: { ...task.config, environment: { ...task.config.environment, build_timeout_sec: Math.max(task.config.environment.build_timeout_sec, 1800) } } };
-      const log = await runBuild(this.docker, this.setup, () => Readable.from([context]) as unknown as NodeJS.ReadableStream, tag, recipeTask, options, 'verifier toolchain build');
-      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the verifier toolchain build`, log);
-      return done(false, log);
-    }, options.signal);
+    return withFileLock(
+      `image-${tag}`,
+      async () => {
+        if (await imageExists(this.docker, tag)) return done(true, '');
+        const context = await packEntries(toolchainContext());
+        // The recipe installs packages: its own build timeout, not the task's.
+        const recipeTask = {
+          ...task,
+          config: {
+            ...task.config,
+            environment: {
+              ...task.config.environment,
+              build_timeout_sec: Math.max(task.config.environment.build_timeout_sec, 1800),
+            },
+          },
+        };
+        const log = await runBuild(
+          this.docker,
+          this.setup,
+          () => Readable.from([context]) as unknown as NodeJS.ReadableStream,
+          tag,
+          recipeTask,
+          options,
+          'verifier toolchain build',
+        );
+        if (!(await imageExists(this.docker, tag)))
+          throw new BuildError(`no image ${tag} after the verifier toolchain build`, log);
+        return done(false, log);
+      },
+      options.signal,
+    );
   }
 
   private async ensure(task: Task, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
     const started = performance.now();
     const source = task.environment.kind === 'image' ? ('prebuilt' as const) : ('dockerfile' as const);
-    const cached = (): PreparedEnvironment => ({ image: tag, source, cached: true, durationMs: performance.now() - started, log: '' });
+    const cached = (): PreparedEnvironment => ({
+      image: tag,
+      source,
+      cached: true,
+      durationMs: performance.now() - started,
+      log: '',
+    });
     if (await imageExists(this.docker, tag)) return cached();
     // Another termgrade process may be building the same image: wait for it, then reuse its work.
-    return withFileLock(`image-${tag}`, async () => {
-      if (await imageExists(this.docker, tag)) return cached();
-      const log = task.environment.kind === 'image' ? await pull(this.docker, tag, task, options) : await build(this.docker, this.setup, task, tag, options);
-      if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the ${task.environment.kind === 'image' ? 'pull' : 'build'}`, log);
-      return { image: tag, source, cached: false, durationMs: performance.now() - started, log };
-    }, options.signal);
+    return withFileLock(
+      `image-${tag}`,
+      async () => {
+        if (await imageExists(this.docker, tag)) return cached();
+        const log =
+          task.environment.kind === 'image'
+            ? await pull(this.docker, tag, task, options)
+            : await build(this.docker, this.setup, task, tag, options);
+        if (!(await imageExists(this.docker, tag)))
+          throw new BuildError(
+            `no image ${tag} after the ${task.environment.kind === 'image' ? 'pull' : 'build'}`,
+            log,
+          );
+        return { image: tag, source, cached: false, durationMs: performance.now() - started, log };
+      },
+      options.signal,
+    );
   }
 }

@@ -25,7 +25,9 @@ function startTicks(pid: number): string | null {
 /** The first 12 hex digits of a file's id (machine-id, boot_id), or '' when there is none. */
 function idFrom(file: string): string {
   try {
-    return readFileSync(file, 'utf8').replace(/[^0-9a-f]/gi, '').slice(0, 12);
+    return readFileSync(file, 'utf8')
+      .replace(/[^0-9a-f]/gi, '')
+      .slice(0, 12);
   } catch {
     return '';
   }

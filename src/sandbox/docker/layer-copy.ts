@@ -23,11 +23,16 @@ const run = promisify(execFile);
  */
 export async function copyLayer(from: string, to: string): Promise<void> {
   const present = await readdir(to);
-  if (present.length > 0) throw new Error(`the verifier's layer ${to} is not empty (${present.slice(0, 3).join(', ')})`);
+  if (present.length > 0)
+    throw new Error(`the verifier's layer ${to} is not empty (${present.slice(0, 3).join(', ')})`);
   try {
     await run('cp', ['-a', '--preserve=xattr', '--reflink=auto', '-T', '--', from, to], { maxBuffer: 1024 * 1024 });
   } catch (err) {
-    const stderr = String((err as { stderr?: string }).stderr ?? '').trim().split('\n').slice(0, 3).join('; ');
+    const stderr = String((err as { stderr?: string }).stderr ?? '')
+      .trim()
+      .split('\n')
+      .slice(0, 3)
+      .join('; ');
     throw new Error(`the agent's files could not be copied for the verifier: ${stderr || (err as Error).message}`);
   }
 }
@@ -62,11 +67,17 @@ async function belowHas(lowers: string[], rel: string): Promise<'dir' | 'other' 
 export async function prepareFoldersInLayer(layers: OverlayLayers, testsDirs: string[]): Promise<boolean> {
   const rel = (p: string): string => p.replace(/^\/+/, '');
   const logs = path.posix.dirname(VERIFIER_LOGS);
-  if ((await belowHas(layers.lowers, rel(TESTS_DIR))) || (await belowHas(layers.lowers, rel(VERIFIER_LOGS))) || (await belowHas(layers.lowers, rel(logs))) === 'other') return false;
+  if (
+    (await belowHas(layers.lowers, rel(TESTS_DIR))) ||
+    (await belowHas(layers.lowers, rel(VERIFIER_LOGS))) ||
+    (await belowHas(layers.lowers, rel(logs))) === 'other'
+  )
+    return false;
   const at = (p: string): string => path.join(layers.upper, rel(p));
   await rm(at(TESTS_DIR), { recursive: true, force: true });
   await mkdir(at(TESTS_DIR));
-  for (const dir of testsDirs) await cp(dir, at(TESTS_DIR), { recursive: true, force: true, verbatimSymlinks: true, preserveTimestamps: true });
+  for (const dir of testsDirs)
+    await cp(dir, at(TESTS_DIR), { recursive: true, force: true, verbatimSymlinks: true, preserveTimestamps: true });
   await chmod(at(TESTS_DIR), 0o755);
   // /logs: kept when it is a folder (the agent's own logs stay), replaced when it is anything else.
   if ((await kindAt(at(logs))) === 'other') await rm(at(logs), { force: true });

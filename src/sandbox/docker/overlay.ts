@@ -67,7 +67,11 @@ export async function overlayChanges(layers: OverlayLayers, limit = MAX_SCANNED_
  */
 let wholeUpper: Promise<boolean> | null = null;
 function upperHoldsWholeFiles(): Promise<boolean> {
-  const off = (name: string): Promise<boolean> => readFile(`/sys/module/overlay/parameters/${name}`, 'utf8').then((v) => v.trim() === 'N', () => false);
+  const off = (name: string): Promise<boolean> =>
+    readFile(`/sys/module/overlay/parameters/${name}`, 'utf8').then(
+      (v) => v.trim() === 'N',
+      () => false,
+    );
   wholeUpper ??= Promise.all([off('metacopy'), off('redirect_dir')]).then(([a, b]) => a && b);
   return wholeUpper;
 }
@@ -103,7 +107,11 @@ const pathParts = (p: string): string[] | null => {
  * Undefined when the layer cannot say (the file is not there, or not a plain file): the caller
  * asks the engine. Opened like `copyFromUpper`, never through a link.
  */
-export async function readFromUpper(layers: OverlayLayers, file: string, maxBytes: number): Promise<Buffer | undefined> {
+export async function readFromUpper(
+  layers: OverlayLayers,
+  file: string,
+  maxBytes: number,
+): Promise<Buffer | undefined> {
   const parts = pathParts(file);
   if (!parts || !(await upperHoldsWholeFiles())) return undefined;
   const dir = await openInUpper(layers.upper, parts.slice(0, -1)).catch(() => null);
@@ -135,7 +143,12 @@ export async function readFromUpper(layers: OverlayLayers, file: string, maxByte
  * copy, only plain files and folders arrive, and files past `maxBytes` in all are skipped.
  * Returns false when it cannot vouch for the copy: the caller asks the engine.
  */
-export async function copyFromUpper(layers: OverlayLayers, srcDir: string, hostDir: string, maxBytes: number): Promise<boolean> {
+export async function copyFromUpper(
+  layers: OverlayLayers,
+  srcDir: string,
+  hostDir: string,
+  maxBytes: number,
+): Promise<boolean> {
   const parts = pathParts(srcDir);
   if (!parts || !(await upperHoldsWholeFiles()) || (await inLower(layers.lowers, `/${parts.join('/')}`))) return false;
   // Not a folder in the upper layer: let the engine say what is there.

@@ -1,7 +1,16 @@
 import Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
 import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
-import type { PreparedEnvironment, PrepareOptions, ProviderCapabilities, ProviderHealth, Sandbox, SandboxProvider, StartOptions, VerifierCommand } from '../sandbox.js';
+import type {
+  PreparedEnvironment,
+  PrepareOptions,
+  ProviderCapabilities,
+  ProviderHealth,
+  Sandbox,
+  SandboxProvider,
+  StartOptions,
+  VerifierCommand,
+} from '../sandbox.js';
 import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder, type DockerBuilder } from './image.js';
 import { resolveBuildNetwork, type BuildNetwork } from './build-network.js';
@@ -21,7 +30,12 @@ export const DROPPED_CAPABILITIES = ['NET_RAW', 'MKNOD', 'AUDIT_WRITE', 'SETFCAP
  * an isolated one (the host's own network namespace is never used: a task could reach the host's
  * loopback services). no-new-privileges stops setuid binaries from gaining more than they had.
  */
-export function containerSpec(task: Task, image: string, labels: Record<string, string> = {}, network: string | null = null): Docker.ContainerCreateOptions {
+export function containerSpec(
+  task: Task,
+  image: string,
+  labels: Record<string, string> = {},
+  network: string | null = null,
+): Docker.ContainerCreateOptions {
   const limits = task.limits;
   const env = task.config.environment;
   return {
@@ -53,7 +67,13 @@ export function containerSpec(task: Task, image: string, labels: Record<string, 
  * tests, its processes are listed) and in none otherwise. Its own filesystem (the snapshot): no
  * agent process can write the tests' files.
  */
-export function verifierSpec(task: Task, image: string, networkOf: string | null, labels: Record<string, string> = {}, command?: VerifierCommand): Docker.ContainerCreateOptions {
+export function verifierSpec(
+  task: Task,
+  image: string,
+  networkOf: string | null,
+  labels: Record<string, string> = {},
+  command?: VerifierCommand,
+): Docker.ContainerCreateOptions {
   const spec = withCommand(containerSpec(task, image, { ...labels, [LABEL_VERIFIER]: 'true' }, null), command);
   if (!networkOf) return spec;
   return {
@@ -76,7 +96,10 @@ export function verifierSpec(task: Task, image: string, networkOf: string | null
  * A container whose own process is the verifier's command (under tini, as the idle one): it stops
  * when the command ends, and the engine ends whatever the command left running with it.
  */
-function withCommand(spec: Docker.ContainerCreateOptions, command: VerifierCommand | undefined): Docker.ContainerCreateOptions {
+function withCommand(
+  spec: Docker.ContainerCreateOptions,
+  command: VerifierCommand | undefined,
+): Docker.ContainerCreateOptions {
   if (!command) return spec;
   const env = new Map((spec.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e] as const));
   for (const [k, v] of Object.entries(command.env)) env.set(k, `${k}=${v}`);
@@ -98,7 +121,12 @@ export interface DockerProviderOptions {
 }
 
 /** What a Docker engine gives sandboxes (see ProviderCapabilities). */
-export const DOCKER_CAPABILITIES: ProviderCapabilities = { commands: true, networkIsolation: true, engineImages: true, fixedCapacity: false };
+export const DOCKER_CAPABILITIES: ProviderCapabilities = {
+  commands: true,
+  networkIsolation: true,
+  engineImages: true,
+  fixedCapacity: false,
+};
 
 export class DockerProvider implements SandboxProvider {
   readonly name = 'docker';
@@ -158,15 +186,25 @@ export class DockerProvider implements SandboxProvider {
   /** An isolated network the user made for tasks that need one; refuses host, none and missing ones. */
   async checkNetwork(name: string): Promise<void> {
     if (name === 'host' || name === 'none' || name === 'bridge' || name === 'default') {
-      throw new TermgradeError('bad_input', `network "${name}" is not an isolated network: name one made for trials (docker network create --subnet 100.64.0.0/24 -o com.docker.network.bridge.inhibit_ipv4=true ...), or run offline`);
+      throw new TermgradeError(
+        'bad_input',
+        `network "${name}" is not an isolated network: name one made for trials (docker network create --subnet 100.64.0.0/24 -o com.docker.network.bridge.inhibit_ipv4=true ...), or run offline`,
+      );
     }
     let info: NetworkInspection;
     try {
       info = (await this.docker.getNetwork(name).inspect()) as NetworkInspection;
     } catch {
-      throw new TermgradeError('bad_input', `the Docker engine has no network "${name}"; this engine cannot give tasks network access, so they run offline unless you create one`);
+      throw new TermgradeError(
+        'bad_input',
+        `the Docker engine has no network "${name}"; this engine cannot give tasks network access, so they run offline unless you create one`,
+      );
     }
-    if (info.Driver === 'host' || info.Driver === 'null') throw new TermgradeError('bad_input', `network "${name}" uses the ${info.Driver} driver: not an isolated network`);
+    if (info.Driver === 'host' || info.Driver === 'null')
+      throw new TermgradeError(
+        'bad_input',
+        `network "${name}" uses the ${info.Driver} driver: not an isolated network`,
+      );
     const refusal = trialNetworkRefusal({ ...info, Name: name });
     if (refusal) throw new TermgradeError('bad_input', refusal);
   }
@@ -182,22 +220,53 @@ export class DockerProvider implements SandboxProvider {
     const place = this.turns.place(options.background);
     const verifiers: VerifierFactory = {
       fromImage: async (image, networkOf, signal) => {
-        const made = await this.create(task, verifierSpec(task, image, networkOf, options.labels), this.turns.place(), 'verifier container');
+        const made = await this.create(
+          task,
+          verifierSpec(task, image, networkOf, options.labels),
+          this.turns.place(),
+          'verifier container',
+        );
         await made.start(signal);
         return made.sandbox;
       },
       // The agent's own image: the verifier's layer receives a copy of the agent's (see layer-copy.ts).
-      beside: (networkOf, command) => this.create(task, verifierSpec(task, prepared.image, networkOf, options.labels, command), this.turns.place(), 'verifier container'),
+      beside: (networkOf, command) =>
+        this.create(
+          task,
+          verifierSpec(task, prepared.image, networkOf, options.labels, command),
+          this.turns.place(),
+          'verifier container',
+        ),
     };
-    const made = await this.create(task, containerSpec(task, prepared.image, options.labels, options.network ?? null), place, 'container', verifiers);
+    const made = await this.create(
+      task,
+      containerSpec(task, prepared.image, options.labels, options.network ?? null),
+      place,
+      'container',
+      verifiers,
+    );
     await made.start(options.signal);
     return made.sandbox;
   }
 
   /** Creates one container (not started); its start, and every failure path, close it on failure. */
-  private async create(task: Task, spec: Docker.ContainerCreateOptions, place: number, what: string, verifiers?: VerifierFactory): Promise<CreatedContainer> {
+  private async create(
+    task: Task,
+    spec: Docker.ContainerCreateOptions,
+    place: number,
+    what: string,
+    verifiers?: VerifierFactory,
+  ): Promise<CreatedContainer> {
     const container = await this.turns.run(place, () => this.docker.createContainer(spec));
-    const sandbox = new DockerSandbox(this.docker, container, this.turns, place, () => this.open.delete(sandbox), verifiers, this.execVia);
+    const sandbox = new DockerSandbox(
+      this.docker,
+      container,
+      this.turns,
+      place,
+      () => this.open.delete(sandbox),
+      verifiers,
+      this.execVia,
+    );
     this.open.add(sandbox);
     return {
       sandbox,

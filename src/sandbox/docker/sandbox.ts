@@ -3,7 +3,21 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { shellQuote } from '../../util/shell-quote.js';
 import type Docker from 'dockerode';
-import { CopyLimitError, MAX_SCANNED_CHANGES, ScanLimitError, type CopyOptions, type ExecOptions, type ExecResult, type FileEntry, type FsChange, type Sandbox, type SandboxSnapshot, type Shell, type SnapshotOptions, type VerifierCommand } from '../sandbox.js';
+import {
+  CopyLimitError,
+  MAX_SCANNED_CHANGES,
+  ScanLimitError,
+  type CopyOptions,
+  type ExecOptions,
+  type ExecResult,
+  type FileEntry,
+  type FsChange,
+  type Sandbox,
+  type SandboxSnapshot,
+  type Shell,
+  type SnapshotOptions,
+  type VerifierCommand,
+} from '../sandbox.js';
 import { snapshotByCommit, snapshotByCopy } from './snapshot.js';
 import { canTrace, tracedCommand } from './trace.js';
 import { DockerShell } from './shell.js';
@@ -145,13 +159,18 @@ export class DockerSandbox implements Sandbox {
       try {
         const shell = await this.shell();
         const marker = `TG_EOF_${Date.now().toString(36)}`;
-        const r = await shell.run(`base64 -d <<'${marker}' | tar -x -C / -f -\n${tar.toString('base64').replace(/.{1,76}/g, '$&\n')}${marker}`, { timeoutSec: 120 });
+        const r = await shell.run(
+          `base64 -d <<'${marker}' | tar -x -C / -f -\n${tar.toString('base64').replace(/.{1,76}/g, '$&\n')}${marker}`,
+          { timeoutSec: 120 },
+        );
         if (r.exitCode === 0) return;
       } catch {
         // fall through to the archive API
       }
     }
-    await this.turn(() => this.container.putArchive(packDir(hostDir, destDir) as unknown as NodeJS.ReadableStream, { path: '/' }));
+    await this.turn(() =>
+      this.container.putArchive(packDir(hostDir, destDir) as unknown as NodeJS.ReadableStream, { path: '/' }),
+    );
   }
 
   async putFiles(entries: FileEntry[]): Promise<void> {
@@ -159,12 +178,18 @@ export class DockerSandbox implements Sandbox {
     await this.turn(() => this.container.putArchive(tar, { path: '/' }));
   }
 
-  async copyOut(srcDir: string, hostDir: string, options: CopyOptions & { maxBytes?: number; whole?: boolean } = {}): Promise<void> {
+  async copyOut(
+    srcDir: string,
+    hostDir: string,
+    options: CopyOptions & { maxBytes?: number; whole?: boolean } = {},
+  ): Promise<void> {
     await mkdir(hostDir, { recursive: true });
     const max = options.maxBytes ?? DEFAULT_COPY_OUT_BYTES;
     // A whole copy goes through the engine's archive, whose extraction counts what it leaves out.
     if (options.whole) {
-      const { skipped } = await this.turn(async () => extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max));
+      const { skipped } = await this.turn(async () =>
+        extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max),
+      );
       if (skipped > 0) throw new CopyLimitError(srcDir, max);
       return;
     }
@@ -175,7 +200,10 @@ export class DockerSandbox implements Sandbox {
         const dir = path.posix.dirname(srcDir);
         const base = path.posix.basename(srcDir);
         const kb = Math.floor(SHELL_COPY_LIMIT / 1024);
-        const r = await shell.run(`s=$(du -sk ${shellQuote(srcDir)} | cut -f1) && [ "$s" -lt ${kb} ] || exit 3; tar -c -C ${shellQuote(dir)} -f - ${shellQuote(base)} | base64`, { timeoutSec: 120 });
+        const r = await shell.run(
+          `s=$(du -sk ${shellQuote(srcDir)} | cut -f1) && [ "$s" -lt ${kb} ] || exit 3; tar -c -C ${shellQuote(dir)} -f - ${shellQuote(base)} | base64`,
+          { timeoutSec: 120 },
+        );
         if (r.exitCode === 0) {
           await extractInto(Readable.from([Buffer.from(r.output, 'base64')]), hostDir, max);
           return;
@@ -192,7 +220,9 @@ export class DockerSandbox implements Sandbox {
     // archive midway ("unexpected end of data"): the copy is tried again before it fails.
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.turn(async () => extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max));
+        await this.turn(async () =>
+          extractInto((await this.container.getArchive({ path: srcDir })) as unknown as Readable, hostDir, max),
+        );
         return;
       } catch (err) {
         if (attempt >= 3 || (err as { statusCode?: number }).statusCode !== undefined) throw err;
@@ -206,11 +236,17 @@ export class DockerSandbox implements Sandbox {
       const mode = info.HostConfig?.NetworkMode ?? 'none';
       if (mode === 'none' || mode === 'host' || mode.startsWith('container:')) {
         if (network === null) return;
-        throw new TermgradeError('environment_error', `sandbox ${this.id} was started with no network (${mode}); it cannot be put on ${network}`);
+        throw new TermgradeError(
+          'environment_error',
+          `sandbox ${this.id} was started with no network (${mode}); it cannot be put on ${network}`,
+        );
       }
       const attached = Object.keys(info.NetworkSettings?.Networks ?? {});
-      for (const name of attached) if (name !== network) await this.docker.getNetwork(name).disconnect({ Container: this.container.id, Force: true });
-      if (network !== null && !attached.includes(network)) await this.docker.getNetwork(network).connect({ Container: this.container.id });
+      for (const name of attached)
+        if (name !== network)
+          await this.docker.getNetwork(name).disconnect({ Container: this.container.id, Force: true });
+      if (network !== null && !attached.includes(network))
+        await this.docker.getNetwork(network).connect({ Container: this.container.id });
     });
   }
 
@@ -325,7 +361,10 @@ export class DockerSandbox implements Sandbox {
   private dropHelper(): void {
     const helper = this.helper;
     this.helper = null;
-    void helper?.then((h) => h.close(), () => undefined);
+    void helper?.then(
+      (h) => h.close(),
+      () => undefined,
+    );
   }
 
   /**
@@ -334,7 +373,9 @@ export class DockerSandbox implements Sandbox {
    * Waiting holds no turn: the engine only answers when the container stops.
    */
   async waitForExit(timeoutSec: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean }> {
-    const exited = (this.container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>).then((r) => ({ code: r.StatusCode ?? null }));
+    const exited = (this.container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>).then(
+      (r) => ({ code: r.StatusCode ?? null }),
+    );
     exited.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -386,12 +427,17 @@ export class DockerSandbox implements Sandbox {
   }
 
   async diskUsage(): Promise<number | null> {
-    const info = (await this.container.inspect({ size: true } as Docker.ContainerInspectOptions)) as { SizeRw?: number };
+    const info = (await this.container.inspect({ size: true } as Docker.ContainerInspectOptions)) as {
+      SizeRw?: number;
+    };
     return typeof info.SizeRw === 'number' ? info.SizeRw : null;
   }
 
   close(): Promise<void> {
-    void this.helper?.then((h) => h.close(), () => undefined);
+    void this.helper?.then(
+      (h) => h.close(),
+      () => undefined,
+    );
     // No trial waits on a removal: it takes a background place in the engine's line.
     const place = this.turns.place(true);
     this.closing ??= this.turns

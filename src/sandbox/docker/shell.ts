@@ -22,7 +22,13 @@ export class DockerShell implements Shell {
 
   static async open(docker: Docker, container: Docker.Container, turn: Turn): Promise<DockerShell> {
     const stream = await turn(async () => {
-      const exec = await container.exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false });
+      const exec = await container.exec({
+        Cmd: ['/bin/sh'],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      });
       return (await exec.start({ hijack: true, stdin: true })) as Duplex;
     });
     const shell = new DockerShell(stream);

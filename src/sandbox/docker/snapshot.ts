@@ -2,7 +2,15 @@ import { readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { errorMessage, GradingStepError } from '../../util/errors.js';
-import { MAX_SCANNED_CHANGES, ScanLimitError, type FsChange, type Sandbox, type SandboxSnapshot, type VerifierCommand, type VerifierStartOptions } from '../sandbox.js';
+import {
+  MAX_SCANNED_CHANGES,
+  ScanLimitError,
+  type FsChange,
+  type Sandbox,
+  type SandboxSnapshot,
+  type VerifierCommand,
+  type VerifierStartOptions,
+} from '../sandbox.js';
 import { prepareFoldersInside } from '../verifier-folders.js';
 import { LABEL_SNAPSHOT } from './labels.js';
 import { copyLayer, prepareFoldersInLayer } from './layer-copy.js';
@@ -43,7 +51,11 @@ async function moveEntries(from: string, to: string): Promise<void> {
 }
 
 /** Whether the container still runs (one that cannot be inspected does not). */
-const isRunning = (container: Docker.Container): Promise<boolean> => container.inspect().then((i) => Boolean(i.State.Running), () => false);
+const isRunning = (container: Docker.Container): Promise<boolean> =>
+  container.inspect().then(
+    (i) => Boolean(i.State.Running),
+    () => false,
+  );
 
 /** The upper layer of a verifier container just created beside the agent's (readable here, as the agent's is). */
 async function upperOf(created: CreatedContainer): Promise<string> {
@@ -64,7 +76,8 @@ async function withFoldersInside(box: Sandbox, options: VerifierStartOptions): P
 }
 
 /** The container's configured environment (the image's and the task's), as `KEY=VALUE` lines made a record. */
-const envOf = (lines: string[] | undefined): Record<string, string> => Object.fromEntries((lines ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+const envOf = (lines: string[] | undefined): Record<string, string> =>
+  Object.fromEntries((lines ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
 
 /**
  * For an engine whose layers cannot be read from this machine (a remote one): the container is
@@ -80,7 +93,11 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
     turn(async () => {
       // The image keeps the container's labels (its owner among them) and is marked as a snapshot,
       // so `cleanup` removes one a killed process left.
-      const made = (await container.commit({ pause: false, comment: "termgrade: the agent's final state, for its verifier", changes: `LABEL ${LABEL_SNAPSHOT}=true` })) as unknown as { Id: string };
+      const made = (await container.commit({
+        pause: false,
+        comment: "termgrade: the agent's final state, for its verifier",
+        changes: `LABEL ${LABEL_SNAPSHOT}=true`,
+      })) as unknown as { Id: string };
       return made.Id;
     });
   const frozen = async (): Promise<string> => {
@@ -132,9 +149,14 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
     discard() {
       discarded ??= (async () => {
         await reader?.close();
-        await turn(() => docker.getImage(image).remove({ force: true, noprune: false })).catch((err: { statusCode?: number }) => {
-          if (err?.statusCode !== 404) process.emitWarning(`could not remove the verifier's snapshot image ${image.slice(7, 19)}: ${errorMessage(err)}`);
-        });
+        await turn(() => docker.getImage(image).remove({ force: true, noprune: false })).catch(
+          (err: { statusCode?: number }) => {
+            if (err?.statusCode !== 404)
+              process.emitWarning(
+                `could not remove the verifier's snapshot image ${image.slice(7, 19)}: ${errorMessage(err)}`,
+              );
+          },
+        );
       })();
       return discarded;
     },
@@ -147,7 +169,11 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
  * cannot be frozen (a fork bomb outruns the freezer, or the container died meanwhile), the
  * filesystem then taken as they left it.
  */
-async function copyFrozen(host: CopyHost, state: { Running?: boolean; Paused?: boolean; Pid: number }, to: string): Promise<void> {
+async function copyFrozen(
+  host: CopyHost,
+  state: { Running?: boolean; Paused?: boolean; Pid: number },
+  to: string,
+): Promise<void> {
   const { container, turn } = host;
   const copy = (): Promise<void> =>
     copyLayer(host.layers.upper, to).catch((err: unknown) => {
@@ -220,7 +246,10 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
    * one with no network), running `own` or idle, with its folders made in the layer where they
    * can be (whether they were is returned).
    */
-  const ready = async (tests: string[], own: VerifierCommand | undefined): Promise<{ inLayer: boolean; networkOf: string | null }> => {
+  const ready = async (
+    tests: string[],
+    own: VerifierCommand | undefined,
+  ): Promise<{ inLayer: boolean; networkOf: string | null }> => {
     if (started) throw new Error('a snapshot starts one verifier');
     started = true;
     await listing.catch(() => undefined);
@@ -252,7 +281,11 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
       await replace(networkOf, undefined);
       await verifier.start(options.signal);
       const box = await withFoldersInside(verifier.sandbox, options);
-      const run = await box.exec(command.command, { env: command.env, timeoutSec: options.timeoutSec, signal: options.signal });
+      const run = await box.exec(command.command, {
+        env: command.env,
+        timeoutSec: options.timeoutSec,
+        signal: options.signal,
+      });
       await box.stop();
       return { box, exitCode: run.exitCode, timedOut: run.timedOut, durationMs: run.durationMs };
     }

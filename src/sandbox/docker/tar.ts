@@ -46,7 +46,9 @@ export function packContext(hostDir: string, overrides: Array<{ path: string; co
 export async function packEntries(entries: FileEntry[]): Promise<Buffer> {
   const pack = tarStream.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c: unknown) => { chunks.push(c as Buffer); });
+  pack.on('data', (c: unknown) => {
+    chunks.push(c as Buffer);
+  });
   const done = new Promise<void>((resolve, reject) => {
     pack.on('end', resolve);
     pack.on('error', reject);
@@ -79,7 +81,11 @@ export async function packEntries(entries: FileEntry[]): Promise<Buffer> {
  * `hostDir`, dropping that first component. Only plain files and folders are written, never links,
  * and never outside `hostDir`; after `maxBytes` of content the rest is skipped.
  */
-export async function extractInto(tar: Readable, hostDir: string, maxBytes: number): Promise<{ bytes: number; skipped: number }> {
+export async function extractInto(
+  tar: Readable,
+  hostDir: string,
+  maxBytes: number,
+): Promise<{ bytes: number; skipped: number }> {
   const extract = tarStream.extract();
   let bytes = 0;
   let skipped = 0;

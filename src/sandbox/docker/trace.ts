@@ -11,12 +11,16 @@ import { sleep } from '../../util/time.js';
  * agent left there can fake the record). Only for an engine on this machine: the command is held
  * stopped (SIGSTOP) until strace has attached, found by a marker in its command line.
  */
-const CALLS = 'execve,execveat,open,openat,openat2,stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat,getdents64,chdir';
+const CALLS =
+  'execve,execveat,open,openat,openat2,stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat,getdents64,chdir';
 
 let straceHere: Promise<boolean> | null = null;
 /** Whether this machine has strace (asked once). */
 export function canTrace(): Promise<boolean> {
-  straceHere ??= access('/usr/bin/strace').then(() => true, () => false);
+  straceHere ??= access('/usr/bin/strace').then(
+    () => true,
+    () => false,
+  );
   return straceHere;
 }
 
@@ -61,7 +65,11 @@ export function tracedCommand(argv: string[]): TracedCommand {
       if (pid === null) return false;
       const dir = await mkdtemp(path.join(tmpdir(), 'termgrade-trace-'));
       logFile = path.join(dir, 'trace.log');
-      strace = spawn('/usr/bin/strace', ['-f', '-qq', '-y', '-s', '4096', '-e', `trace=${CALLS}`, '-o', logFile, '-p', String(pid)], { stdio: 'ignore' });
+      strace = spawn(
+        '/usr/bin/strace',
+        ['-f', '-qq', '-y', '-s', '4096', '-e', `trace=${CALLS}`, '-o', logFile, '-p', String(pid)],
+        { stdio: 'ignore' },
+      );
       const spawned = strace;
       let ok = false;
       for (let i = 0; i < 500 && spawned.exitCode === null; i++) {

@@ -38,7 +38,7 @@ export function overlapsPrivateRange(subnet: string): boolean {
   return PRIVATE.some(([base, plen]) => {
     const common = Math.min(plen, len);
     const mask = common === 0 ? 0 : (0xffffffff << (32 - common)) >>> 0;
-    return ((start & mask) >>> 0) === ((base & mask) >>> 0);
+    return (start & mask) >>> 0 === (base & mask) >>> 0;
   });
 }
 
@@ -47,7 +47,8 @@ export function trialNetworkRefusal(info: NetworkInspection): string | null {
   const name = info.Name ?? 'the network';
   const subnets = (info.IPAM?.Config ?? []).map((c) => c.Subnet).filter((s): s is string => Boolean(s));
   const priv = subnets.filter(overlapsPrivateRange);
-  if (priv.length) return `network "${name}" has the private-range subnet ${priv.join(', ')}: trials would get private-range addresses; create it with another --subnet (100.64.0.0/10, say)`;
+  if (priv.length)
+    return `network "${name}" has the private-range subnet ${priv.join(', ')}: trials would get private-range addresses; create it with another --subnet (100.64.0.0/10, say)`;
   switch (info.Driver) {
     case 'bridge':
       if (info.Options?.[INHIBIT_IPV4] !== 'true') {

@@ -14,7 +14,10 @@ import { SshTunnel } from './ssh-tunnel.js';
  */
 export const EngineSpecSchema = z.strictObject({
   /** How the engine is named in records, progress and `termgrade engines`; default from the host. */
-  name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only').optional(),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only')
+    .optional(),
   /** unix:///path (or a bare /path), tcp://host:port, ssh://user@host[:port]. */
   host: z.string().min(1),
   /** Sandboxes at once on this engine. */
@@ -45,11 +48,19 @@ export function parseEngineFlag(text: string): EngineSpec {
     else if (key === 'tls') input.tlsDir = path.resolve(value);
     else if (key === 'ssh-key') input.sshKey = path.resolve(value);
     else if (key.startsWith('label.') && key.length > 6) labels[key.slice(6)] = value;
-    else throw new TermgradeError('usage', `--engine ${text}: unknown option "${opt}" (known: capacity=N, name=X, tls=DIR, ssh-key=FILE, label.K=V)`);
+    else
+      throw new TermgradeError(
+        'usage',
+        `--engine ${text}: unknown option "${opt}" (known: capacity=N, name=X, tls=DIR, ssh-key=FILE, label.K=V)`,
+      );
   }
   if (Object.keys(labels).length) input.labels = labels;
   const parsed = EngineSpecSchema.safeParse(input);
-  if (!parsed.success) throw new TermgradeError('usage', `--engine ${text}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'host'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new TermgradeError(
+      'usage',
+      `--engine ${text}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'host'}: ${i.message}`).join('; ')}`,
+    );
   return parsed.data;
 }
 
@@ -57,7 +68,8 @@ export function parseEngineFlag(text: string): EngineSpec {
 export function engineNameOf(spec: EngineSpec): string {
   if (spec.name) return spec.name;
   const h = spec.host;
-  if (h.startsWith('/') || h.startsWith('unix://')) return path.basename(h.replace(/^unix:\/\//, '')).replace(/\.sock$/, '') || 'local';
+  if (h.startsWith('/') || h.startsWith('unix://'))
+    return path.basename(h.replace(/^unix:\/\//, '')).replace(/\.sock$/, '') || 'local';
   try {
     const u = new URL(h);
     return `${u.hostname}${u.port ? `:${u.port}` : ''}`.replace(/[^A-Za-z0-9._-]+/g, '-');
@@ -70,7 +82,10 @@ function readCert(dir: string, file: string, engine: string): Buffer {
   try {
     return readFileSync(path.join(dir, file));
   } catch (err) {
-    throw new TermgradeError('bad_input', `engine ${engine}: cannot read ${path.join(dir, file)} (${errorMessage(err)})`);
+    throw new TermgradeError(
+      'bad_input',
+      `engine ${engine}: cannot read ${path.join(dir, file)} (${errorMessage(err)})`,
+    );
   }
 }
 
@@ -88,7 +103,8 @@ export interface EngineConnection {
 export function connectEngine(spec: EngineSpec): EngineConnection {
   const h = spec.host;
   const plain = (docker: Docker): EngineConnection => ({ docker, close: () => {} });
-  if (h.startsWith('/') || h.startsWith('unix://')) return plain(new Docker({ socketPath: h.replace(/^unix:\/\//, '') }));
+  if (h.startsWith('/') || h.startsWith('unix://'))
+    return plain(new Docker({ socketPath: h.replace(/^unix:\/\//, '') }));
   let url: URL;
   try {
     url = new URL(h);
@@ -99,10 +115,23 @@ export function connectEngine(spec: EngineSpec): EngineConnection {
     const port = url.port || (spec.tlsDir ? '2376' : '2375');
     if (spec.tlsDir) {
       const name = engineNameOf(spec);
-      return plain(new Docker({ host: url.hostname, port, protocol: 'https', ca: readCert(spec.tlsDir, 'ca.pem', name), cert: readCert(spec.tlsDir, 'cert.pem', name), key: readCert(spec.tlsDir, 'key.pem', name) }));
+      return plain(
+        new Docker({
+          host: url.hostname,
+          port,
+          protocol: 'https',
+          ca: readCert(spec.tlsDir, 'ca.pem', name),
+          cert: readCert(spec.tlsDir, 'cert.pem', name),
+          key: readCert(spec.tlsDir, 'key.pem', name),
+        }),
+      );
     }
     // A plain-TCP engine is root on its machine for anyone who can reach it: only on loopback.
-    if (!isLoopback(url.hostname)) throw new TermgradeError('bad_input', `engine ${h}: a remote engine over tcp needs TLS client certificates (tls=DIR with ca.pem, cert.pem, key.pem)`);
+    if (!isLoopback(url.hostname))
+      throw new TermgradeError(
+        'bad_input',
+        `engine ${h}: a remote engine over tcp needs TLS client certificates (tls=DIR with ca.pem, cert.pem, key.pem)`,
+      );
     return plain(new Docker({ host: url.hostname, port, protocol: 'http' }));
   }
   if (url.protocol === 'ssh:') {
@@ -111,10 +140,18 @@ export function connectEngine(spec: EngineSpec): EngineConnection {
       try {
         privateKey = readFileSync(spec.sshKey);
       } catch (err) {
-        throw new TermgradeError('bad_input', `engine ${engineNameOf(spec)}: cannot read the ssh key ${spec.sshKey} (${errorMessage(err)})`);
+        throw new TermgradeError(
+          'bad_input',
+          `engine ${engineNameOf(spec)}: cannot read the ssh key ${spec.sshKey} (${errorMessage(err)})`,
+        );
       }
     }
-    const tunnel = new SshTunnel({ host: url.hostname, port: url.port ? Number(url.port) : 22, username: decodeURIComponent(url.username) || process.env.USER || 'root', ...(privateKey ? { privateKey } : { agent: process.env.SSH_AUTH_SOCK }) });
+    const tunnel = new SshTunnel({
+      host: url.hostname,
+      port: url.port ? Number(url.port) : 22,
+      username: decodeURIComponent(url.username) || process.env.USER || 'root',
+      ...(privateKey ? { privateKey } : { agent: process.env.SSH_AUTH_SOCK }),
+    });
     return { docker: new Docker({ socketPath: tunnel.socketPath }), close: () => tunnel.close() };
   }
   throw new TermgradeError('bad_input', `engine host "${h}": unknown scheme ${url.protocol} (unix://, tcp://, ssh://)`);

@@ -34,7 +34,9 @@ export async function engineReport(spec: EngineSpec): Promise<EngineReport> {
     const v = (await docker.version()) as { Version?: string; ApiVersion?: string };
     const containers = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } });
     const sandboxes = containers.filter((c) => c.Labels[LABEL_OWNER]);
-    const images = (await docker.listImages()).flatMap((i) => (i.RepoTags ?? []).filter((t) => t.startsWith(`${IMAGE_REPO}:`) || t.startsWith(`${AGENT_IMAGE_REPO}:`)));
+    const images = (await docker.listImages()).flatMap((i) =>
+      (i.RepoTags ?? []).filter((t) => t.startsWith(`${IMAGE_REPO}:`) || t.startsWith(`${AGENT_IMAGE_REPO}:`)),
+    );
     return {
       ...base,
       ok: true,

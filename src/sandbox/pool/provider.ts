@@ -9,7 +9,15 @@ import { DOCKER_CAPABILITIES, DockerProvider, type DockerProviderOptions } from 
 import { untilAborted } from '../start.js';
 import { resolveBuildNetwork, type BuildNetwork } from '../docker/build-network.js';
 import { LABEL_OWNER, ownerId } from '../docker/labels.js';
-import type { PreparedEnvironment, PrepareOptions, ProviderCapabilities, ProviderHealth, Sandbox, SandboxProvider, StartOptions } from '../sandbox.js';
+import type {
+  PreparedEnvironment,
+  PrepareOptions,
+  ProviderCapabilities,
+  ProviderHealth,
+  Sandbox,
+  SandboxProvider,
+  StartOptions,
+} from '../sandbox.js';
 import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
 import { imageIdOf } from '../docker/image.js';
@@ -21,7 +29,13 @@ export const PoolEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('engine-down'), engine: z.string(), reason: z.string() }),
   /** Back in the pool; `removed`: this pool's containers left on it, removed first. */
   z.strictObject({ type: z.literal('engine-up'), engine: z.string(), removed: z.number().int() }),
-  z.strictObject({ type: z.literal('image-shipped'), engine: z.string(), from: z.string(), image: z.string(), ms: z.number() }),
+  z.strictObject({
+    type: z.literal('image-shipped'),
+    engine: z.string(),
+    from: z.string(),
+    image: z.string(),
+    ms: z.number(),
+  }),
 ]);
 export type PoolEvent = z.infer<typeof PoolEventSchema>;
 
@@ -70,7 +84,11 @@ export class Engine {
   readonly shipping = new Map<string, Promise<void>>();
   shipped = 0;
 
-  constructor(readonly spec: EngineSpec, buildNetwork?: BuildNetwork, docker: EnginePoolOptions['docker'] = {}) {
+  constructor(
+    readonly spec: EngineSpec,
+    buildNetwork?: BuildNetwork,
+    docker: EnginePoolOptions['docker'] = {},
+  ) {
     this.name = engineNameOf(spec);
     const connection = connectEngine(spec);
     this.docker = connection.docker;
@@ -143,7 +161,15 @@ export class EnginePool implements SandboxProvider {
   }
 
   status(): EngineState[] {
-    return this.engines.map((e) => ({ name: e.name, host: e.spec.host, capacity: e.capacity, inUse: e.inUse, up: e.up, reason: e.reason, imagesShipped: e.shipped }));
+    return this.engines.map((e) => ({
+      name: e.name,
+      host: e.spec.host,
+      capacity: e.capacity,
+      inUse: e.inUse,
+      up: e.up,
+      reason: e.reason,
+      imagesShipped: e.shipped,
+    }));
   }
 
   private emit(e: PoolEvent): void {
@@ -162,8 +188,14 @@ export class EnginePool implements SandboxProvider {
   async ping(): Promise<string[]> {
     const results = await Promise.all(this.engines.map(async (e) => ({ e, ok: await this.answers(e) })));
     for (const r of results) if (!r.ok && r.e.up) this.markDown(r.e, 'does not answer');
-    const down = results.filter((r) => !r.ok).map((r) => `engine ${r.e.name} (${r.e.spec.host}) does not answer; it is asked again while the run lasts`);
-    if (down.length === this.engines.length) throw new TermgradeError('engine_unavailable', `no Docker engine of the pool answers: ${this.engines.map((e) => `${e.name} (${e.spec.host})`).join(', ')}`);
+    const down = results
+      .filter((r) => !r.ok)
+      .map((r) => `engine ${r.e.name} (${r.e.spec.host}) does not answer; it is asked again while the run lasts`);
+    if (down.length === this.engines.length)
+      throw new TermgradeError(
+        'engine_unavailable',
+        `no Docker engine of the pool answers: ${this.engines.map((e) => `${e.name} (${e.spec.host})`).join(', ')}`,
+      );
     this.ensureMonitor();
     return down;
   }
@@ -172,7 +204,10 @@ export class EnginePool implements SandboxProvider {
     const parts = await Promise.all(
       this.engines.map(async (e) => {
         const h = await e.provider.health();
-        return { ok: h.ok, text: `${e.name}: ${h.ok ? `${h.detail}, ${e.inUse}/${e.capacity} in use` : `down (${h.detail})`}` };
+        return {
+          ok: h.ok,
+          text: `${e.name}: ${h.ok ? `${h.detail}, ${e.inUse}/${e.capacity} in use` : `down (${h.detail})`}`,
+        };
       }),
     );
     return { ok: parts.some((p) => p.ok), detail: parts.map((p) => p.text).join('; ') };
@@ -204,7 +239,10 @@ export class EnginePool implements SandboxProvider {
         if (err instanceof CancelledError || !(await this.lost(e, err))) throw err;
       }
     }
-    throw last ?? new TermgradeError('environment_error', `no engine answers to build ${task.name}'s image: ${this.downSummary()}`);
+    throw (
+      last ??
+      new TermgradeError('environment_error', `no engine answers to build ${task.name}'s image: ${this.downSummary()}`)
+    );
   }
 
   async start(task: Task, prepared: PreparedEnvironment, options: StartOptions = {}): Promise<Sandbox> {
@@ -215,10 +253,15 @@ export class EnginePool implements SandboxProvider {
       try {
         if (id) await this.ensureImage(engine, prepared.image, id);
         // By id: the container runs exactly the image that was built, whatever a tag says there.
-        const starting = engine.provider.start(task, id ? { ...prepared, image: id } : prepared, { ...options, labels: { ...options.labels, [LABEL_POOL]: this.id } });
+        const starting = engine.provider.start(task, id ? { ...prepared, image: id } : prepared, {
+          ...options,
+          labels: { ...options.labels, [LABEL_POOL]: this.id },
+        });
         // A start given up (its deadline passed, its job stopped) frees the slot now, not when the
         // engine answers; a container it makes after all is removed as it arrives.
-        const inner = options.signal ? await untilAborted(starting, options.signal, (late) => void late.close()) : await starting;
+        const inner = options.signal
+          ? await untilAborted(starting, options.signal, (late) => void late.close())
+          : await starting;
         const sandbox = new PoolSandbox(this, engine, inner, () => {
           this.open.delete(sandbox);
           this.release(engine);
@@ -230,7 +273,10 @@ export class EnginePool implements SandboxProvider {
         if (err instanceof CancelledError || !(await this.lost(engine, err))) throw err;
       }
     }
-    throw new TermgradeError('environment_error', `no engine could start a sandbox for ${task.name}: ${this.downSummary()}`);
+    throw new TermgradeError(
+      'environment_error',
+      `no engine could start a sandbox for ${task.name}: ${this.downSummary()}`,
+    );
   }
 
   /** A slot on the best engine: one holding the image, then the least loaded; waits while all are full. */
@@ -283,11 +329,21 @@ export class EnginePool implements SandboxProvider {
             break;
           }
         }
-        if (!source) throw new TermgradeError('environment_error', `image ${tag} is on no engine that answers, so it cannot be copied to ${engine.name}`);
+        if (!source)
+          throw new TermgradeError(
+            'environment_error',
+            `image ${tag} is on no engine that answers, so it cannot be copied to ${engine.name}`,
+          );
         const t0 = performance.now();
         await shipImage(source.docker, engine.docker, { tag, id }, this.shipTimeoutMs);
         engine.shipped += 1;
-        this.emit({ type: 'image-shipped', engine: engine.name, from: source.name, image: tag, ms: performance.now() - t0 });
+        this.emit({
+          type: 'image-shipped',
+          engine: engine.name,
+          from: source.name,
+          image: tag,
+          ms: performance.now() - t0,
+        });
       })().then(
         () => {
           engine.present.add(id);
@@ -333,9 +389,18 @@ export class EnginePool implements SandboxProvider {
   private async readmit(engine: Engine): Promise<void> {
     let removed = 0;
     try {
-      const mine = await engine.docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `${LABEL_POOL}=${this.id}`] } });
+      const mine = await engine.docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `${LABEL_POOL}=${this.id}`] },
+      });
       for (const c of mine) {
-        await engine.docker.getContainer(c.Id).remove({ force: true, v: true }).then(() => (removed += 1), () => undefined);
+        await engine.docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .then(
+            () => (removed += 1),
+            () => undefined,
+          );
       }
     } catch {
       return; // not answering after all: asked again at the next tick
@@ -374,7 +439,9 @@ export class EnginePool implements SandboxProvider {
   }
 
   private downSummary(): string {
-    return this.engines.map((e) => `${e.name} ${e.up ? `${e.inUse}/${e.capacity} in use` : `lost (${e.reason})`}`).join(', ');
+    return this.engines
+      .map((e) => `${e.name} ${e.up ? `${e.inUse}/${e.capacity} in use` : `lost (${e.reason})`}`)
+      .join(', ');
   }
 
   async closeAll(): Promise<void> {
@@ -391,7 +458,10 @@ export class EnginePool implements SandboxProvider {
     const counts = await Promise.all(
       this.engines.map((e) =>
         e.provider.cleanup(options).catch((err: unknown) => {
-          log.warn('cleanup skipped an engine that did not answer: its leftovers stay until the next cleanup', { engine: e.name, cause: causeOf(err) });
+          log.warn('cleanup skipped an engine that did not answer: its leftovers stay until the next cleanup', {
+            engine: e.name,
+            cause: causeOf(err),
+          });
           return 0;
         }),
       ),

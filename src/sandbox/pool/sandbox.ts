@@ -1,5 +1,15 @@
 import { CancelledError, EngineLostError, errorMessage } from '../../util/errors.js';
-import type { CopyOptions, ExecOptions, ExecResult, FileEntry, FsChange, Sandbox, SandboxSnapshot, Shell, SnapshotOptions } from '../sandbox.js';
+import type {
+  CopyOptions,
+  ExecOptions,
+  ExecResult,
+  FileEntry,
+  FsChange,
+  Sandbox,
+  SandboxSnapshot,
+  Shell,
+  SnapshotOptions,
+} from '../sandbox.js';
 import type { Engine, EnginePool } from './provider.js';
 
 /** Settles once `signal` is aborted (at once if it already is); `stop` takes the listener off when the wait is over. */
@@ -116,7 +126,8 @@ export class PoolSandbox implements Sandbox {
         changes: () => this.call(() => snap.changes()),
         env: () => this.call(() => snap.env()),
         readFile: (file, max) => this.call(() => snap.readFile(file, max)),
-        startVerifier: (o) => this.call(async () => new PoolSandbox(this.pool, this.home, await snap.startVerifier(o), () => undefined)),
+        startVerifier: (o) =>
+          this.call(async () => new PoolSandbox(this.pool, this.home, await snap.startVerifier(o), () => undefined)),
         ...(runVerifier
           ? {
               runVerifier: (o) =>
@@ -147,10 +158,12 @@ export class PoolSandbox implements Sandbox {
   close(): Promise<void> {
     if (!this.closing) {
       const lost = whenAborted(this.lost);
-      this.closing = (this.lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), lost.settled])).finally(() => {
-        lost.stop();
-        this.onClosed();
-      });
+      this.closing = (this.lost.aborted ? Promise.resolve() : Promise.race([this.inner.close(), lost.settled])).finally(
+        () => {
+          lost.stop();
+          this.onClosed();
+        },
+      );
     }
     return this.closing;
   }

@@ -64,7 +64,10 @@ export class SshTunnel {
 
   close(): void {
     this.server.close();
-    void this.client?.then((c) => c.end(), () => undefined);
+    void this.client?.then(
+      (c) => c.end(),
+      () => undefined,
+    );
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -4,7 +4,15 @@ import { z } from 'zod';
 import { parse } from '../app.js';
 import type { ServeContext } from '../context.js';
 import { OpenEnvEpisodes, STEP_TIMEOUT_SEC } from '../openenv.js';
-import { OpenEnvAction, OpenEnvObservation, OpenEnvResetBody, OpenEnvState, OpenEnvStateQuery, OpenEnvStepBody, openEnvIssues } from '../openenv-contract.js';
+import {
+  OpenEnvAction,
+  OpenEnvObservation,
+  OpenEnvResetBody,
+  OpenEnvState,
+  OpenEnvStateQuery,
+  OpenEnvStepBody,
+  openEnvIssues,
+} from '../openenv-contract.js';
 import { isSafeId } from '../ids.js';
 import { OpenEnvWsConnection } from '../openenv-ws.js';
 
@@ -26,7 +34,10 @@ export function registerOpenEnvRoutes(app: FastifyInstance, ctx: ServeContext): 
   const episodes = new OpenEnvEpisodes(ctx);
   const p = OPENENV_PREFIX;
   app.get(`${p}/health`, async () => ({ status: 'healthy' }));
-  app.get(`${p}/metadata`, async () => ({ name: 'termgrade', description: 'Terminal tasks in Docker sandboxes: a shell command per step, graded by the task\'s tests on submit.' }));
+  app.get(`${p}/metadata`, async () => ({
+    name: 'termgrade',
+    description: "Terminal tasks in Docker sandboxes: a shell command per step, graded by the task's tests on submit.",
+  }));
   app.get(`${p}/schema`, async () => ({
     action: z.toJSONSchema(OpenEnvAction),
     observation: z.toJSONSchema(OpenEnvObservation),
@@ -40,7 +51,9 @@ export function registerOpenEnvRoutes(app: FastifyInstance, ctx: ServeContext): 
     if (!action.success) return reply.code(422).send({ detail: openEnvIssues(action.error.issues, 'action') });
     return episodes.step(episodeOf(req, body.episode_id) ?? '', action.data, body.timeout_s ?? STEP_TIMEOUT_SEC);
   });
-  app.get(`${p}/state`, async (req) => episodes.state(episodeOf(req, parse(OpenEnvStateQuery, req.query).episode_id) ?? ''));
+  app.get(`${p}/state`, async (req) =>
+    episodes.state(episodeOf(req, parse(OpenEnvStateQuery, req.query).episode_id) ?? ''),
+  );
   // The plugin loads with the server (listen awaits it); its failure fails the start.
   void app.register(async (scope) => {
     await scope.register(websocket, { options: { maxPayload: WS_MAX_MESSAGE_BYTES } });

@@ -9,7 +9,9 @@ export function registerOpsRoutes(app: FastifyInstance, ctx: ServeContext): void
     if (!h.ok) throw new ServeError('unavailable', `sandbox engine unavailable: ${h.detail}`, 10);
     return { ok: true, engine: h.detail, live: ctx.sessions.live() };
   });
-  app.get('/metrics', async (_req, reply) => reply.type('text/plain; version=0.0.4').send(`${metricLines(ctx).join('\n')}\n`));
+  app.get('/metrics', async (_req, reply) =>
+    reply.type('text/plain; version=0.0.4').send(`${metricLines(ctx).join('\n')}\n`),
+  );
 }
 
 function metricLines(ctx: ServeContext): string[] {

@@ -8,7 +8,15 @@ import type { ServeContext } from '../context.js';
 export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void {
   const { sessions } = ctx;
   app.get('/v1/tasks', async () => ({
-    tasks: sessions.tasks().map((t) => ({ task: t.task.name, split: t.split, rate: t.rate, interval: t.interval, instruction: t.task.instruction })),
+    tasks: sessions
+      .tasks()
+      .map((t) => ({
+        task: t.task.name,
+        split: t.split,
+        rate: t.rate,
+        interval: t.interval,
+        instruction: t.task.instruction,
+      })),
   }));
   app.post('/v1/sessions', async (req, reply) => {
     const body = parse(CreateSessionBody, req.body);
@@ -35,7 +43,15 @@ export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void 
     const q = parse(CurriculumQuery, req.query);
     const policy = ctx.policyOf(q.policy ?? null);
     const { config, curriculum } = ctx;
-    return { policy, band: [config.lo, config.hi], decided: config.decided, explore: config.explore, decay: config.decay, policies: curriculum.policyLabels(), tasks: curriculum.view(policy) };
+    return {
+      policy,
+      band: [config.lo, config.hi],
+      decided: config.decided,
+      explore: config.explore,
+      decay: config.decay,
+      policies: curriculum.policyLabels(),
+      tasks: curriculum.view(policy),
+    };
   });
   registerGroupRoutes(app, ctx);
 }
@@ -50,7 +66,9 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     const chosen = ctx.resolveTask(body.task, body.split, policy);
     const id = groups.newId();
     const how = { servedBy: chosen.servedBy, group: id };
-    const started = await Promise.allSettled(Array.from({ length: body.n }, () => sessions.create(chosen.task, policy, how)));
+    const started = await Promise.allSettled(
+      Array.from({ length: body.n }, () => sessions.create(chosen.task, policy, how)),
+    );
     const ok = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) {
@@ -58,15 +76,32 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
       // to close is the engine's, and the first start failure is the one the client needs).
       const removing = ok.map((s) =>
         sessions.delete(String(s.session_id)).catch((err: unknown) => {
-          log.warn('a session of a failed group could not be removed', { session: String(s.session_id), cause: causeOf(err) });
+          log.warn('a session of a failed group could not be removed', {
+            session: String(s.session_id),
+            cause: causeOf(err),
+          });
         }),
       );
       await Promise.all(removing);
       throw failed.reason;
     }
-    groups.add(id, chosen.task, policy, ok.map((s) => String(s.session_id)));
+    groups.add(
+      id,
+      chosen.task,
+      policy,
+      ok.map((s) => String(s.session_id)),
+    );
     const first = ok[0]!;
-    return reply.code(201).send({ group_id: id, task: chosen.task, served_by: chosen.servedBy, instruction: first.instruction, tools: first.tools, sessions: ok });
+    return reply
+      .code(201)
+      .send({
+        group_id: id,
+        task: chosen.task,
+        served_by: chosen.servedBy,
+        instruction: first.instruction,
+        tools: first.tools,
+        sessions: ok,
+      });
   });
   app.get<{ Params: { id: string } }>('/v1/groups/:id', async (req) => groups.view(req.params.id));
 }

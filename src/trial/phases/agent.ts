@@ -26,7 +26,12 @@ export function agentSetupPhase(state: TrialState, box: Sandbox): Promise<boolea
       return true;
     } catch (err) {
       if (options.signal?.aborted) throw new CancelledError('trial');
-      fail(state, 'agent_setup_error', 'agent_setup', deadline.timedOut() ? `agent setup timed out` : errorMessage(err));
+      fail(
+        state,
+        'agent_setup_error',
+        'agent_setup',
+        deadline.timedOut() ? `agent setup timed out` : errorMessage(err),
+      );
       return false;
     } finally {
       deadline.clear();
@@ -35,7 +40,13 @@ export function agentSetupPhase(state: TrialState, box: Sandbox): Promise<boolea
 }
 
 /** The agent on one instruction (the task's, or a step's); its end recorded, never thrown for an outcome. */
-export function agentRunPhase(state: TrialState, box: Sandbox, view: Task, logsDir: string, label: string): Promise<void> {
+export function agentRunPhase(
+  state: TrialState,
+  box: Sandbox,
+  view: Task,
+  logsDir: string,
+  label: string,
+): Promise<void> {
   const { options, timeouts: t } = state;
   return timed(state, 'agent_run', async () => {
     if (!(await setPhaseNetwork(state, box, state.networks.agent, 'agent_run'))) {
@@ -47,14 +58,25 @@ export function agentRunPhase(state: TrialState, box: Sandbox, view: Task, logsD
     const signal = options.signal;
     const deadline = deadlineSignal(AbortSignal.any([...(signal ? [signal] : []), disk.signal]), timeoutSec * 1000);
     try {
-      const outcome = await options.agent.run({ ...agentContext(state, box), task: view, logsDir, signal: deadline.signal });
+      const outcome = await options.agent.run({
+        ...agentContext(state, box),
+        task: view,
+        logsDir,
+        signal: deadline.signal,
+      });
       state.outcome = outcome;
       state.exitReason = outcome.exitReason;
       if (disk.over()) throw new Error('disk limit');
-      if (outcome.exitReason === 'agent_error') fail(state, 'agent_error', 'agent_run', label + (outcome.message ?? 'agent failed'));
+      if (outcome.exitReason === 'agent_error')
+        fail(state, 'agent_error', 'agent_run', label + (outcome.message ?? 'agent failed'));
       if (outcome.exitReason === 'model_error') {
         state.endpointFailed = ENDPOINT_FAILURE_KINDS.has(outcome.modelErrorKind ?? '');
-        fail(state, state.endpointFailed ? 'model_unavailable' : 'model_error', 'agent_run', label + (outcome.message ?? 'model call failed'));
+        fail(
+          state,
+          state.endpointFailed ? 'model_unavailable' : 'model_error',
+          'agent_run',
+          label + (outcome.message ?? 'model call failed'),
+        );
       }
     } catch (err) {
       if (signal?.aborted) throw new CancelledError('trial');
@@ -67,7 +89,11 @@ export function agentRunPhase(state: TrialState, box: Sandbox, view: Task, logsD
 }
 
 /** Why the agent's run ended in a throw: its disk limit, the model endpoint, its timeout, or its own error. */
-function recordAgentFailure(state: TrialState, err: unknown, at: { disk: DiskWatch; timedOut: boolean; timeoutSec: number; label: string }): void {
+function recordAgentFailure(
+  state: TrialState,
+  err: unknown,
+  at: { disk: DiskWatch; timedOut: boolean; timeoutSec: number; label: string },
+): void {
   const { label } = at;
   if (at.disk.over()) {
     state.exitReason = 'agent_error';

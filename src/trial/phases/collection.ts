@@ -21,7 +21,12 @@ export async function teardownPhase(state: TrialState): Promise<void> {
 /** Without a reward, the error that explains it leads: infrastructure first, then the verifier's. */
 function primaryError(errors: TrialError[], reward: number | null): TrialError | undefined {
   if (reward !== null) return errors[0];
-  return errors.find((e) => e.class === 'cancelled') ?? errors.find((e) => INFRA_ERROR_CLASSES.has(e.class)) ?? errors.find((e) => e.phase === 'verification') ?? errors[0];
+  return (
+    errors.find((e) => e.class === 'cancelled') ??
+    errors.find((e) => INFRA_ERROR_CLASSES.has(e.class)) ??
+    errors.find((e) => e.phase === 'verification') ??
+    errors[0]
+  );
 }
 
 /** The trial's result, from its state as the phases left it. */

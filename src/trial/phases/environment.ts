@@ -20,7 +20,9 @@ export function environmentPhase(state: TrialState): Promise<void> {
     setupTimes.iso = nowIso();
     setupTimes.ms = performance.now();
     try {
-      const prepared = await (options.prepare ? options.prepare() : options.provider.prepare(task, { signal: options.signal, agentLayer: options.agent.imageLayer }));
+      const prepared = await (options.prepare
+        ? options.prepare()
+        : options.provider.prepare(task, { signal: options.signal, agentLayer: options.agent.imageLayer }));
       state.prepared = prepared;
       const starting = acquireTrialSandbox(state, prepared).then((box) => {
         setupTimes.readyIso = nowIso();
@@ -50,7 +52,11 @@ export async function settleEnvironment(state: TrialState): Promise<boolean> {
   const { setupTimes: from } = state;
   try {
     await starting;
-    state.phases.environment_setup = { startedAt: from.iso, finishedAt: from.readyIso, durationMs: from.readyMs - from.ms };
+    state.phases.environment_setup = {
+      startedAt: from.iso,
+      finishedAt: from.readyIso,
+      durationMs: from.readyMs - from.ms,
+    };
     return true;
   } catch (err) {
     const failure = err ?? new Error('the sandbox did not start');

@@ -9,7 +9,12 @@ import { cancelled, fail, type TrialState } from '../state.js';
  * Puts the sandbox on a phase's network (Harbor's per-phase policy): the baseline until the agent
  * runs. False, with the failure recorded, when the engine could not switch it; a cancel is thrown.
  */
-export async function setPhaseNetwork(state: TrialState, box: Sandbox, mode: NetworkMode, phase: Phase): Promise<boolean> {
+export async function setPhaseNetwork(
+  state: TrialState,
+  box: Sandbox,
+  mode: NetworkMode,
+  phase: Phase,
+): Promise<boolean> {
   const want = networkFor(mode, state.startNetwork);
   if (want === state.onNetwork) return true;
   try {
@@ -18,7 +23,12 @@ export async function setPhaseNetwork(state: TrialState, box: Sandbox, mode: Net
     return true;
   } catch (err) {
     if (cancelled(state, err)) throw err;
-    fail(state, 'environment_error', phase, `the sandbox could not be put on the ${phase} phase's network (${mode}): ${errorMessage(err)}`);
+    fail(
+      state,
+      'environment_error',
+      phase,
+      `the sandbox could not be put on the ${phase} phase's network (${mode}): ${errorMessage(err)}`,
+    );
     return false;
   }
 }

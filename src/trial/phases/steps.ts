@@ -12,7 +12,12 @@ import { verificationPhase } from './verification.js';
 /** A step as the agent and the verifier see it: the step's instruction, solution and agent timeout on the task. */
 function stepView(task: Task, step: TaskStep): Task {
   const timeout_sec = step.config.agent.timeout_sec ?? task.config.agent.timeout_sec;
-  return { ...task, instruction: step.instruction, solutionDir: step.solutionDir, config: { ...task.config, agent: { ...task.config.agent, timeout_sec } } };
+  return {
+    ...task,
+    instruction: step.instruction,
+    solutionDir: step.solutionDir,
+    config: { ...task.config, agent: { ...task.config.agent, timeout_sec } },
+  };
 }
 
 /** One step: the agent on its instruction, then its grading. True when the trial goes on to the next step. */
@@ -28,7 +33,15 @@ async function runStep(state: TrialState, box: Sandbox, step: TaskStep): Promise
   await agentRunPhase(state, box, view, path.join(stepDir, 'agent'), label);
   if (!(await settleEnvironment(state)) || state.endpointFailed || state.infraFailed) return false;
   const dirs = { logs: path.join(stepDir, 'verifier'), artifacts: path.join(stepDir, 'artifacts') };
-  const v = await verificationPhase(state, box, view, dirs, step.testsDirs, step.config.verifier.timeout_sec ?? task.config.verifier.timeout_sec, label);
+  const v = await verificationPhase(
+    state,
+    box,
+    view,
+    dirs,
+    step.testsDirs,
+    step.config.verifier.timeout_sec ?? task.config.verifier.timeout_sec,
+    label,
+  );
   if (v === null || v.reward === null) state.infraFailed = true;
   const stopped = !state.infraFailed && missesMinimum(step.config.min_reward, v?.reward ?? null, v?.rewards ?? {});
   state.stepResults.push({
@@ -56,7 +69,10 @@ async function runStep(state: TrialState, box: Sandbox, step: TaskStep): Promise
 export async function stepsPhase(state: TrialState, box: Sandbox, steps: TaskStep[]): Promise<void> {
   for (const step of steps) if (!(await runStep(state, box, step))) break;
   const strategy = state.task.config.multi_step_reward_strategy ?? 'mean';
-  const total = aggregateStepRewards(strategy, state.stepResults.map((r) => ({ rewards: r.reward === null ? null : r.rewards, contributes: r.contributes })));
+  const total = aggregateStepRewards(
+    strategy,
+    state.stepResults.map((r) => ({ rewards: r.reward === null ? null : r.rewards, contributes: r.contributes })),
+  );
   const verdicts = state.stepVerdicts;
   if (state.infraFailed || state.endpointFailed || verdicts.length === 0) return;
   const last = verdicts[verdicts.length - 1]!;

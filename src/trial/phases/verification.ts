@@ -13,7 +13,15 @@ export interface GradingDirs {
 }
 
 /** One grading on the protected path (snapshot, scan, fresh verifier sandbox); null when the engine failed it. */
-export function verificationPhase(state: TrialState, box: Sandbox, view: Task, dirs: GradingDirs, testsDirs: string[] | undefined, timeoutSec: number, label: string): Promise<VerifierOutcome | null> {
+export function verificationPhase(
+  state: TrialState,
+  box: Sandbox,
+  view: Task,
+  dirs: GradingDirs,
+  testsDirs: string[] | undefined,
+  timeoutSec: number,
+  label: string,
+): Promise<VerifierOutcome | null> {
   const { options } = state;
   return timed(state, 'verification', async () => {
     if (!(await setPhaseNetwork(state, box, state.networks.verifier, 'verification'))) return null;
@@ -33,7 +41,8 @@ export function verificationPhase(state: TrialState, box: Sandbox, view: Task, d
     } catch (err) {
       if (cancelled(state, err)) throw err;
       // The engine failed while grading: a lost engine's trial runs again elsewhere.
-      const lost = err instanceof GradingStepError ? err.cause instanceof EngineLostError : err instanceof EngineLostError;
+      const lost =
+        err instanceof GradingStepError ? err.cause instanceof EngineLostError : err instanceof EngineLostError;
       fail(state, lost ? 'environment_error' : 'verifier_crash', 'verification', label + errorMessage(err));
       return null;
     }

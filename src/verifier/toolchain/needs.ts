@@ -122,7 +122,12 @@ function simpleCommands(text: string): string[] {
 function commandWords(cmd: string): string[] {
   const w = words(cmd);
   let i = 0;
-  while (i < w.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!) || /^(sudo|env|command|exec|then|do|else|elif|if|while|until|!|time|nohup)$/.test(w[i]!))) i++;
+  while (
+    i < w.length &&
+    (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!) ||
+      /^(sudo|env|command|exec|then|do|else|elif|if|while|until|!|time|nohup)$/.test(w[i]!))
+  )
+    i++;
   return w.slice(i);
 }
 
@@ -134,9 +139,45 @@ const fold = (s: string): string => {
 const base = (w: string): string => w.replace(/^.*\//, '');
 
 /** uvx options that take a value. */
-const UVX_VALUE_FLAGS = new Set(['-p', '--python', '-w', '--with', '--from', '--with-requirements', '--index-url', '--extra-index-url', '--index', '--default-index', '-i', '--cache-dir', '--directory', '--project', '--config-file', '--with-editable', '--constraints', '-c', '--overrides', '--python-preference', '--color']);
+const UVX_VALUE_FLAGS = new Set([
+  '-p',
+  '--python',
+  '-w',
+  '--with',
+  '--from',
+  '--with-requirements',
+  '--index-url',
+  '--extra-index-url',
+  '--index',
+  '--default-index',
+  '-i',
+  '--cache-dir',
+  '--directory',
+  '--project',
+  '--config-file',
+  '--with-editable',
+  '--constraints',
+  '-c',
+  '--overrides',
+  '--python-preference',
+  '--color',
+]);
 /** uvx flags the offline toolchain means the same by (they change nothing it does). */
-const UVX_HARMLESS = new Set(['-q', '--quiet', '-v', '--verbose', '--offline', '--no-progress', '--isolated', '--native-tls', '--no-cache', '-n', '--python-preference', '--color', '--cache-dir']);
+const UVX_HARMLESS = new Set([
+  '-q',
+  '--quiet',
+  '-v',
+  '--verbose',
+  '--offline',
+  '--no-progress',
+  '--isolated',
+  '--native-tls',
+  '--no-cache',
+  '-n',
+  '--python-preference',
+  '--color',
+  '--cache-dir',
+]);
 
 function parseUvx(args: string[], line: number): UvxPytest | null {
   let python: string | null = null;
@@ -151,14 +192,21 @@ function parseUvx(args: string[], line: number): UvxPytest | null {
     const inline = a.startsWith('--') && eq > 0 ? a.slice(eq + 1) : null;
     const value = (): string => inline ?? args[++i] ?? '';
     if (flag === '-p' || flag === '--python') python = value();
-    else if (flag === '-w' || flag === '--with') withReqs.push(...value().split(',').map((s) => s.trim()).filter(Boolean));
+    else if (flag === '-w' || flag === '--with')
+      withReqs.push(
+        ...value()
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      );
     else if (UVX_VALUE_FLAGS.has(flag)) {
       const v = value();
       if (!UVX_HARMLESS.has(flag)) unknownFlags.push(`${flag} ${v}`);
     } else if (!UVX_HARMLESS.has(flag)) unknownFlags.push(a);
   }
   const tool = args[i];
-  const viaPython = tool !== undefined && /^python(3(\.\d+)?)?$/.test(tool) && args[i + 1] === '-m' && args[i + 2] === 'pytest';
+  const viaPython =
+    tool !== undefined && /^python(3(\.\d+)?)?$/.test(tool) && args[i + 1] === '-m' && args[i + 2] === 'pytest';
   if (tool === undefined || (!viaPython && !/^pytest([<>=!~].*)?$/.test(tool))) return null;
   return { line, python, with: withReqs, unknownFlags };
 }
@@ -187,12 +235,24 @@ export function verifierNeeds(script: string): VerifierNeeds {
       const w = commandWords(cmd);
       const name = w[0] ? base(w[0]) : '';
       const sub = w.slice(1).filter((x) => !x.startsWith('-'));
-      if ((name === 'apt-get' || name === 'apt' || name === 'aptitude') && /^(install|update|upgrade|dist-upgrade|build-dep|source|download)$/.test(sub[0] ?? '')) {
+      if (
+        (name === 'apt-get' || name === 'apt' || name === 'aptitude') &&
+        /^(install|update|upgrade|dist-upgrade|build-dep|source|download)$/.test(sub[0] ?? '')
+      ) {
         add('apt');
-        if (sub[0] === 'install') for (const p of sub.slice(1)) if (!/^(curl|ca-certificates)$/.test(p) && !aptPackages.includes(p) && !p.includes('>')) aptPackages.push(p);
-      }
-      else if ((name === 'curl' || name === 'wget') && w.some((x) => /^(https?|ftp):\/\//.test(x))) add('download');
-      else if ((/^pip(3(\.\d+)?)?$/.test(name) && sub[0] === 'install') || (/^python(3(\.\d+)?)?$/.test(name) && w[1] === '-m' && /^pip$/.test(w[2] ?? '') && w.slice(3).includes('install'))) add('pip');
+        if (sub[0] === 'install')
+          for (const p of sub.slice(1))
+            if (!/^(curl|ca-certificates)$/.test(p) && !aptPackages.includes(p) && !p.includes('>'))
+              aptPackages.push(p);
+      } else if ((name === 'curl' || name === 'wget') && w.some((x) => /^(https?|ftp):\/\//.test(x))) add('download');
+      else if (
+        (/^pip(3(\.\d+)?)?$/.test(name) && sub[0] === 'install') ||
+        (/^python(3(\.\d+)?)?$/.test(name) &&
+          w[1] === '-m' &&
+          /^pip$/.test(w[2] ?? '') &&
+          w.slice(3).includes('install'))
+      )
+        add('pip');
       else if (name === 'uvx' || (name === 'uv' && (sub[0] === 'tool' ? sub[1] === 'run' : false))) {
         add('uv');
         const args = name === 'uvx' ? w.slice(1) : w.slice(w.indexOf('run') + 1);

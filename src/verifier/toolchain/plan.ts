@@ -26,7 +26,12 @@ export type VerifierPlan =
     }
   | { kind: 'needs-network'; commands: NetworkCommand[]; unmet: string[] };
 
-const requirementName = (req: string): string => req.trim().split(/[[<>=!~;@ ]/, 1)[0]!.replace(/[-_.]+/g, '-').toLowerCase();
+const requirementName = (req: string): string =>
+  req
+    .trim()
+    .split(/[[<>=!~;@ ]/, 1)[0]!
+    .replace(/[-_.]+/g, '-')
+    .toLowerCase();
 
 /** The toolchain's answer to what test.sh fetches. Pure. */
 export function planOf(needs: VerifierNeeds): VerifierPlan {
@@ -35,19 +40,22 @@ export function planOf(needs: VerifierNeeds): VerifierPlan {
   for (const c of needs.commands) {
     if (c.kind === 'pip') unmet.push(`line ${c.line}: pip install needs the network: ${c.command}`);
   }
-  for (const c of needs.fatal) unmet.push(`line ${c.line}: its failure offline ends test.sh before it grades (set -e or || exit): ${c.command}`);
+  for (const c of needs.fatal)
+    unmet.push(`line ${c.line}: its failure offline ends test.sh before it grades (set -e or || exit): ${c.command}`);
   for (const c of needs.otherUv) unmet.push(`line ${c.line}: only uvx ... pytest runs offline: ${c.command}`);
   const substituted: string[] = [];
   for (const run of needs.uvxPytest) {
     for (const req of run.with) {
-      if (!(requirementName(req) in PROVIDED)) unmet.push(`line ${run.line}: requirement ${req} is not in the offline toolchain`);
+      if (!(requirementName(req) in PROVIDED))
+        unmet.push(`line ${run.line}: requirement ${req} is not in the offline toolchain`);
       else if (/[<>=!~]/.test(req)) substituted.push(`${req} -> ${PROVIDED[requirementName(req)]}`);
     }
     for (const f of run.unknownFlags) unmet.push(`line ${run.line}: uvx ${f} has no offline equivalent`);
   }
   // Downloads other than uv's installer may be what the tests use (a dataset, a binary).
   for (const c of needs.commands) {
-    if (c.kind === 'download' && !/astral\.sh\/uv\b|astral\.sh\/uv\/|github\.com\/astral-sh\/uv/.test(c.command)) unmet.push(`line ${c.line}: downloads ${c.command}`);
+    if (c.kind === 'download' && !/astral\.sh\/uv\b|astral\.sh\/uv\/|github\.com\/astral-sh\/uv/.test(c.command))
+      unmet.push(`line ${c.line}: downloads ${c.command}`);
   }
   if (needs.uvxPytest.length === 0) unmet.push('no uvx ... pytest run for the toolchain to serve');
   if (unmet.length) return { kind: 'needs-network', commands: needs.commands, unmet };
