@@ -141,35 +141,9 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   const snap = await sandbox.snapshot({ signal, ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}) });
   let box: Sandbox | null = null;
   try {
-    let changes: FsChange[];
-    try {
-      changes = await snap.changes();
-    } catch (err) {
-      if (err instanceof ScanLimitError) return tampered([{ path: '/', kind: 'changed', why: err.message }], mode);
-      throw err;
-    }
-    const content = await readContents(snap, changes);
-    if (!content)
-      return tampered(
-        [
-          {
-            path: '/',
-            kind: 'changed',
-            why: `more than ${MAX_CONTENT_FILES} files whose content decides the scan; it cannot read them all, so it fails closed`,
-          },
-        ],
-        mode,
-      );
-    // Judged before anything of the snapshot runs (a tampered grade discards it unstarted). The
-    // PATH test.sh will have is the engine's configuration with the verifier's env: nothing a
-    // process in the sandbox can change.
-    const testPath = task.config.verifier.env.PATH ?? (await snap.env()).PATH ?? '';
-    const tampering = findTampering(changes, {
-      content,
-      pathDirs: testPath.split(':'),
-      protection: options.protection ?? null,
-    });
-    if (tampering.length > 0) return tampered(tampering, mode);
+    const scanned = await scan(snap, task, options, mode);
+    if ('outcome' in scanned) return scanned.outcome;
+    const { changes, content } = scanned;
     // Only now does anything of the snapshot run: the verifier's sandbox, with /tests and an empty
     // /logs/verifier made afresh whatever the agent left there.
     const { box: verifierBox, run, collected } = await runTests(snap, task, options, { env, timeoutSec, collects });
@@ -180,69 +154,113 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     if (options.onRecord && run.trace !== undefined && !run.timedOut)
       options.onRecord(await record(task, verifierBox, changes, content, run.trace));
 
-    const local = (name: string): string => path.join(options.hostLogsDir, name);
-    const files = await readdir(options.hostLogsDir).catch(() => [] as string[]);
-    const junit = await Promise.all(
-      files
-        .filter((f) => f.endsWith('.xml'))
-        .sort()
-        .map((f) => readFile(local(f), 'utf8')),
-    );
-    const { tests, source, counts } = collectTests({
-      ctrf: await readTextIfThere(local('ctrf.json')),
-      stdout: await readTextIfThere(local('test-stdout.txt')),
-      junit,
-    });
-    const base = {
-      tests,
-      testsSource: source,
-      testsSourceCounts: counts,
-      exitCode: run.exitCode,
-      durationMs: run.durationMs,
-      tampering: [],
-      protection: mode,
-      ...(collected ? { collected } : {}),
-    };
-    if (run.timedOut) {
-      return {
-        ...base,
-        reward: 0,
-        rewards: {},
-        rewardSource: null,
-        error: {
-          class: 'verifier_timeout',
-          message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)`,
-        },
-      };
-    }
-    const [rewardJson, rewardTxt] = [
-      await readTextIfThere(local('reward.json')),
-      await readTextIfThere(local('reward.txt')),
-    ];
-    const parsed = parseRewardFiles(rewardJson, rewardTxt);
-    if (!parsed.ok) {
-      const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
-      return {
-        ...base,
-        reward: 0,
-        rewards: {},
-        rewardSource: null,
-        error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` },
-      };
-    }
-    const findings = rewardFindingsOf(rewardJson, rewardTxt, tests);
-    return {
-      ...base,
-      reward: parsed.reward,
-      rewards: parsed.rewards,
-      rewardSource: parsed.source,
-      error: null,
-      findings,
-    };
+    return await outcomeFromLogs(options.hostLogsDir, { run, collected, mode, timeoutSec });
   } finally {
     await box?.close();
     await snap.discard();
   }
+}
+
+/**
+ * The snapshot's changes judged before anything of it runs (a tampered grade discards it
+ * unstarted): the outcome when they void the grade, else the changes and the contents read. The
+ * PATH test.sh will have is the engine's configuration with the verifier's env: nothing a process
+ * in the sandbox can change.
+ */
+async function scan(
+  snap: SandboxSnapshot,
+  task: Task,
+  options: VerifyOptions,
+  mode: ProtectionMode,
+): Promise<{ outcome: VerifierOutcome } | { changes: FsChange[]; content: Map<string, Buffer> }> {
+  let changes: FsChange[];
+  try {
+    changes = await snap.changes();
+  } catch (err) {
+    if (err instanceof ScanLimitError)
+      return { outcome: tampered([{ path: '/', kind: 'changed', why: err.message }], mode) };
+    throw err;
+  }
+  const content = await readContents(snap, changes);
+  if (!content) {
+    const why = `more than ${MAX_CONTENT_FILES} files whose content decides the scan; it cannot read them all, so it fails closed`;
+    return { outcome: tampered([{ path: '/', kind: 'changed', why }], mode) };
+  }
+  const testPath = task.config.verifier.env.PATH ?? (await snap.env()).PATH ?? '';
+  const tampering = findTampering(changes, {
+    content,
+    pathDirs: testPath.split(':'),
+    protection: options.protection ?? null,
+  });
+  if (tampering.length > 0) return { outcome: tampered(tampering, mode) };
+  return { changes, content };
+}
+
+/** The grade from the logs the verifier left (copied to `logsDir`): reward files, per-test results, what kept a reward away. */
+async function outcomeFromLogs(
+  logsDir: string,
+  how: { run: TestsRun['run']; collected: TestsRun['collected']; mode: ProtectionMode; timeoutSec: number },
+): Promise<VerifierOutcome> {
+  const { run, collected, mode, timeoutSec } = how;
+  const local = (name: string): string => path.join(logsDir, name);
+  const files = await readdir(logsDir).catch(() => [] as string[]);
+  const junit = await Promise.all(
+    files
+      .filter((f) => f.endsWith('.xml'))
+      .sort()
+      .map((f) => readFile(local(f), 'utf8')),
+  );
+  const { tests, source, counts } = collectTests({
+    ctrf: await readTextIfThere(local('ctrf.json')),
+    stdout: await readTextIfThere(local('test-stdout.txt')),
+    junit,
+  });
+  const base = {
+    tests,
+    testsSource: source,
+    testsSourceCounts: counts,
+    exitCode: run.exitCode,
+    durationMs: run.durationMs,
+    tampering: [],
+    protection: mode,
+    ...(collected ? { collected } : {}),
+  };
+  if (run.timedOut) {
+    return {
+      ...base,
+      reward: 0,
+      rewards: {},
+      rewardSource: null,
+      error: {
+        class: 'verifier_timeout',
+        message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)`,
+      },
+    };
+  }
+  const [rewardJson, rewardTxt] = [
+    await readTextIfThere(local('reward.json')),
+    await readTextIfThere(local('reward.txt')),
+  ];
+  const parsed = parseRewardFiles(rewardJson, rewardTxt);
+  if (!parsed.ok) {
+    const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
+    return {
+      ...base,
+      reward: 0,
+      rewards: {},
+      rewardSource: null,
+      error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` },
+    };
+  }
+  const findings = rewardFindingsOf(rewardJson, rewardTxt, tests);
+  return {
+    ...base,
+    reward: parsed.reward,
+    rewards: parsed.rewards,
+    rewardSource: parsed.source,
+    error: null,
+    findings,
+  };
 }
 
 interface TestsRun {
