@@ -271,30 +271,10 @@ export class TaskProber {
     consumed: Set<string>,
     solveScript: string,
   ): Promise<Finding[]> {
-    const solutionFiles = new Map<string, string>(); // hash -> solution/rel
-    for (const f of (await walk(this.task.solutionDir!)).filter((e) => e.kind === 'file')) {
-      const body = await readFile(f.abs);
-      if (body.length >= 32) solutionFiles.set(createHash('sha256').update(body).digest('hex'), `solution/${f.rel}`);
-    }
+    const solutionFiles = await this.solutionHashes();
     const s = await this.sandbox();
     try {
-      // Every file of 16 bytes to 1 MiB in the image, outside system folders, hashed in one pass.
-      const r = await s.exec(
-        [
-          'sh',
-          '-c',
-          `pwd; find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null`,
-        ],
-        { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal },
-      );
-      if (r.stdout.truncatedBytes > 0)
-        throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
-      const [workdir, ...lines] = r.stdout.text.split('\n');
-      const image: Array<[string, string]> = [];
-      for (const line of lines) {
-        const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
-        if (m) image.push([m[2]!, m[1]!]);
-      }
+      const { workdir, image, scanned } = await this.scanImage(s);
       const findings: Finding[] = [];
       const texts = [this.task.instruction, solveScript];
       const inputs: string[] = [];
@@ -304,7 +284,7 @@ export class TaskProber {
       // within a few bytes of an output's size are read again for it.
       const stripped = new Map([...outputTexts].map(([p, t]) => [p, sha256(trimEnd(t))]));
       const sizes = new Set([...outputTexts.values()].map((t) => trimEnd(t).length));
-      const near = r.stdout.text.length ? await this.nearFiles(s, sizes) : [];
+      const near = scanned ? await this.nearFiles(s, sizes) : [];
       const candidates = new Map(leakPlacements(full, image));
       for (const [output, sources] of leakPlacements(stripped, near))
         candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
@@ -323,42 +303,7 @@ export class TaskProber {
           saw: `${inputs.slice(0, 3).join(', ')}: an input the task names or the solution consumes, not a leak`,
         });
       const inImage = image.filter(([, h]) => solutionFiles.has(h)).map(([f, h]) => `${f} = ${solutionFiles.get(h)}`);
-      if (place.size) {
-        const moves = [...place].map(
-          ([output, from]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(from)} ${quote(output)}`,
-        );
-        const placed = await s.exec(['sh', '-c', moves.join(' && ')], { signal: this.signal, timeoutSec: 120 });
-        const did = `on a fresh sandbox from the image, copied ${[...place]
-          .slice(0, 3)
-          .map(([o, f]) => `${f} to ${o}`)
-          .join(
-            ', ',
-          )}${place.size > 3 ? ` (${place.size} outputs)` : ''}, ran nothing else of the solution, and graded it`;
-        if (placed.exitCode !== 0) {
-          findings.push({
-            probe: 'solution_leaked',
-            rejects: false,
-            did,
-            saw: `the copy failed (${placed.stderr.text.trim().slice(0, 200)}): nothing confirmed`,
-          });
-        } else {
-          const g = await this.grade(s);
-          if (g.passed)
-            findings.push({
-              probe: 'solution_leaked',
-              rejects: true,
-              did,
-              saw: `every test passes (${g.tests}): the answer sits readable in the image`,
-            });
-          else
-            findings.push({
-              probe: 'solution_leaked',
-              rejects: false,
-              did,
-              saw: `the tests fail (${g.tests || `reward ${g.reward}`}): the image's copies are not the answer`,
-            });
-        }
-      }
+      if (place.size) findings.push(await this.placedLeak(s, place));
       if (inImage.length && !findings.some((f) => f.rejects))
         findings.push({
           probe: 'solution_leaked',
@@ -370,6 +315,76 @@ export class TaskProber {
     } finally {
       await s.close();
     }
+  }
+
+  /** solution/'s files of 32 bytes or more, by content hash: hash -> solution/rel. */
+  private async solutionHashes(): Promise<Map<string, string>> {
+    const solutionFiles = new Map<string, string>(); // hash -> solution/rel
+    for (const f of (await walk(this.task.solutionDir!)).filter((e) => e.kind === 'file')) {
+      const body = await readFile(f.abs);
+      if (body.length >= 32) solutionFiles.set(createHash('sha256').update(body).digest('hex'), `solution/${f.rel}`);
+    }
+    return solutionFiles;
+  }
+
+  /**
+   * Every file of 16 bytes to 1 MiB in the image, outside system folders, hashed in one pass: the
+   * sandbox's working folder, [path, hash] pairs, and whether the scan printed anything at all.
+   */
+  private async scanImage(
+    s: Sandbox,
+  ): Promise<{ workdir: string | undefined; image: Array<[string, string]>; scanned: boolean }> {
+    const r = await s.exec(
+      [
+        'sh',
+        '-c',
+        `pwd; find / -xdev \\( ${SCAN_PRUNE} \\) -prune -o -type f -size +15c -size -1048577c -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null`,
+      ],
+      { maxOutputBytes: 32 * 1024 * 1024, timeoutSec: 300, signal: this.signal },
+    );
+    if (r.stdout.truncatedBytes > 0)
+      throw new TermgradeError('environment_error', 'the image holds more files than the leak scan reads whole');
+    const [workdir, ...lines] = r.stdout.text.split('\n');
+    const image: Array<[string, string]> = [];
+    for (const line of lines) {
+      const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
+      if (m) image.push([m[2]!, m[1]!]);
+    }
+    return { workdir, image, scanned: r.stdout.text.length > 0 };
+  }
+
+  /** Each image file copied to the output it matches, nothing else run, then graded: the leak's verdict. */
+  private async placedLeak(s: Sandbox, place: Map<string, string>): Promise<Finding> {
+    const moves = [...place].map(
+      ([output, from]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(from)} ${quote(output)}`,
+    );
+    const placed = await s.exec(['sh', '-c', moves.join(' && ')], { signal: this.signal, timeoutSec: 120 });
+    const did = `on a fresh sandbox from the image, copied ${[...place]
+      .slice(0, 3)
+      .map(([o, f]) => `${f} to ${o}`)
+      .join(', ')}${place.size > 3 ? ` (${place.size} outputs)` : ''}, ran nothing else of the solution, and graded it`;
+    if (placed.exitCode !== 0) {
+      return {
+        probe: 'solution_leaked',
+        rejects: false,
+        did,
+        saw: `the copy failed (${placed.stderr.text.trim().slice(0, 200)}): nothing confirmed`,
+      };
+    }
+    const g = await this.grade(s);
+    if (g.passed)
+      return {
+        probe: 'solution_leaked',
+        rejects: true,
+        did,
+        saw: `every test passes (${g.tests}): the answer sits readable in the image`,
+      };
+    return {
+      probe: 'solution_leaked',
+      rejects: false,
+      did,
+      saw: `the tests fail (${g.tests || `reward ${g.reward}`}): the image's copies are not the answer`,
+    };
   }
 
   /**

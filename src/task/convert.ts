@@ -55,16 +55,39 @@ if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/ve
 
 export async function convertTb1Task(src: string, dest: string): Promise<Converted> {
   const yamlFile = path.join(src, 'task.yaml');
-  let meta: Tb1Yaml;
+  const meta = await readTb1Yaml(yamlFile);
+  const unconverted: string[] = [];
+  const instruction = await tb1Instruction(src, yamlFile, meta, unconverted);
+  await noteCompose(src, unconverted);
+
+  await mkdir(path.join(dest, 'environment'), { recursive: true });
+  for (const entry of await readdir(src)) {
+    if (!TB1_OWN.has(entry))
+      await cp(path.join(src, entry), path.join(dest, 'environment', entry), {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
+  }
+
+  await convertSolution(src, dest, unconverted);
+  await convertTests(src, dest, unconverted);
+  await writeHarborFiles(dest, meta, instruction, unconverted);
+  return { from: src, to: dest, unconverted };
+}
+
+async function readTb1Yaml(yamlFile: string): Promise<Tb1Yaml> {
   try {
-    meta = (parseYaml(await readFile(yamlFile, 'utf8')) ?? {}) as Tb1Yaml;
+    return (parseYaml(await readFile(yamlFile, 'utf8')) ?? {}) as Tb1Yaml;
   } catch (err) {
     throw new TermgradeError(
       'bad_input',
       `${yamlFile}: not a readable Terminal-Bench 1 task.yaml (${(err as Error).message.split('\n')[0]})`,
     );
   }
-  const unconverted: string[] = [];
+}
+
+/** The instruction, once task.yaml and the Dockerfile are checked; what task.yaml holds that is not carried over noted. */
+async function tb1Instruction(src: string, yamlFile: string, meta: Tb1Yaml, unconverted: string[]): Promise<string> {
   const instruction =
     meta.instruction ??
     meta.descriptions?.find((d) => d.key === 'base')?.description ??
@@ -85,7 +108,11 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
     unconverted.push(
       'task.yaml: run_tests_in_same_shell: tests run in their own shell after the agent, as Harbor runs them',
     );
+  return instruction;
+}
 
+/** docker-compose files: never carried over, noted. */
+async function noteCompose(src: string, unconverted: string[]): Promise<void> {
   for (const compose of ['docker-compose.yaml', 'docker-compose.yml']) {
     const file = path.join(src, compose);
     if (!(await exists(file))) continue;
@@ -100,16 +127,10 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
         `${compose}: its settings (volumes, environment) are not carried over; the Dockerfile is built alone`,
       );
   }
+}
 
-  await mkdir(path.join(dest, 'environment'), { recursive: true });
-  for (const entry of await readdir(src)) {
-    if (!TB1_OWN.has(entry))
-      await cp(path.join(src, entry), path.join(dest, 'environment', entry), {
-        recursive: true,
-        verbatimSymlinks: true,
-      });
-  }
-
+/** solution.sh (or solution.yaml's steps as commands) into solution/solve.sh. */
+async function convertSolution(src: string, dest: string, unconverted: string[]): Promise<void> {
   await mkdir(path.join(dest, 'solution'), { recursive: true });
   if (await exists(path.join(src, 'solution.sh'))) {
     await cp(path.join(src, 'solution.sh'), path.join(dest, 'solution', 'solve.sh'));
@@ -133,7 +154,10 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
   } else {
     unconverted.push('no solution.sh or solution.yaml: the task has no reference solution (check needs one)');
   }
+}
 
+/** tests/ and run-tests.sh into tests/, with a test.sh that writes the reward from its exit code. */
+async function convertTests(src: string, dest: string, unconverted: string[]): Promise<void> {
   await mkdir(path.join(dest, 'tests'), { recursive: true });
   if (await exists(path.join(src, 'tests')))
     await cp(path.join(src, 'tests'), path.join(dest, 'tests'), { recursive: true, verbatimSymlinks: true });
@@ -148,7 +172,15 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
   } else {
     unconverted.push('no run-tests.sh: no verifier (tests/test.sh writes no reward)');
   }
+}
 
+/** instruction.md, task.toml and (when something was not carried over) CONVERT.md. */
+async function writeHarborFiles(
+  dest: string,
+  meta: Tb1Yaml,
+  instruction: string,
+  unconverted: string[],
+): Promise<void> {
   await writeFile(path.join(dest, 'instruction.md'), instruction.endsWith('\n') ? instruction : `${instruction}\n`);
   const toml = {
     version: '1.0',
@@ -174,7 +206,6 @@ export async function convertTb1Task(src: string, dest: string): Promise<Convert
       path.join(dest, 'CONVERT.md'),
       `# Converted from Terminal-Bench 1\n\nNot carried over faithfully:\n\n${unconverted.map((u) => `- ${u}`).join('\n')}\n`,
     );
-  return { from: src, to: dest, unconverted };
 }
 
 /** Every TB1 task folder below `src` (a folder holding task.yaml), converted into `dest`/<name>. */
