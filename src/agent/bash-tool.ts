@@ -1,5 +1,5 @@
 import type { Agent, AgentContext, AgentExitReason, AgentOutcome } from './agent.js';
-import { ModelClient, type Completion, type Message, type Tool } from '../model/client.js';
+import { ModelClient, type Completion, type Message, type Tool, type ToolCall } from '../model/client.js';
 import { ModelError } from '../model/errors.js';
 import { Transcript } from './transcript.js';
 import { truncateMiddle } from './truncate.js';
@@ -40,6 +40,102 @@ export interface BashToolOptions {
   maxCostUsd?: number;
 }
 
+/** What one episode of the bash-tool agent carries from turn to turn. */
+interface RunState {
+  ctx: AgentContext;
+  client: ModelClient;
+  maxNoTool: number;
+  commandTimeoutSec: number;
+  options: BashToolOptions;
+  transcript: Transcript;
+  messages: Message[];
+  /** Replies in a row without a tool call. */
+  noTool: number;
+}
+
+function end(exitReason: AgentExitReason, message: string | null = null): AgentOutcome {
+  return { exitReason, message };
+}
+
+/** One model call; a model error ends the episode (the outcome is returned), anything else is thrown. */
+async function callModel(state: RunState): Promise<Completion | AgentOutcome> {
+  try {
+    return await state.client.complete({ messages: state.messages, tools: [BASH_TOOL], signal: state.ctx.signal });
+  } catch (err) {
+    if (err instanceof ModelError)
+      return {
+        ...end(err.kind === 'context_length' ? 'context_exhausted' : 'model_error', `${err.kind}: ${err.message}`),
+        modelErrorKind: err.kind,
+      };
+    throw err;
+  }
+}
+
+/** Runs one tool call; returns the tool message's content and whether the completion marker was printed. */
+async function runToolCall(state: RunState, call: ToolCall): Promise<{ content: string; done: boolean }> {
+  const { ctx, commandTimeoutSec } = state;
+  let command: unknown;
+  try {
+    command = (JSON.parse(call.arguments) as { command?: unknown }).command;
+  } catch {
+    command = undefined;
+  }
+  if (call.name !== 'bash')
+    return { content: `error: unknown tool "${call.name}"; the only tool is bash`, done: false };
+  if (typeof command !== 'string')
+    return { content: 'error: the arguments must be JSON of the form {"command": "..."}', done: false };
+  const r = await ctx.sandbox.exec(['bash', '-lc', command], {
+    timeoutSec: commandTimeoutSec,
+    signal: ctx.signal,
+    env: ctx.env,
+  });
+  const output =
+    r.stdout.text + (r.stderr.text ? (r.stdout.text && !r.stdout.text.endsWith('\n') ? '\n' : '') + r.stderr.text : '');
+  const content = r.timedOut
+    ? `timed out after ${commandTimeoutSec} s\n${truncateMiddle(output)}`
+    : `exit code: ${r.exitCode}\n${truncateMiddle(output)}`;
+  return { content, done: r.stdout.text.includes(COMPLETION_MARKER) };
+}
+
+/** One turn: a model call and its tool calls. Returns the outcome if the episode ends here. */
+async function step(state: RunState): Promise<AgentOutcome | undefined> {
+  const { ctx, transcript, messages } = state;
+  const c = await callModel(state);
+  if ('exitReason' in c) return c;
+  const atifStep = transcript.agent(c);
+  ctx.usage.turns = transcript.totals.turns;
+  ctx.usage.tokens = { ...transcript.totals.tokens };
+  ctx.usage.costUsd = transcript.totals.costUsd;
+  messages.push(transcript.episode[transcript.episode.length - 1]!);
+
+  if (c.finishReason === 'length' && c.toolCalls.length === 0) {
+    messages.push({ role: 'user', content: OUTPUT_CUT });
+    transcript.observe(atifStep, OUTPUT_CUT);
+    return undefined;
+  }
+  if (c.toolCalls.length === 0) {
+    state.noTool += 1;
+    if (state.noTool >= state.maxNoTool)
+      return end('parse_errors', `${state.noTool} replies in a row without a tool call`);
+    messages.push({ role: 'user', content: NO_TOOL_CALL });
+    transcript.observe(atifStep, NO_TOOL_CALL);
+    return undefined;
+  }
+  state.noTool = 0;
+  let done = false;
+  for (const call of c.toolCalls) {
+    const r = await runToolCall(state, call);
+    if (r.done) done = true;
+    messages.push({ role: 'tool', tool_call_id: call.id, content: r.content });
+    transcript.toolResult(atifStep, call.id, r.content);
+  }
+  if (done) return end('completed');
+  await transcript.checkpoint(ctx.logsDir, ctx.sessionId, ctx.scrub);
+  if (state.options.maxCostUsd !== undefined && (transcript.totals.costUsd ?? 0) >= state.options.maxCostUsd)
+    return end('max_turns', `cost limit of $${state.options.maxCostUsd} reached`);
+  return undefined;
+}
+
 /** The single-bash-tool scaffold RL training uses (mini-swe-agent shape). */
 export function createBashToolAgent(options: BashToolOptions): Agent {
   const client = options.client;
@@ -55,88 +151,28 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
     async setup(): Promise<void> {},
 
     async run(ctx: AgentContext): Promise<AgentOutcome> {
-      const { sandbox, task, signal } = ctx;
       const transcript = new Transcript('bash-tool', client.config.model, [BASH_TOOL]);
       const messages: Message[] = [
         { role: 'system', content: SYSTEM_PROMPT },
-        { role: 'user', content: task.instruction },
+        { role: 'user', content: ctx.task.instruction },
       ];
       transcript.system(SYSTEM_PROMPT);
-      transcript.user(task.instruction);
-      let noTool = 0;
-      const end = (exitReason: AgentExitReason, message: string | null = null): AgentOutcome => ({
-        exitReason,
-        message,
-      });
+      transcript.user(ctx.task.instruction);
+      const state: RunState = {
+        ctx,
+        client,
+        maxNoTool,
+        commandTimeoutSec,
+        options,
+        transcript,
+        messages,
+        noTool: 0,
+      };
 
       try {
         for (let turn = 0; turn < maxTurns; turn++) {
-          let c: Completion;
-          try {
-            c = await client.complete({ messages, tools: [BASH_TOOL], signal });
-          } catch (err) {
-            if (err instanceof ModelError)
-              return {
-                ...end(
-                  err.kind === 'context_length' ? 'context_exhausted' : 'model_error',
-                  `${err.kind}: ${err.message}`,
-                ),
-                modelErrorKind: err.kind,
-              };
-            throw err;
-          }
-          const step = transcript.agent(c);
-          ctx.usage.turns = transcript.totals.turns;
-          ctx.usage.tokens = { ...transcript.totals.tokens };
-          ctx.usage.costUsd = transcript.totals.costUsd;
-          messages.push(transcript.episode[transcript.episode.length - 1]!);
-
-          if (c.finishReason === 'length' && c.toolCalls.length === 0) {
-            messages.push({ role: 'user', content: OUTPUT_CUT });
-            transcript.observe(step, OUTPUT_CUT);
-            continue;
-          }
-          if (c.toolCalls.length === 0) {
-            noTool += 1;
-            if (noTool >= maxNoTool) return end('parse_errors', `${noTool} replies in a row without a tool call`);
-            messages.push({ role: 'user', content: NO_TOOL_CALL });
-            transcript.observe(step, NO_TOOL_CALL);
-            continue;
-          }
-          noTool = 0;
-          let done = false;
-          for (const call of c.toolCalls) {
-            let content: string;
-            let command: unknown;
-            try {
-              command = (JSON.parse(call.arguments) as { command?: unknown }).command;
-            } catch {
-              command = undefined;
-            }
-            if (call.name !== 'bash') content = `error: unknown tool "${call.name}"; the only tool is bash`;
-            else if (typeof command !== 'string')
-              content = 'error: the arguments must be JSON of the form {"command": "..."}';
-            else {
-              const r = await sandbox.exec(['bash', '-lc', command], {
-                timeoutSec: commandTimeoutSec,
-                signal,
-                env: ctx.env,
-              });
-              const output =
-                r.stdout.text +
-                (r.stderr.text ? (r.stdout.text && !r.stdout.text.endsWith('\n') ? '\n' : '') + r.stderr.text : '');
-              content = r.timedOut
-                ? `timed out after ${commandTimeoutSec} s\n${truncateMiddle(output)}`
-                : `exit code: ${r.exitCode}\n${truncateMiddle(output)}`;
-              if (r.stdout.text.includes(COMPLETION_MARKER)) done = true;
-            }
-            messages.push({ role: 'tool', tool_call_id: call.id, content });
-            transcript.toolResult(step, call.id, content);
-          }
-          if (done) return end('completed');
-          await transcript.checkpoint(ctx.logsDir, ctx.sessionId, ctx.scrub);
-          if (options.maxCostUsd !== undefined && (transcript.totals.costUsd ?? 0) >= options.maxCostUsd)
-            return end('max_turns', `cost limit of $${options.maxCostUsd} reached`);
+          const outcome = await step(state);
+          if (outcome) return outcome;
         }
         return end('max_turns', `stopped after ${maxTurns} turns`);
       } finally {
