@@ -150,23 +150,14 @@ const strings = (c: Collector, field: string, v: unknown): string[] => {
   return v as string[];
 };
 
-function convertAgent(c: Collector, raw: unknown, i: number, modules: HarborConversion['modules']): AgentConfigInput {
-  const at = `agents[${i}]`;
-  if (!isObject(raw)) c.fail(at, 'expected an object with name, model_name, kwargs');
-  c.rest(`${at}.`, raw, [
-    'name',
-    'import_path',
-    'model_name',
-    'kwargs',
-    'env',
-    'override_timeout_sec',
-    'override_setup_timeout_sec',
-    'max_timeout_sec',
-    'skills',
-    'mcp_servers',
-    'n_concurrent',
-    'concurrency_group',
-  ]);
+/** Which agent an entry runs: a JavaScript module (import_path), or a Harbor or termgrade agent by name. */
+function resolveAgent(
+  c: Collector,
+  raw: Raw,
+  at: string,
+  i: number,
+  modules: HarborConversion['modules'],
+): { agent: string; importPath: string | undefined } {
   const name = typeof raw.name === 'string' ? raw.name : undefined;
   const importPath = typeof raw.import_path === 'string' ? raw.import_path : undefined;
   let agent: string;
@@ -190,46 +181,39 @@ function convertAgent(c: Collector, raw: unknown, i: number, modules: HarborConv
     agent = known.agent;
     if (known.note) c.ignored.push({ field: `${at}.name`, why: `"${name}" ${known.note}` });
   }
-  const kwargs = raw.kwargs === undefined || raw.kwargs === null ? {} : raw.kwargs;
-  if (!isObject(kwargs)) c.fail(`${at}.kwargs`, 'expected a mapping');
-  const out: AgentConfigInput = { agent, ...(importPath ? { importPath } : {}) };
-  const modelName = typeof raw.model_name === 'string' ? raw.model_name : undefined;
-  if (modelName) {
-    const prefix = OPENAI_COMPATIBLE_PREFIXES.find((p) => modelName.startsWith(p));
-    const apiBase =
-      typeof kwargs.api_base === 'string'
-        ? kwargs.api_base
-        : typeof kwargs.base_url === 'string'
-          ? kwargs.base_url
-          : undefined;
-    const baseUrl = apiBase ?? (modelName.startsWith('openai/') ? OPENAI_BASE_URL : undefined);
-    if (!baseUrl)
-      c.fail(
-        `${at}.model_name`,
-        `"${modelName}": termgrade talks to OpenAI-compatible endpoints; give the endpoint as ${at}.kwargs.api_base (e.g. http://127.0.0.1:8000/v1)`,
-      );
-    const temperature = num(c, `${at}.kwargs.temperature`, kwargs.temperature, (n) => n >= 0, 'a number >= 0');
-    out.model = {
-      baseUrl,
-      model: prefix ? modelName.slice(prefix.length) : modelName,
-      ...(temperature !== undefined ? { temperature } : {}),
-    };
-  }
-  const maxTurns = num(
-    c,
-    `${at}.kwargs.max_turns`,
-    kwargs.max_turns ?? kwargs.max_episodes,
-    (n) => Number.isInteger(n) && n > 0,
-    'a positive integer',
-  );
-  if (maxTurns !== undefined) out.maxTurns = maxTurns;
-  for (const k of Object.keys(kwargs)) {
-    if (['api_base', 'base_url', 'temperature', 'max_turns', 'max_episodes'].includes(k)) continue;
-    c.ignored.push({
-      field: `${at}.kwargs.${k}`,
-      why: "an argument of Harbor's agent class; termgrade's agents take none",
-    });
-  }
+  return { agent, importPath };
+}
+
+/** Harbor's model_name (a LiteLLM name) and endpoint as termgrade's OpenAI-compatible model. */
+function convertModel(
+  c: Collector,
+  at: string,
+  modelName: string,
+  kwargs: Raw,
+): NonNullable<AgentConfigInput['model']> {
+  const prefix = OPENAI_COMPATIBLE_PREFIXES.find((p) => modelName.startsWith(p));
+  const apiBase =
+    typeof kwargs.api_base === 'string'
+      ? kwargs.api_base
+      : typeof kwargs.base_url === 'string'
+        ? kwargs.base_url
+        : undefined;
+  const baseUrl = apiBase ?? (modelName.startsWith('openai/') ? OPENAI_BASE_URL : undefined);
+  if (!baseUrl)
+    c.fail(
+      `${at}.model_name`,
+      `"${modelName}": termgrade talks to OpenAI-compatible endpoints; give the endpoint as ${at}.kwargs.api_base (e.g. http://127.0.0.1:8000/v1)`,
+    );
+  const temperature = num(c, `${at}.kwargs.temperature`, kwargs.temperature, (n) => n >= 0, 'a number >= 0');
+  return {
+    baseUrl,
+    model: prefix ? modelName.slice(prefix.length) : modelName,
+    ...(temperature !== undefined ? { temperature } : {}),
+  };
+}
+
+/** The agent's variables that may be stored with the job; secrets and templates are named in `ignored`. */
+function convertAgentEnv(c: Collector, at: string, raw: Raw): Record<string, string> {
   const env = raw.env ?? {};
   if (!isObject(env)) c.fail(`${at}.env`, 'expected a mapping of variable names to values');
   const kept: Record<string, string> = {};
@@ -242,9 +226,11 @@ function convertAgent(c: Collector, raw: unknown, i: number, modules: HarborConv
       });
     else kept[k] = String(v);
   }
-  if (Object.keys(kept).length) out.env = kept;
-  const n = num(c, `${at}.n_concurrent`, raw.n_concurrent, (x) => Number.isInteger(x) && x > 0, 'a positive integer');
-  if (n !== undefined) out.concurrency = n;
+  return kept;
+}
+
+/** Per-agent Harbor keys termgrade has no equivalent for. */
+function ignoreAgentKeys(c: Collector, at: string, raw: Raw): void {
   c.ignore(
     `${at}.override_timeout_sec`,
     raw.override_timeout_sec,
@@ -263,6 +249,51 @@ function convertAgent(c: Collector, raw: unknown, i: number, modules: HarborConv
     raw.concurrency_group,
     'per-agent n_concurrent is kept; shared groups have no equivalent',
   );
+}
+
+function convertAgent(c: Collector, raw: unknown, i: number, modules: HarborConversion['modules']): AgentConfigInput {
+  const at = `agents[${i}]`;
+  if (!isObject(raw)) c.fail(at, 'expected an object with name, model_name, kwargs');
+  c.rest(`${at}.`, raw, [
+    'name',
+    'import_path',
+    'model_name',
+    'kwargs',
+    'env',
+    'override_timeout_sec',
+    'override_setup_timeout_sec',
+    'max_timeout_sec',
+    'skills',
+    'mcp_servers',
+    'n_concurrent',
+    'concurrency_group',
+  ]);
+  const { agent, importPath } = resolveAgent(c, raw, at, i, modules);
+  const kwargs = raw.kwargs === undefined || raw.kwargs === null ? {} : raw.kwargs;
+  if (!isObject(kwargs)) c.fail(`${at}.kwargs`, 'expected a mapping');
+  const out: AgentConfigInput = { agent, ...(importPath ? { importPath } : {}) };
+  const modelName = typeof raw.model_name === 'string' ? raw.model_name : undefined;
+  if (modelName) out.model = convertModel(c, at, modelName, kwargs);
+  const maxTurns = num(
+    c,
+    `${at}.kwargs.max_turns`,
+    kwargs.max_turns ?? kwargs.max_episodes,
+    (n) => Number.isInteger(n) && n > 0,
+    'a positive integer',
+  );
+  if (maxTurns !== undefined) out.maxTurns = maxTurns;
+  for (const k of Object.keys(kwargs)) {
+    if (['api_base', 'base_url', 'temperature', 'max_turns', 'max_episodes'].includes(k)) continue;
+    c.ignored.push({
+      field: `${at}.kwargs.${k}`,
+      why: "an argument of Harbor's agent class; termgrade's agents take none",
+    });
+  }
+  const kept = convertAgentEnv(c, at, raw);
+  if (Object.keys(kept).length) out.env = kept;
+  const n = num(c, `${at}.n_concurrent`, raw.n_concurrent, (x) => Number.isInteger(x) && x > 0, 'a positive integer');
+  if (n !== undefined) out.concurrency = n;
+  ignoreAgentKeys(c, at, raw);
   return out;
 }
 
@@ -353,25 +384,8 @@ function convertDatasets(c: Collector, raw: Raw, cwd: string): TaskSource {
   return { paths, include, exclude: first.exclude, ...(first.limit !== undefined ? { limit: first.limit } : {}) };
 }
 
-/**
- * Harbor's job config as a termgrade job spec. `where` names the file in messages; `cwd` is what
- * Harbor resolves relative paths against (its working directory); `fallbackName` names a job
- * whose config has no job_name (Harbor would use the time).
- */
-export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fallbackName: string): HarborConversion {
-  const c: Collector = new Collector(where);
-  if (!isObject(raw)) c.fail('(top level)', 'expected a mapping');
-  c.rest('', raw, [...HARBOR_TOP_KEYS, 'agents', 'tasks']);
-  const orch = raw.orchestrator ?? {};
-  if (!isObject(orch)) c.fail('orchestrator', 'expected a mapping');
-  c.rest('orchestrator.', orch, ['type', 'n_concurrent_trials', 'quiet', 'retry', 'kwargs']);
-  const retry = raw.retry ?? orch.retry ?? {};
-  if (!isObject(retry)) c.fail('retry', 'expected a mapping');
-  const modules: HarborConversion['modules'] = [];
-  const agentsRaw = raw.agents ?? [{}];
-  if (!Array.isArray(agentsRaw) || !agentsRaw.length) c.fail('agents', 'expected a non-empty list');
-  const agents = agentsRaw.map((a, i) => convertAgent(c, a, i, modules));
-  const source = convertDatasets(c, raw, cwd);
+/** The job's attempts, concurrency and timeout multipliers (each defaulting to timeout_multiplier). */
+function convertCounts(c: Collector, raw: Raw, orch: Raw) {
   const k = num(c, 'n_attempts', raw.n_attempts, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
   const concurrency = num(
     c,
@@ -386,6 +400,10 @@ export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fal
     num(c, 'verifier_timeout_multiplier', raw.verifier_timeout_multiplier, (n) => n > 0, 'a number > 0') ?? all;
   const setupX =
     num(c, 'agent_setup_timeout_multiplier', raw.agent_setup_timeout_multiplier, (n) => n > 0, 'a number > 0') ?? all;
+  return { k, concurrency, agentX, verifierX, setupX };
+}
+
+function convertMaxRetries(c: Collector, retry: Raw): number | undefined {
   const maxRetries = num(
     c,
     'retry.max_retries',
@@ -398,6 +416,11 @@ export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fal
       field: 'retry.max_retries',
       why: `kept as infraRetries ${maxRetries}: termgrade retries infrastructure failures only; an agent's or verifier's outcome is recorded, never run again`,
     });
+  return maxRetries;
+}
+
+/** The environment and verifier sections, checked; a run without verification or install-only is an error. */
+function readEnvironmentAndVerifier(c: Collector, raw: Raw): { env: Raw; verifier: Raw } {
   const env = raw.environment ?? {};
   if (!isObject(env)) c.fail('environment', 'expected a mapping');
   c.rest('environment.', env, [
@@ -423,7 +446,11 @@ export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fal
     c.fail('verifier.disable', 'termgrade always verifies a trial; a run without grades has nothing to measure');
   if (raw.install_only === true)
     c.fail('install_only', 'termgrade has no install-only run; run-trial with the nop agent checks that a task starts');
+  return { env, verifier };
+}
 
+/** Environment, verifier and scheduler keys termgrade has no equivalent for. */
+function ignoreEnvironmentKeys(c: Collector, raw: Raw, env: Raw, verifier: Raw, orch: Raw): void {
   c.ignore(
     'environment.type',
     env.type,
@@ -481,6 +508,10 @@ export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fal
   c.ignore('orchestrator.kwargs', orch.kwargs, 'the scheduler takes no arguments');
   c.ignore('quiet', raw.quiet ?? orch.quiet, 'progress output is a flag of run (-q)', false);
   c.ignore('debug', raw.debug, 'no debug switch in the job; each trial keeps its logs', false);
+}
+
+/** Retry and remaining top-level keys termgrade has no equivalent for. */
+function ignoreRetryAndExtras(c: Collector, raw: Raw, retry: Raw): void {
   c.ignore(
     'retry.include_exceptions',
     retry.include_exceptions,
@@ -512,6 +543,32 @@ export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fal
   c.ignore('extra_instruction_paths', raw.extra_instruction_paths, "the agent is told the task's instruction.md only");
   c.ignore('plugins', raw.plugins, 'no plugins; custom agents are agent modules (import_path)');
   c.ignore('search', isObject(raw.search) && raw.search.enabled ? raw.search : undefined, 'no test-time search');
+}
+
+/**
+ * Harbor's job config as a termgrade job spec. `where` names the file in messages; `cwd` is what
+ * Harbor resolves relative paths against (its working directory); `fallbackName` names a job
+ * whose config has no job_name (Harbor would use the time).
+ */
+export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fallbackName: string): HarborConversion {
+  const c: Collector = new Collector(where);
+  if (!isObject(raw)) c.fail('(top level)', 'expected a mapping');
+  c.rest('', raw, [...HARBOR_TOP_KEYS, 'agents', 'tasks']);
+  const orch = raw.orchestrator ?? {};
+  if (!isObject(orch)) c.fail('orchestrator', 'expected a mapping');
+  c.rest('orchestrator.', orch, ['type', 'n_concurrent_trials', 'quiet', 'retry', 'kwargs']);
+  const retry = raw.retry ?? orch.retry ?? {};
+  if (!isObject(retry)) c.fail('retry', 'expected a mapping');
+  const modules: HarborConversion['modules'] = [];
+  const agentsRaw = raw.agents ?? [{}];
+  if (!Array.isArray(agentsRaw) || !agentsRaw.length) c.fail('agents', 'expected a non-empty list');
+  const agents = agentsRaw.map((a, i) => convertAgent(c, a, i, modules));
+  const source = convertDatasets(c, raw, cwd);
+  const { k, concurrency, agentX, verifierX, setupX } = convertCounts(c, raw, orch);
+  const maxRetries = convertMaxRetries(c, retry);
+  const { env, verifier } = readEnvironmentAndVerifier(c, raw);
+  ignoreEnvironmentKeys(c, raw, env, verifier, orch);
+  ignoreRetryAndExtras(c, raw, retry);
 
   const jobName = typeof raw.job_name === 'string' ? raw.job_name : fallbackName;
   const spec: JobSpecInput = {

@@ -184,9 +184,61 @@ const timing = (p: { startedAt: string; finishedAt: string } | undefined): Harbo
 const isoOrNull = (s: string | undefined | null): string | null =>
   s && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
 
-export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialResult {
+function harborTrialConfig(t: TrialInput, job: JobContext): HarborTrialResult['config'] {
   const { row, result: r } = t;
   const agentConfig = job.spec.agents.find((a) => configLabelOf(a) === row.config);
+  return {
+    task: {
+      path: r?.task.path ?? row.task,
+      git_url: null,
+      git_commit_id: null,
+      overwrite: false,
+      download_dir: null,
+      source: t.source,
+    },
+    trial_name: t.trialName,
+    trials_dir: `${job.jobsDir}/${job.spec.name}`,
+    ...multipliers(job.spec),
+    agent: agentConfig
+      ? harborAgentConfig(agentConfig)
+      : {
+          name: row.agent,
+          import_path: null,
+          model_name: row.model,
+          override_timeout_sec: null,
+          override_setup_timeout_sec: null,
+          max_timeout_sec: null,
+          kwargs: {},
+          env: {},
+        },
+    environment: ENVIRONMENT(job.spec.forceBuild),
+    verifier: VERIFIER,
+    artifacts: [],
+    job_id: job.jobUuid,
+  };
+}
+
+function harborAgentResult(row: TrialInput['row']): HarborTrialResult['agent_result'] {
+  return {
+    n_input_tokens: row.input_tokens,
+    n_cache_tokens: row.cached_tokens,
+    n_output_tokens: row.output_tokens,
+    cost_usd: row.cost_usd,
+    rollout_details: null,
+    metadata: {
+      config: row.config,
+      attempt: row.attempt,
+      turns: row.turns,
+      exit_reason: row.exit_reason,
+      tests_passed: row.tests_passed,
+      tests_total: row.tests_total,
+      termgrade_trial_id: row.trial_id,
+    },
+  };
+}
+
+export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialResult {
+  const { row, result: r } = t;
   const rewards = row.reward === null ? null : r && Object.keys(r.rewards).length ? r.rewards : { reward: row.reward };
   const err =
     r?.error ??
@@ -202,56 +254,13 @@ export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialRe
     task_id: { path: r?.task.path ?? row.task },
     source: t.source,
     task_checksum: row.task_checksum ?? '',
-    config: {
-      task: {
-        path: r?.task.path ?? row.task,
-        git_url: null,
-        git_commit_id: null,
-        overwrite: false,
-        download_dir: null,
-        source: t.source,
-      },
-      trial_name: t.trialName,
-      trials_dir: `${job.jobsDir}/${job.spec.name}`,
-      ...multipliers(job.spec),
-      agent: agentConfig
-        ? harborAgentConfig(agentConfig)
-        : {
-            name: row.agent,
-            import_path: null,
-            model_name: row.model,
-            override_timeout_sec: null,
-            override_setup_timeout_sec: null,
-            max_timeout_sec: null,
-            kwargs: {},
-            env: {},
-          },
-      environment: ENVIRONMENT(job.spec.forceBuild),
-      verifier: VERIFIER,
-      artifacts: [],
-      job_id: job.jobUuid,
-    },
+    config: harborTrialConfig(t, job),
     agent_info: {
       name: row.agent,
       version: `termgrade ${job.version}`,
       model_info: row.model ? { name: row.model, provider: 'openai-compatible' } : null,
     },
-    agent_result: {
-      n_input_tokens: row.input_tokens,
-      n_cache_tokens: row.cached_tokens,
-      n_output_tokens: row.output_tokens,
-      cost_usd: row.cost_usd,
-      rollout_details: null,
-      metadata: {
-        config: row.config,
-        attempt: row.attempt,
-        turns: row.turns,
-        exit_reason: row.exit_reason,
-        tests_passed: row.tests_passed,
-        tests_total: row.tests_total,
-        termgrade_trial_id: row.trial_id,
-      },
-    },
+    agent_result: harborAgentResult(t.row),
     verifier_result: rewards ? { rewards } : null,
     exception_info: err
       ? {
