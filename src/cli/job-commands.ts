@@ -225,27 +225,29 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
 const invalidLines = (invalid: Array<{ path: string; message: string }>): string =>
   invalid.map((b) => `  ${b.path}: ${b.message.replace(`task ${b.path}: `, '')}`).join('\n');
 
-export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
-  const spec = await resolveSpec(file, flags);
-  // Before anything starts (and before any job exists): the task set, filtered then loaded;
-  // custom agents load, env files read, and every model endpoint answers.
-  const resolved = await resolveTasks(spec);
-  if (resolved.invalid.length && !flags.skipInvalid) {
+/** Refuses a run with invalid task folders (unless --skip-invalid), or with none left to run. */
+function refuseInvalidTasks(
+  invalid: Array<{ path: string; message: string }>,
+  taskCount: number,
+  skipInvalid: boolean | undefined,
+): void {
+  if (invalid.length && !skipInvalid) {
     throw new TermgradeError(
       'bad_input',
-      `${resolved.invalid.length} task folder(s) cannot be used (leave them out with --exclude-task, or run the rest with --skip-invalid):\n${invalidLines(resolved.invalid)}`,
+      `${invalid.length} task folder(s) cannot be used (leave them out with --exclude-task, or run the rest with --skip-invalid):\n${invalidLines(invalid)}`,
     );
   }
-  if (resolved.invalid.length && !resolved.tasks.length)
+  if (invalid.length && !taskCount)
     throw new TermgradeError(
       'bad_input',
-      `no task is left to run: every one of the ${resolved.invalid.length} task folder(s) cannot be used:\n${invalidLines(resolved.invalid)}`,
+      `no task is left to run: every one of the ${invalid.length} task folder(s) cannot be used:\n${invalidLines(invalid)}`,
     );
-  warnAboutTasks(resolved.tasks);
-  await loadAgentModules(spec.agents);
-  for (const a of spec.agents) await agentEnvOf(a); // a missing or malformed env file: exit 2 now, not a failed trial each
+}
+
+/** Every model endpoint answers (or, without the preflight, its API key is at least set). */
+async function checkModels(spec: JobSpec, preflight: boolean | undefined): Promise<void> {
   const models = spec.agents.flatMap((a) => (a.model ? [a.model] : []));
-  if (flags.preflight !== false) {
+  if (preflight !== false) {
     for (const w of await preflightModels(models)) process.stderr.write(`termgrade: warning: ${w}\n`);
   } else {
     for (const m of models)
@@ -254,6 +256,51 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
           `termgrade: warning: ${m.apiKeyEnv} is not set, so requests to ${m.baseUrl} carry no API key\n`,
         );
   }
+}
+
+/** The task folders --skip-invalid left out: an event with --jsonl, else a warning. */
+function announceSkipped(
+  skipped: Array<{ path: string; message: string }>,
+  jsonl: boolean | undefined,
+  onEvent: ReturnType<typeof jobProgress>['onEvent'],
+): void {
+  if (jsonl) onEvent({ type: 'tasks-skipped', tasks: skipped });
+  else
+    process.stderr.write(
+      `termgrade: warning: skipped ${skipped.length} task folder(s) that cannot be used (--skip-invalid):\n${invalidLines(skipped)}\n`,
+    );
+}
+
+/** The run's closing lines: what was recorded, where, and the table of the job as a whole. */
+async function printRunSummary(
+  spec: JobSpec,
+  summary: Awaited<ReturnType<typeof runJob>>,
+  skippedCount: number,
+  job: Awaited<ReturnType<typeof openJob>>,
+): Promise<void> {
+  process.stdout.write(
+    `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward${summary.infra ? `: ${summary.infra} infrastructure failures, run again on resume` : ''}), ` +
+      `${summary.notRun} not run, ${summary.skipped} recorded before` +
+      `${spec.adaptive ? `, ${summary.settledEarly} not needed (settled early by adaptive sampling)` : ''}; ${summary.total} slots in all` +
+      `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}` +
+      `${skippedCount ? `; ${skippedCount} invalid task folder(s) skipped (listed above)` : ''}\n` +
+      `store: ${jobDbOf(job.jobDir)}\n`,
+  );
+  process.stdout.write(
+    `\n${await endingTable(job.store, job.jobDir)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`,
+  );
+}
+
+export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
+  const spec = await resolveSpec(file, flags);
+  // Before anything starts (and before any job exists): the task set, filtered then loaded;
+  // custom agents load, env files read, and every model endpoint answers.
+  const resolved = await resolveTasks(spec);
+  refuseInvalidTasks(resolved.invalid, resolved.tasks.length, flags.skipInvalid);
+  warnAboutTasks(resolved.tasks);
+  await loadAgentModules(spec.agents);
+  for (const a of spec.agents) await agentEnvOf(a); // a missing or malformed env file: exit 2 now, not a failed trial each
+  await checkModels(spec, flags.preflight);
   const log = (m: string): void => {
     if (!flags.quiet && !flags.jsonl) process.stderr.write(`${m}\n`);
   };
@@ -282,13 +329,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');
   onPoolEvent = progress.onEvent;
   // --skip-invalid: what was left out is said before the run (even with --quiet), and is an event.
-  if (skipped.length) {
-    if (flags.jsonl) progress.onEvent({ type: 'tasks-skipped', tasks: skipped });
-    else
-      process.stderr.write(
-        `termgrade: warning: skipped ${skipped.length} task folder(s) that cannot be used (--skip-invalid):\n${invalidLines(skipped)}\n`,
-      );
-  }
+  if (skipped.length) announceSkipped(skipped, flags.jsonl, progress.onEvent);
   try {
     const summary = await runJob({
       retry: parseRetry(flags.retry),
@@ -302,19 +343,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
       protection: new ProtectionStore(path.join(path.dirname(path.resolve(flags.jobsDir)), 'protection')),
     });
     progress.stop();
-    if (!flags.jsonl && !flags.quiet) {
-      process.stdout.write(
-        `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward${summary.infra ? `: ${summary.infra} infrastructure failures, run again on resume` : ''}), ` +
-          `${summary.notRun} not run, ${summary.skipped} recorded before` +
-          `${spec.adaptive ? `, ${summary.settledEarly} not needed (settled early by adaptive sampling)` : ''}; ${summary.total} slots in all` +
-          `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}` +
-          `${skipped.length ? `; ${skipped.length} invalid task folder(s) skipped (listed above)` : ''}\n` +
-          `store: ${jobDbOf(job.jobDir)}\n`,
-      );
-      process.stdout.write(
-        `\n${await endingTable(job.store, job.jobDir)}\nmore: termgrade stats ${job.jobDir} --tasks   |   termgrade trials --job ${spec.name}\n`,
-      );
-    }
+    if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
     return summary.notRun > 0 ? EXIT.rejected : EXIT.ok;

@@ -47,48 +47,40 @@ async function loadRecords(sources: string[], json: boolean | undefined): Promis
   return set;
 }
 
-export async function statsCommand(
-  sources: string[],
-  flags: { tasks?: boolean; json?: boolean; band: [number, number]; byImage?: boolean },
-): Promise<number> {
-  const { records: loaded, jobs } = await loadRecords(sources, flags.json);
-  const records = flags.byImage ? splitByImage(loaded) : loaded;
-  const configs = configStats(records);
-  const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
-  if (flags.json) {
-    out(statsJson({ jobs, configs, tasks: perTask } satisfies StatsOutput));
-    return EXIT.ok;
-  }
-  out(
-    table(
-      [
-        'config',
-        'tasks',
-        'trials',
-        'pass@1 %',
-        '95% CI',
-        'errors',
-        'inconsistent',
-        'med s/success',
-        'med out tok/success',
-        'med $/success',
-        'near misses',
-      ],
-      configs.map((c) => [
-        c.config,
-        c.tasks,
-        c.trials,
-        pct(c.pass1.mean),
-        `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`,
-        Object.values(c.errorsByClass).reduce((a, b) => a + b, 0),
-        c.findings.inconsistentTrials,
-        num(c.efficiency.medianTimeMsPerSuccess === null ? null : c.efficiency.medianTimeMsPerSuccess / 1000, 1),
-        num(c.efficiency.medianOutputTokensPerSuccess),
-        num(c.efficiency.medianCostUsdPerSuccess, 4),
-        c.efficiency.nearMisses,
-      ]),
-    ),
+/** The stats table, one row per configuration. */
+function configTable(configs: ReturnType<typeof configStats>): string {
+  return table(
+    [
+      'config',
+      'tasks',
+      'trials',
+      'pass@1 %',
+      '95% CI',
+      'errors',
+      'inconsistent',
+      'med s/success',
+      'med out tok/success',
+      'med $/success',
+      'near misses',
+    ],
+    configs.map((c) => [
+      c.config,
+      c.tasks,
+      c.trials,
+      pct(c.pass1.mean),
+      `[${pct(c.pass1.ciLo)}, ${pct(c.pass1.ciHi)}]`,
+      Object.values(c.errorsByClass).reduce((a, b) => a + b, 0),
+      c.findings.inconsistentTrials,
+      num(c.efficiency.medianTimeMsPerSuccess === null ? null : c.efficiency.medianTimeMsPerSuccess / 1000, 1),
+      num(c.efficiency.medianOutputTokensPerSuccess),
+      num(c.efficiency.medianCostUsdPerSuccess, 4),
+      c.efficiency.nearMisses,
+    ]),
   );
+}
+
+/** Per configuration, below the table: pass@k, error classes, coverage and what else stands out. */
+function printConfigNotes(configs: ReturnType<typeof configStats>, records: RecordSet['records']): void {
   const named = namedRewardMeans(records);
   for (const c of configs) {
     const ks = c.passAtK.map(
@@ -122,24 +114,43 @@ export async function statsCommand(
         `  unmeasured (no graded trial): ${c.unmeasuredTasks.length} task(s): ${c.unmeasuredTasks.slice(0, 20).join(', ')}${c.unmeasuredTasks.length > 20 ? ', ...' : ''}`,
       );
   }
-  if (perTask) {
-    out('');
-    out(
-      table(
-        ['config', 'task', 'n', 'c', 'rate %', 'Wilson 95%', 'Jeffreys 95%', `P(band ${flags.band.join('-')})`],
-        perTask.map((t) => [
-          t.config,
-          t.task,
-          t.n,
-          t.c,
-          pct(t.rate),
-          t.wilson ? `[${pct(t.wilson[0])}, ${pct(t.wilson[1])}]` : '- (adaptive)',
-          `[${pct(t.jeffreys[0])}, ${pct(t.jeffreys[1])}]`,
-          num(t.bandProbability, 3),
-        ]),
-      ),
-    );
+}
+
+/** The per-task table (--tasks). */
+function printTaskTable(perTask: TaskRate[], band: [number, number]): void {
+  out('');
+  out(
+    table(
+      ['config', 'task', 'n', 'c', 'rate %', 'Wilson 95%', 'Jeffreys 95%', `P(band ${band.join('-')})`],
+      perTask.map((t) => [
+        t.config,
+        t.task,
+        t.n,
+        t.c,
+        pct(t.rate),
+        t.wilson ? `[${pct(t.wilson[0])}, ${pct(t.wilson[1])}]` : '- (adaptive)',
+        `[${pct(t.jeffreys[0])}, ${pct(t.jeffreys[1])}]`,
+        num(t.bandProbability, 3),
+      ]),
+    ),
+  );
+}
+
+export async function statsCommand(
+  sources: string[],
+  flags: { tasks?: boolean; json?: boolean; band: [number, number]; byImage?: boolean },
+): Promise<number> {
+  const { records: loaded, jobs } = await loadRecords(sources, flags.json);
+  const records = flags.byImage ? splitByImage(loaded) : loaded;
+  const configs = configStats(records);
+  const perTask = flags.tasks ? taskRates(countByTask(records), flags.band) : undefined;
+  if (flags.json) {
+    out(statsJson({ jobs, configs, tasks: perTask } satisfies StatsOutput));
+    return EXIT.ok;
   }
+  out(configTable(configs));
+  printConfigNotes(configs, records);
+  if (perTask) printTaskTable(perTask, flags.band);
   return EXIT.ok;
 }
 

@@ -31,10 +31,8 @@ export interface RunTrialFlags {
 
 const round3 = (v: number): number => Math.round(v * 1000) / 1000;
 
-export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Promise<number> {
-  // run-trial runs offline: a verifier that fetches its tools gets the offline toolchain where it serves.
-  const task = await asGraded(await loadTask(taskDir), null);
-  warnAboutTasks([task]);
+/** The model the flags name (with --extra-body parsed and its price looked up), or none. */
+async function modelFromFlags(flags: RunTrialFlags) {
   let extraBody: Record<string, unknown> = {};
   if (flags.extraBody) {
     try {
@@ -44,21 +42,61 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
     }
   }
   const prices = await loadPrices(flags.prices);
-  const model =
-    flags.model && flags.baseUrl
-      ? {
-          baseUrl: flags.baseUrl,
-          model: flags.model,
-          apiKeyEnv: flags.apiKeyEnv,
-          temperature: flags.temperature,
-          topP: flags.topP,
-          maxTokens: flags.maxTokens,
-          extraBody,
-          requestTimeoutSec: flags.requestTimeout,
-          contextWindow: flags.contextWindow,
-          price: prices[flags.model],
-        }
-      : undefined;
+  return flags.model && flags.baseUrl
+    ? {
+        baseUrl: flags.baseUrl,
+        model: flags.model,
+        apiKeyEnv: flags.apiKeyEnv,
+        temperature: flags.temperature,
+        topP: flags.topP,
+        maxTokens: flags.maxTokens,
+        extraBody,
+        requestTimeoutSec: flags.requestTimeout,
+        contextWindow: flags.contextWindow,
+        price: prices[flags.model],
+      }
+    : undefined;
+}
+
+/** The trial's result as text: reward, tests, rewards, steps and where its folder is. */
+function printTrialResult(
+  taskName: string,
+  agent: { name: string; model: string | null },
+  result: Awaited<ReturnType<typeof runTrial>>,
+  out: string,
+): void {
+  const s = result.testsSummary;
+  const failed = result.tests
+    .filter((t) => t.status === 'failed' || t.status === 'error')
+    .map((t) => `\n  ${t.name}${t.message ? `: ${clipMessage(t.message)}` : ''}`);
+  process.stdout.write(
+    `${taskName} / ${agent.name}${agent.model ? ` (${agent.model})` : ''}: reward ${result.reward ?? 'none'} (${s.passed}/${s.total} tests passed)` +
+      `, ${result.turns} turns, ended: ${result.exitReason}` +
+      `${result.error ? `, ${result.error.class}: ${result.error.message}` : ''}\n` +
+      (failed.length ? `failed tests:${failed.join('')}\n` : '') +
+      (Object.keys(result.rewards).some((k) => k !== 'reward')
+        ? `rewards: ${Object.entries(result.rewards)
+            .map(([k, v]) => `${k} ${round3(v)}`)
+            .join(', ')}\n`
+        : '') +
+      result.steps
+        .map(
+          (st) =>
+            `step ${st.name}: reward ${st.reward === null ? 'none' : round3(st.reward)}${st.contributes ? '' : ' (not counted)'}${st.stoppedTrial ? ' (missed its min_reward: the trial stopped here)' : ''}${st.error ? `, ${st.error.class}` : ''}\n`,
+        )
+        .join('') +
+      (result.taskVersion || result.dataset
+        ? `task version ${result.taskVersion ?? '-'}${result.dataset ? `, dataset ${result.dataset.name ?? '-'} ${result.dataset.version ?? '-'}` : ''}\n`
+        : '') +
+      `trial folder: ${path.join(path.resolve(out), result.trialId)}\n`,
+  );
+}
+
+export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Promise<number> {
+  // run-trial runs offline: a verifier that fetches its tools gets the offline toolchain where it serves.
+  const task = await asGraded(await loadTask(taskDir), null);
+  warnAboutTasks([task]);
+  const model = await modelFromFlags(flags);
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
   const provider = createProvider({
@@ -100,33 +138,7 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
     });
     if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${buildLog}\n`);
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-    else {
-      const s = result.testsSummary;
-      const failed = result.tests
-        .filter((t) => t.status === 'failed' || t.status === 'error')
-        .map((t) => `\n  ${t.name}${t.message ? `: ${clipMessage(t.message)}` : ''}`);
-      process.stdout.write(
-        `${task.name} / ${agent.name}${agent.model ? ` (${agent.model})` : ''}: reward ${result.reward ?? 'none'} (${s.passed}/${s.total} tests passed)` +
-          `, ${result.turns} turns, ended: ${result.exitReason}` +
-          `${result.error ? `, ${result.error.class}: ${result.error.message}` : ''}\n` +
-          (failed.length ? `failed tests:${failed.join('')}\n` : '') +
-          (Object.keys(result.rewards).some((k) => k !== 'reward')
-            ? `rewards: ${Object.entries(result.rewards)
-                .map(([k, v]) => `${k} ${round3(v)}`)
-                .join(', ')}\n`
-            : '') +
-          result.steps
-            .map(
-              (st) =>
-                `step ${st.name}: reward ${st.reward === null ? 'none' : round3(st.reward)}${st.contributes ? '' : ' (not counted)'}${st.stoppedTrial ? ' (missed its min_reward: the trial stopped here)' : ''}${st.error ? `, ${st.error.class}` : ''}\n`,
-            )
-            .join('') +
-          (result.taskVersion || result.dataset
-            ? `task version ${result.taskVersion ?? '-'}${result.dataset ? `, dataset ${result.dataset.name ?? '-'} ${result.dataset.version ?? '-'}` : ''}\n`
-            : '') +
-          `trial folder: ${path.join(path.resolve(flags.out), result.trialId)}\n`,
-      );
-    }
+    else printTrialResult(task.name, agent, result, flags.out);
     return signals.exitCode() ?? (result.passed ? EXIT.ok : EXIT.rejected);
   } finally {
     await provider.closeAll();
