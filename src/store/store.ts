@@ -279,9 +279,7 @@ export class JobStore {
   }
 
   /** Earlier records of a slot that were replaced by a re-run, oldest first. */
-  historyOf(
-    slot: Slot,
-  ): Array<{
+  historyOf(slot: Slot): Array<{
     trial_id: string;
     status: string;
     error_class: string | null;

@@ -455,9 +455,7 @@ export class Catalog {
   }
 
   /** Every trial under the filters as (task, configuration, status, reward, error class): what the grid counts. */
-  outcomes(
-    q: TrialQuery,
-  ): Array<{
+  outcomes(q: TrialQuery): Array<{
     job: string;
     task: string;
     config: string;

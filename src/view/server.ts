@@ -62,14 +62,12 @@ function guardRequests(app: App, hostCheck: HostCheck, token: string): void {
     const refused = hostCheck.refusal(req.headers.host, req.headers.origin);
     if (refused) return reply.code(403).send({ error: { code: 'forbidden', message: refused } });
     if (!authorised(req))
-      return reply
-        .code(401)
-        .send({
-          error: {
-            code: 'unauthorized',
-            message: 'a token is needed: open the address `termgrade view` printed (it ends in ?token=...)',
-          },
-        });
+      return reply.code(401).send({
+        error: {
+          code: 'unauthorized',
+          message: 'a token is needed: open the address `termgrade view` printed (it ends in ?token=...)',
+        },
+      });
   });
 }
 

@@ -8,15 +8,13 @@ import type { ServeContext } from '../context.js';
 export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void {
   const { sessions } = ctx;
   app.get('/v1/tasks', async () => ({
-    tasks: sessions
-      .tasks()
-      .map((t) => ({
-        task: t.task.name,
-        split: t.split,
-        rate: t.rate,
-        interval: t.interval,
-        instruction: t.task.instruction,
-      })),
+    tasks: sessions.tasks().map((t) => ({
+      task: t.task.name,
+      split: t.split,
+      rate: t.rate,
+      interval: t.interval,
+      instruction: t.task.instruction,
+    })),
   }));
   app.post('/v1/sessions', async (req, reply) => {
     const body = parse(CreateSessionBody, req.body);
@@ -92,16 +90,14 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
       ok.map((s) => String(s.session_id)),
     );
     const first = ok[0]!;
-    return reply
-      .code(201)
-      .send({
-        group_id: id,
-        task: chosen.task,
-        served_by: chosen.servedBy,
-        instruction: first.instruction,
-        tools: first.tools,
-        sessions: ok,
-      });
+    return reply.code(201).send({
+      group_id: id,
+      task: chosen.task,
+      served_by: chosen.servedBy,
+      instruction: first.instruction,
+      tools: first.tools,
+      sessions: ok,
+    });
   });
   app.get<{ Params: { id: string } }>('/v1/groups/:id', async (req) => groups.view(req.params.id));
 }
