@@ -1,4 +1,4 @@
-import type { Failure, RepairablePart } from './schema.js';
+import { STAGES, type Failure, type RepairablePart } from './schema.js';
 
 /**
  * Which part a failure is the fault of (pure). Build and parse errors are the environment's; a
@@ -59,15 +59,4 @@ function ownStages(part: RepairablePart): Array<Failure['stage']> {
 }
 
 /** The first pass: environment first, then instruction, solution and tests grounded in it. */
-export const FIRST_PLAN: Array<Failure['stage']> = [
-  'scenario',
-  'environment',
-  'lint',
-  'build',
-  'observe',
-  'instruction',
-  'solution',
-  'execute',
-  'tests',
-  'check',
-];
+export const FIRST_PLAN: Array<Failure['stage']> = STAGES.filter((stage) => stage !== 'write');

@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { TermgradeError } from '../util/errors.js';
+import type { TrialOutcome } from './figures.js';
 import { filesNamed } from '../util/files.js';
 import { processAlive } from '../util/process-alive.js';
 import { JobStore } from '../store/store.js';
@@ -455,14 +456,7 @@ export class Catalog {
   }
 
   /** Every trial under the filters as (task, configuration, status, reward, error class): what the grid counts. */
-  outcomes(q: TrialQuery): Array<{
-    job: string;
-    task: string;
-    config: string;
-    status: string;
-    reward: number | null;
-    error_class: string | null;
-  }> {
+  outcomes(q: TrialQuery): TrialOutcome[] {
     const { w, args } = this.filterOf(q);
     return this.index
       .prepare(`SELECT job, task, config, status, reward, error_class FROM trials ${w}`)

@@ -59,16 +59,17 @@ export interface GridCell {
 }
 
 /** The task x configuration grid over the trials a filter leaves: each cell its rate, counted as `stats` counts. */
-export function grid(
-  rows: Array<{
-    job: string;
-    task: string;
-    config: string;
-    status: string;
-    reward: number | null;
-    error_class: string | null;
-  }>,
-): { tasks: string[]; configs: string[]; cells: GridCell[] } {
+/** One trial as the grid counts it (Catalog.outcomes gives these). */
+export interface TrialOutcome {
+  job: string;
+  task: string;
+  config: string;
+  status: string;
+  reward: number | null;
+  error_class: string | null;
+}
+
+export function grid(rows: TrialOutcome[]): { tasks: string[]; configs: string[]; cells: GridCell[] } {
   const records: StatsRecord[] = rows
     .filter((r) => r.status !== 'running' && r.status !== 'not_run')
     .map((r, i) => ({
