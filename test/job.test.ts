@@ -151,7 +151,7 @@ describe('evaluation jobs', () => {
       '--jsonl',
     ];
 
-    const points: Array<[string, (e: Record<string, unknown>) => boolean, Record<string, string>?]> = [
+    const points: Array<[string, (e: Record<string, unknown>) => boolean, string[]?]> = [
       ['during a build', (e) => e.type === 'build-start' && e.task === 'slow-build'],
       [
         'mid-agent',
@@ -161,11 +161,11 @@ describe('evaluation jobs', () => {
         'mid-verify',
         (e) => e.type === 'phase' && e.phase === 'verification' && (e.slot as { task: string }).task === 'slow-verify',
       ],
-      ['mid-write', (e) => e.type === 'store-write-stalled', { TERMGRADE_FAULT_STORE_WRITE_DELAY_MS: '5000' }],
+      ['mid-write', (e) => e.type === 'store-write-stalled', ['--fault-store-write-delay-ms', '5000']],
     ];
     let before = 0;
-    for (const [where, killOn, env] of points) {
-      const r = await runCli(args, { killOn, env });
+    for (const [where, killOn, extra] of points) {
+      const r = await runCli([...args, ...(extra ?? [])], { killOn });
       assert.ok(r.killed, `the run reached the point ${where} (stderr: ${r.stderr})`);
       const list = rows(jobsDir, 'crashy');
       assert.ok(list.length >= before, `${where}: nothing recorded was lost`);

@@ -31,6 +31,8 @@ import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { readHarborRunFile } from './harbor-run.js';
 
 export interface RunFlags {
+  /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
+  faultStoreWriteDelayMs?: number;
   job?: string;
   name?: string;
   tasks?: string[];
@@ -323,7 +325,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     );
   }
 
-  const job = await openJob(spec, flags.jobsDir, resolved);
+  const job = await openJob(spec, flags.jobsDir, resolved, flags.faultStoreWriteDelayMs ?? 0);
   const skipped = job.invalid;
   const signals = handleSignals(provider, log);
   const progress = jobProgress(flags.quiet ? 'quiet' : flags.jsonl ? 'jsonl' : process.stderr.isTTY ? 'tty' : 'lines');

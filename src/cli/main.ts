@@ -272,6 +272,8 @@ program
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
   .option('--jsonl', 'print every event as a JSON line on stdout')
   .option('-q, --quiet', 'no progress output')
+  // A test hook, not for users: each trial's store write stalls this long (tests kill a run mid-write).
+  .addOption(new Option('--fault-store-write-delay-ms <ms>').argParser(positiveInt).hideHelp())
   .addHelpText(
     'after',
     '\nExit codes: 0 every slot recorded; 1 some slots not run (budget); 5 the store cannot be written (disk full, read-only).',

@@ -80,6 +80,8 @@ export async function openJob(
   spec: JobSpec,
   jobsDir: string,
   resolved?: Awaited<ReturnType<typeof resolveTasks>>,
+  /** Test hook: each trial's write to the store stalls this long (see JobStore.open). */
+  storeWriteDelayMs = 0,
 ): Promise<OpenedJob> {
   const jobDir = jobDirOf(jobsDir, spec.name);
   const { tasks, invalid } = resolved ?? (await resolveTasks(spec));
@@ -91,7 +93,7 @@ export async function openJob(
   };
   let store: JobStore;
   try {
-    store = JobStore.open(jobDbOf(jobDir));
+    store = JobStore.open(jobDbOf(jobDir), { writeDelayMs: storeWriteDelayMs });
   } catch (err) {
     await undo();
     throw err;

@@ -119,13 +119,15 @@ export class JobStore {
   private constructor(
     readonly file: string,
     db: Database.Database,
+    /** Test hook: a trial's write stalls this long before committing (see faultDelay). */
+    private readonly writeDelayMs = 0,
   ) {
     this.db = db;
   }
 
-  static open(file: string, options: { readonly?: boolean } = {}): JobStore {
+  static open(file: string, options: { readonly?: boolean; writeDelayMs?: number } = {}): JobStore {
     const db = openDatabase(file, options);
-    const store = new JobStore(file, db);
+    const store = new JobStore(file, db, options.writeDelayMs);
     try {
       if (!options.readonly) store.migrate();
       else if ((db.pragma('user_version', { simple: true }) as number) > MIGRATIONS.length) throw store.tooNew();
@@ -453,7 +455,7 @@ export class JobStore {
         dataset_version: result.dataset?.version ?? null,
       });
       for (const t of result.tests) st.insertTest.run(result.trialId, t.name, t.status, t.durationMs, t.message);
-      faultDelay();
+      faultDelay(this.writeDelayMs);
     });
     this.write(() => tx());
   }
@@ -529,11 +531,11 @@ export class JobStore {
 }
 
 /**
- * TEST HOOK: with TERMGRADE_FAULT_STORE_WRITE_DELAY_MS set, a trial's write transaction stalls
- * that long before committing, so tests can kill the process in the middle of a write.
+ * TEST HOOK (`JobStore.open`'s writeDelayMs; `run`'s hidden --fault-store-write-delay-ms): a
+ * trial's write transaction stalls that long before committing, so tests can kill the process in
+ * the middle of a write.
  */
-function faultDelay(): void {
-  const ms = Number(process.env.TERMGRADE_FAULT_STORE_WRITE_DELAY_MS ?? 0);
+function faultDelay(ms: number): void {
   if (ms > 0) {
     process.stdout.write(`${JSON.stringify({ type: 'store-write-stalled', ms })}\n`);
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
