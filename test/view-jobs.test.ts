@@ -85,6 +85,12 @@ describe('viewer: jobs page and grid', () => {
       await page.waitForSelector('text=no jobs yet');
       await page.evaluate(() => ((window as unknown as { marker: number }).marker = 7));
       await runFake(jobsDir, { name: 'first' });
+      // The viewer may have drawn the job mid-run: wait for its finished state before reading figures.
+      await page.waitForFunction(
+        () => document.querySelector('.jobcard[data-job=first] .slots')?.textContent === '4 recorded of 4 slots',
+        undefined,
+        { timeout: 20_000 },
+      );
       await page.waitForSelector('.jobcard[data-job=first] tr[data-config=oracle]', { timeout: 20_000 });
       const row = page.locator('.jobcard[data-job=first] tr[data-config=oracle]');
       assert.equal(await row.locator('td.graded').textContent(), '4');
