@@ -87,13 +87,40 @@ export const EpisodeBody = z.strictObject({
   policy: z.string().max(200).optional(),
 });
 
-/** n sessions of one task at once (a GRPO group), on `task` or the curriculum's pick. */
-export const CreateGroupBody = z.strictObject({
-  task: z.string().min(1),
-  split: SplitField,
-  n: z.number().int().min(1).max(256),
-  policy: z.string().max(200).optional(),
+/**
+ * What every episode of a group run by the server shares (the episode's fields but its task and
+ * ids); `session_ids`, when given, is one trainer session id per episode, in order.
+ */
+export const GroupEpisode = EpisodeBody.pick({ agent: true, model: true, max_turns: true }).extend({
+  session_ids: z.array(SafeId).optional(),
 });
+
+/**
+ * n rollouts of one task at once (a GRPO group), on `task` or the curriculum's pick: n sessions the
+ * trainer drives, or, with `episode`, n episodes the server runs against a served model. A
+ * `group_id` (episode groups only) makes the call idempotent: its episodes are `<group_id>.<i>`.
+ */
+export const CreateGroupBody = z
+  .strictObject({
+    task: z.string().min(1),
+    split: SplitField,
+    n: z.number().int().min(1).max(256),
+    policy: z.string().max(200).optional(),
+    episode: GroupEpisode.optional(),
+    // Short enough that "<group_id>.<i>" is still a safe id.
+    group_id: SafeId.refine((id) => id.length <= 120, 'at most 120 characters').optional(),
+  })
+  .superRefine((b, ctx) => {
+    if (b.group_id !== undefined && !b.episode)
+      ctx.addIssue({ code: 'custom', path: ['group_id'], message: 'only a group of episodes takes a group_id' });
+    const ids = b.episode?.session_ids;
+    if (ids && ids.length !== b.n)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['episode', 'session_ids'],
+        message: `${ids.length} session ids for ${b.n} episodes`,
+      });
+  });
 
 export const CurriculumQuery = z.strictObject({ policy: z.string().max(200).optional() });
 

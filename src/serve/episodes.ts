@@ -5,7 +5,7 @@ import { createAgent } from '../agent/registry.js';
 import { readJsonIfThere, readTextIfThere } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
-import { ServeError, type EpisodeBody } from './contract.js';
+import { ServeError, type EpisodeBody, type GroupEpisode } from './contract.js';
 import { gradeOf } from './grade.js';
 import { childDir } from './ids.js';
 import { joinTurns } from './token-stream.js';
@@ -24,6 +24,16 @@ interface AtifStep {
     logprobs?: number[] | null;
   };
 }
+
+/** How an episode is run: as a member of a group, on a slot of capacity already taken for it. */
+interface EpisodeHow {
+  group?: string;
+  /** Gives back the slot the caller took for this episode (called once it settles). */
+  reserved?: () => void;
+}
+
+/** Episode i of a group run by the server. */
+export const groupEpisodeId = (groupId: string, i: number): string => `${groupId}.${i}`;
 
 /** The answer of a finished episode, kept in its folder so the same id is answered after it left memory. */
 const RECORD = 'episode.json';
@@ -57,21 +67,78 @@ export class EpisodeRunner {
     return this.running.size;
   }
 
-  run(req: EpisodeRequest & { task: string }, servedBy: ServedBy = 'named'): Promise<Record<string, unknown>> {
+  run(
+    req: EpisodeRequest & { task: string },
+    servedBy: ServedBy = 'named',
+    how: EpisodeHow = {},
+  ): Promise<Record<string, unknown>> {
     const model = episodeModel(this.models, req.model);
     const served = this.sessions.task(req.task);
     const id = req.episode_id ?? `ep-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const known = this.running.get(id);
-    if (known) return known;
-    const work = (async () => (await this.recorded(id)) ?? this.fresh(id, req, served, model, servedBy))();
+    if (known) {
+      how.reserved?.();
+      return known;
+    }
+    const work = (async () =>
+      (await this.recorded(id)) ?? this.fresh(id, req, served, model, servedBy, how.group ?? null, how.reserved))();
     this.running.set(id, work);
-    // Settled either way, the episode leaves memory: a result is on disk, a failure (a bug, not a
-    // grade) may be retried with the same id.
+    // Settled either way, the episode leaves memory and gives back a slot reserved for it: a result
+    // is on disk, a failure (a bug, not a grade) may be retried with the same id.
     work.then(
-      () => this.running.delete(id),
-      () => this.running.delete(id),
+      () => this.settle(id, how),
+      () => this.settle(id, how),
     );
     return work;
+  }
+
+  private settle(id: string, how: EpisodeHow): void {
+    this.running.delete(id);
+    how.reserved?.();
+  }
+
+  /**
+   * A group's n episodes of one task, run at once: capacity for all n is taken before any starts
+   * (429 when they do not fit: a group starts whole or not at all), episode i is `<groupId>.<i>`
+   * (so a repeated call with the same group id answers from the episodes' records and runs only
+   * what is missing). Answers in order once every episode is settled; the first failure (not a
+   * grade: a fault of the server or the request) is thrown after the others finished.
+   */
+  async runGroup(g: {
+    groupId: string;
+    task: string;
+    n: number;
+    policy: string | null;
+    servedBy: ServedBy;
+    episode: z.infer<typeof GroupEpisode>;
+  }): Promise<Array<Record<string, unknown>>> {
+    episodeModel(this.models, g.episode.model); // an unknown model is refused before any slot is taken
+    this.sessions.ensureRoomFor(g.n);
+    const { session_ids: sessionIds, ...shared } = g.episode;
+    const settled = await Promise.allSettled(
+      Array.from({ length: g.n }, (_, i) => {
+        const reserved = this.sessions.borrow();
+        try {
+          return this.run(
+            {
+              ...shared,
+              task: g.task,
+              policy: g.policy ?? undefined,
+              episode_id: groupEpisodeId(g.groupId, i),
+              session_id: sessionIds?.[i],
+            },
+            g.servedBy,
+            { group: g.groupId, reserved },
+          );
+        } catch (err) {
+          reserved(); // refused before it ran: its slot is given back now
+          return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }),
+    );
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.map((r) => (r as PromiseFulfilledResult<Record<string, unknown>>).value);
   }
 
   private async recorded(id: string): Promise<Record<string, unknown> | null> {
@@ -94,8 +161,10 @@ export class EpisodeRunner {
     served: ReturnType<SessionManager['task']>,
     model: ReturnType<typeof episodeModel>,
     servedBy: ServedBy,
+    group: string | null,
+    reserved: (() => void) | undefined,
   ): Promise<Record<string, unknown>> {
-    const release = this.sessions.borrow();
+    const release = reserved ?? this.sessions.borrow();
     this.counters.started += 1;
     try {
       const headers: Record<string, string> = req.session_id ? { 'X-Session-Id': req.session_id } : {};
@@ -123,7 +192,7 @@ export class EpisodeRunner {
         policy: req.policy ?? null,
         grade,
         servedBy,
-        group: null,
+        group,
       });
       const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as {
         steps?: AtifStep[];

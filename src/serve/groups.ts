@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { ServeError } from './contract.js';
-import type { GradeEvent } from './sessions.js';
+import type { GradeEvent, ServedBy } from './sessions.js';
+
+/** Who runs a group's rollouts: the trainer (sessions) or the server (episodes). */
+export type GroupKind = 'sessions' | 'episodes';
 
 interface Group {
   id: string;
+  kind: GroupKind;
   task: string;
+  servedBy: ServedBy;
   policy: string | null;
+  /** The ids of its sessions or episodes. */
   sessions: string[];
-  /** Each session's grade event once verified. */
+  /** Each member's grade event once graded. */
   grades: Map<string, GradeEvent>;
 }
 
@@ -28,9 +34,21 @@ export class GroupBook {
     return `grp-${randomUUID()}`;
   }
 
-  add(id: string, task: string, policy: string | null, sessions: string[]): void {
-    this.groups.set(id, { id, task, policy, sessions, grades: new Map() });
-    for (const s of sessions) this.bySession.set(s, id);
+  add(g: Omit<Group, 'grades'>): void {
+    const known = this.groups.get(g.id);
+    if (known) {
+      // A repeated call (an episode group's group_id): the same group, or a conflict.
+      if (known.kind === g.kind && known.task === g.task && known.sessions.join() === g.sessions.join()) return;
+      throw new ServeError('conflict', `group "${g.id}" exists with another task or size`);
+    }
+    this.groups.set(g.id, { ...g, grades: new Map() });
+    for (const s of g.sessions) this.bySession.set(s, g.id);
+  }
+
+  /** The task a known group was served (a repeated call keeps it, whatever the curriculum picks now). */
+  chosen(id: string): { task: string; servedBy: ServedBy } | null {
+    const g = this.groups.get(id);
+    return g ? { task: g.task, servedBy: g.servedBy } : null;
   }
 
   /** A graded session: completes its group when it is the last one. */
@@ -52,9 +70,10 @@ export class GroupBook {
     const done = g.grades.size === g.sessions.length;
     return {
       group_id: g.id,
+      kind: g.kind,
       task: g.task,
       policy: g.policy,
-      sessions: g.sessions,
+      [g.kind]: g.sessions,
       done,
       rewards,
       statuses: g.sessions.map((s) => g.grades.get(s)?.grade.status ?? 'pending'),

@@ -1,6 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { parse } from '../app.js';
-import { CreateGroupBody, CreateSessionBody, CurriculumQuery, EpisodeBody, ExecBody } from '../contract.js';
+import type { z } from 'zod';
+import {
+  CreateGroupBody,
+  CreateSessionBody,
+  CurriculumQuery,
+  EpisodeBody,
+  ExecBody,
+  type GroupEpisode,
+} from '../contract.js';
+import { groupEpisodeId } from '../episodes.js';
+import type { ServedBy } from '../sessions.js';
 import { causeOf, log } from '../../util/log.js';
 import type { ServeContext } from '../context.js';
 
@@ -61,6 +71,11 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     const body = parse(CreateGroupBody, req.body);
     const policy = body.policy ?? null;
     sessions.ensureRoomFor(body.n);
+    if (body.episode) {
+      const known = body.group_id === undefined ? null : groups.chosen(body.group_id);
+      const chosen = known ?? ctx.resolveTask(body.task, body.split, policy);
+      return runEpisodeGroup(ctx, { ...body, episode: body.episode }, chosen);
+    }
     const chosen = ctx.resolveTask(body.task, body.split, policy);
     const id = groups.newId();
     const how = { servedBy: chosen.servedBy, group: id };
@@ -83,12 +98,8 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
       await Promise.all(removing);
       throw failed.reason;
     }
-    groups.add(
-      id,
-      chosen.task,
-      policy,
-      ok.map((s) => String(s.session_id)),
-    );
+    const members = ok.map((s) => String(s.session_id));
+    groups.add({ id, kind: 'sessions', task: chosen.task, servedBy: chosen.servedBy, policy, sessions: members });
     const first = ok[0]!;
     return reply.code(201).send({
       group_id: id,
@@ -100,4 +111,37 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     });
   });
   app.get<{ Params: { id: string } }>('/v1/groups/:id', async (req) => groups.view(req.params.id));
+}
+
+/**
+ * A group of episodes the server runs (same task, same agent and model): answered when all are
+ * graded, with each episode's answer and the rewards in order. Repeating the call with its
+ * group_id answers finished episodes from their records and runs only the missing ones.
+ */
+async function runEpisodeGroup(
+  ctx: ServeContext,
+  body: z.infer<typeof CreateGroupBody> & { episode: z.infer<typeof GroupEpisode> },
+  chosen: { task: string; servedBy: ServedBy },
+): Promise<Record<string, unknown>> {
+  const id = body.group_id ?? ctx.groups.newId();
+  const policy = body.policy ?? null;
+  const ids = Array.from({ length: body.n }, (_, i) => groupEpisodeId(id, i));
+  ctx.groups.add({ id, kind: 'episodes', task: chosen.task, servedBy: chosen.servedBy, policy, sessions: ids });
+  const episodes = await ctx.episodes.runGroup({
+    groupId: id,
+    task: chosen.task,
+    n: body.n,
+    policy,
+    servedBy: chosen.servedBy,
+    episode: body.episode,
+  });
+  return {
+    group_id: id,
+    kind: 'episodes',
+    task: chosen.task,
+    served_by: chosen.servedBy,
+    rewards: episodes.map((e) => e.reward ?? null),
+    statuses: episodes.map((e) => e.status),
+    episodes,
+  };
 }
