@@ -165,7 +165,10 @@ export interface SandboxSnapshot {
    * stops when the command ends, every process it started with it). Same sandbox, folders and
    * isolation as startVerifier; answers with the sandbox stopped, its files readable (copyOut,
    * trusted). A timeout ends every process and answers `timedOut`; an abort throws
-   * CancelledError. Use one of startVerifier and runVerifier per snapshot.
+   * CancelledError. A failure before the command starts (folders, start) is thrown as
+   * GradingStepError (the sandbox's content may be at fault); one while it runs is thrown as the
+   * engine gave it (infrastructure, as a failed exec is). Use one of startVerifier and runVerifier
+   * per snapshot.
    */
   runVerifier?(options: VerifierStartOptions & { timeoutSec: number }): Promise<VerifierRun>;
   /** Removes what the snapshot holds (an image, say). Idempotent, never throws. */

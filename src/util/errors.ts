@@ -51,6 +51,19 @@ export class GradingStepError extends TermgradeError {
   }
 }
 
+/**
+ * `work` as a step of grading: a failure becomes GradingStepError naming the step (a cancel, or a
+ * step error already named, passes through as it is).
+ */
+export async function gradingStep<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof CancelledError || err instanceof GradingStepError) throw err;
+    throw new GradingStepError(name, err);
+  }
+}
+
 /** Raised when work is cancelled through an AbortSignal (Ctrl-C, SIGTERM, a budget). */
 export class CancelledError extends TermgradeError {
   constructor(what = 'operation') {

@@ -8,7 +8,7 @@ import {
   type SandboxSnapshot,
 } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
-import { CancelledError, EngineLostError, GradingStepError, errorMessage } from '../util/errors.js';
+import { EngineLostError, GradingStepError, errorMessage, gradingStep } from '../util/errors.js';
 import { readTextIfThere } from '../util/files.js';
 import { nowIso } from '../util/time.js';
 import {
@@ -98,14 +98,7 @@ const tampered = (tampering: Tampering[], protection: ProtectionMode): VerifierO
 };
 
 /** A grading step the engine carried out but that failed: the caller decides whose failure it is. */
-async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof CancelledError) throw err;
-    throw new GradingStepError(name, err);
-  }
-}
+const step = gradingStep;
 
 /**
  * Grades the agent's sandbox so that nothing the agent did can forge the grade, while whatever it
@@ -285,10 +278,9 @@ async function runTests(
   const { signal } = options;
   const start = { tests: options.testsDirs ?? [task.testsDir], env: task.config.verifier.env, signal };
   if (snap.runVerifier) {
-    const runVerifier = snap.runVerifier.bind(snap);
-    const done = await step('the verifier sandbox did not run test.sh', () =>
-      runVerifier({ ...start, timeoutSec: how.timeoutSec }),
-    );
+    // Not a step as a whole: the backend names its own steps up to test.sh's start (GradingStepError);
+    // an engine failure while test.sh runs is thrown as it is, as an exec's is below.
+    const done = await snap.runVerifier({ ...start, timeoutSec: how.timeoutSec });
     return { box: done.box, run: done };
   }
   const box = await step('the verifier sandbox did not start with fresh folders', () => snap.startVerifier(start));

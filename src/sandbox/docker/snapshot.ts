@@ -1,7 +1,7 @@
 import { readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { errorMessage, GradingStepError } from '../../util/errors.js';
+import { errorMessage, GradingStepError, gradingStep } from '../../util/errors.js';
 import {
   MAX_SCANNED_CHANGES,
   ScanLimitError,
@@ -9,6 +9,7 @@ import {
   type Sandbox,
   type SandboxSnapshot,
   type VerifierCommand,
+  type VerifierRun,
   type VerifierStartOptions,
 } from '../sandbox.js';
 import { prepareFoldersInside } from '../verifier-folders.js';
@@ -275,24 +276,38 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
   };
   if (!command) return snap;
   snap.runVerifier = async (options) => {
-    const { inLayer, networkOf } = await ready(options.tests, command);
+    // Steps up to the command's start are grading steps (the sandbox's content can break them); an
+    // engine failure while the command runs is thrown as it is (an exec's would be).
+    const made = 'the verifier sandbox did not start with fresh folders';
+    const { inLayer, networkOf } = await gradingStep(made, () => ready(options.tests, command));
     if (!inLayer) {
       // The folders need commands run in the verifier first: an idle one, the command sent in after.
-      await replace(networkOf, undefined);
-      await verifier.start(options.signal);
-      const box = await withFoldersInside(verifier.sandbox, options);
-      const run = await box.exec(command.command, {
-        env: command.env,
-        timeoutSec: options.timeoutSec,
-        signal: options.signal,
+      const box = await gradingStep(made, async () => {
+        await replace(networkOf, undefined);
+        await verifier.start(options.signal);
+        return withFoldersInside(verifier.sandbox, options);
       });
-      await box.stop();
-      return { box, exitCode: run.exitCode, timedOut: run.timedOut, durationMs: run.durationMs };
+      return runSentIn(box, command, options);
     }
     const begun = performance.now();
-    await verifier.start(options.signal);
+    await gradingStep('the verifier sandbox did not start test.sh', () => verifier.start(options.signal));
     const ended = await verifier.sandbox.waitForExit(options.timeoutSec, options.signal);
     return { box: verifier.sandbox, ...ended, durationMs: performance.now() - begun };
   };
   return snap;
+}
+
+/** The verifier's command sent into its started sandbox (not its own process), which is stopped after. */
+async function runSentIn(
+  box: Sandbox,
+  command: VerifierCommand,
+  options: { timeoutSec: number; signal?: AbortSignal },
+): Promise<VerifierRun> {
+  const run = await box.exec(command.command, {
+    env: command.env,
+    timeoutSec: options.timeoutSec,
+    signal: options.signal,
+  });
+  await gradingStep('the verifier sandbox could not be stopped', () => box.stop());
+  return { box, exitCode: run.exitCode, timedOut: run.timedOut, durationMs: run.durationMs };
 }
