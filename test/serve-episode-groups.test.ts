@@ -130,6 +130,13 @@ describe('serve: groups of episodes', () => {
       episode: { agent: 'bash-tool', model: { model: 'policy' } },
     });
     assert.equal(other.status, 409, JSON.stringify(other.json));
+    const otherTask = await call('POST', '/v1/groups', {
+      task: 'not-hello',
+      n: 3,
+      group_id: 'g-mixed',
+      episode: { agent: 'bash-tool', model: { model: 'policy' } },
+    });
+    assert.equal(otherTask.status, 409, JSON.stringify(otherTask.json));
   });
 
   it('refuses, before any episode starts, a group that does not fit, an unknown model, or ids that do not match n', async () => {
@@ -151,6 +158,14 @@ describe('serve: groups of episodes', () => {
     const ids = await call('POST', '/v1/groups', { task: 'hello', n: 2, episode: { ...episode, session_ids: ['a'] } });
     assert.equal(ids.status, 400);
     assert.match(ids.json.error.message, /session_ids/);
+    // The oracle runs the task's own solution: a reward no policy earned never reaches the curriculum.
+    for (const agent of ['oracle', 'nop']) {
+      const r = await call('POST', '/v1/groups', { task: 'hello', n: 2, episode: { ...episode, agent } });
+      assert.equal(r.status, 400, JSON.stringify(r.json));
+      assert.match(r.json.error.message, /not policies/);
+      const single = await call('POST', '/v1/episodes', { task: 'hello', ...episode, agent });
+      assert.equal(single.status, 400, JSON.stringify(single.json));
+    }
     const stray = await call('POST', '/v1/groups', { task: 'hello', n: 2, group_id: 'g-x' });
     assert.equal(stray.status, 400);
     assert.equal(model.requests.length, before, 'nothing ran');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, symlink } from 'node:fs/promises';
+import { mkdir, readFile, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { findTaskDirs, loadTask } from '../src/task/load.js';
@@ -135,6 +135,12 @@ describe('task loading', () => {
     assert.ok(dirs.includes(single));
     assert.ok(dirs.includes(path.join(EXAMPLES, 'csv-summary')));
     await assert.rejects(findTaskDirs(['/no/such/place']), /no such folder/);
+  });
+
+  it("leaves out a collection's hidden folders (synth's .synth record, a write's .partial)", async () => {
+    const pool = await tempDir();
+    for (const d of ['.synth', '.cand-1.partial', 'task-a']) await mkdir(path.join(pool, d));
+    assert.deepEqual(await findTaskDirs([pool]), [path.join(pool, 'task-a')]);
   });
 });
 

@@ -139,7 +139,7 @@ program
       .default('all'),
   )
   .option('--pool <dirs...>', 'existing task folders an admitted task must not duplicate')
-  .option('--json', 'print the funnel as one JSON object (schema: schemas/synth.json)')
+  .option('--json', 'print the funnel as one JSON object (schema: schemas/synth.schema.json)')
   .option('--jsonl', 'print each stage event as a JSON line, then {"type":"funnel","report":...}')
   .option('-q, --quiet', 'no progress output')
   .action(async (opts) => {

@@ -68,13 +68,24 @@ export const ModelBody = z.looseObject({
   max_retries: z.number().int().nonnegative().optional(),
 });
 
+/** Bundled agents that do not act for a policy: refused by the episode routes. */
+const NOT_POLICIES = ['oracle', 'nop'];
+
 export const EpisodeBody = z.strictObject({
   task: z.string().min(1),
   split: SplitField,
-  /** A registered agent: bash-tool, terminus, or one the server loaded (serve --agent-import-path). */
+  /**
+   * A registered agent that acts for a policy: bash-tool, terminus, or one the server loaded (serve
+   * --agent-import-path). Never oracle (it runs the task's own solution: a reward 1 no policy
+   * earned would reach the curriculum and grades.jsonl) nor nop.
+   */
   agent: z
     .string()
     .min(1)
+    .refine((name) => !NOT_POLICIES.includes(name), {
+      message:
+        'oracle and nop are not policies: an episode is run by a model agent (bash-tool, terminus, or a loaded one)',
+    })
     .refine((name) => knownAgents().includes(name), {
       message: 'unknown agent (known: bash-tool, terminus, and any the server loaded)',
     }),

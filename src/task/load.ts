@@ -143,7 +143,8 @@ export async function loadTask(dir: string): Promise<Task> {
 
 /**
  * Expands the folders a user names: a folder holding task.toml (or instruction.md) is one task;
- * any other folder is a collection whose direct children are tasks. Sorted, deduplicated.
+ * any other folder is a collection whose direct children are tasks (hidden ones left out). Sorted,
+ * deduplicated.
  */
 export async function findTaskDirs(roots: string[]): Promise<string[]> {
   const found = new Set<string>();
@@ -161,6 +162,8 @@ export async function findTaskDirs(roots: string[]): Promise<string[]> {
       continue;
     }
     for (const entry of await readdir(abs, { withFileTypes: true })) {
+      // Hidden folders are a tool's own (synth's .synth record, a write's .partial, .git), never tasks.
+      if (entry.name.startsWith('.')) continue;
       if (entry.isDirectory() || entry.isSymbolicLink()) found.add(path.join(abs, entry.name));
     }
   }

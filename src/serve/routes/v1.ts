@@ -2,12 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { parse } from '../app.js';
 import type { z } from 'zod';
 import {
+  AUTO,
   CreateGroupBody,
   CreateSessionBody,
   CurriculumQuery,
   EpisodeBody,
   ExecBody,
   type GroupEpisode,
+  ServeError,
 } from '../contract.js';
 import { groupEpisodeId } from '../episodes.js';
 import type { ServedBy } from '../sessions.js';
@@ -73,6 +75,9 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     sessions.ensureRoomFor(body.n);
     if (body.episode) {
       const known = body.group_id === undefined ? null : groups.chosen(body.group_id);
+      // A repeated call keeps the group's task (an "auto" pick may differ now); naming another is 409.
+      if (known && body.task !== AUTO && body.task !== known.task)
+        throw new ServeError('conflict', `group "${body.group_id}" is of task ${known.task}, not ${body.task}`);
       const chosen = known ?? ctx.resolveTask(body.task, body.split, policy);
       return runEpisodeGroup(ctx, { ...body, episode: body.episode }, chosen);
     }
