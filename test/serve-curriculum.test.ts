@@ -199,6 +199,7 @@ describe("serve: the curriculum's settings on the command line", () => {
       decay: 1,
       priorTrials: 4,
     });
+    assert.deepEqual(curriculumFlags({ band: '0.3:0.7' }), { lo: 0.3, hi: 0.7 }, 'the separator select takes');
     assert.deepEqual(curriculumFlags({}), {});
   });
 
@@ -206,7 +207,7 @@ describe("serve: the curriculum's settings on the command line", () => {
     const task = await trivialTask();
     for (const [flag, value, says] of [
       ['--band', '0.8,0.2', /--band 0\.8,0\.2: need 0 <= LO < HI <= 1/],
-      ['--band', '0.5', /--band 0\.5: give two rates LO,HI/],
+      ['--band', '0.5', /--band 0\.5: give two rates LO:HI/],
       ['--explore', '1.5', /--explore: /],
       ['--forget', '0', /--forget: /],
       ['--prior-weight', 'lots', /--prior-weight lots: not a number/],

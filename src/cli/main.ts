@@ -506,7 +506,7 @@ program
     '--agent-import-path <module...>',
     'custom agents episodes may name (a .js file or package whose default export is an agent plugin)',
   )
-  .option('--band <lo,hi>', "the live curriculum's band of success rates (default 0.25,0.75)")
+  .option('--band <lo:hi>', "the live curriculum's band of success rates (default 0.25:0.75; LO,HI too)")
   .option('--explore <share>', 'share of "auto" picks given to the task served longest ago (0..1, default 0.1)')
   .option(
     '--forget <factor>',

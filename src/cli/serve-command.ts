@@ -44,15 +44,16 @@ function numberFlag(flag: string, value: string): number {
   return n;
 }
 
-/** The live curriculum's settings from --band LO,HI, --explore, --forget and --prior-weight (unset: the defaults). */
+/** The live curriculum's settings from --band LO:HI (or LO,HI), --explore, --forget and --prior-weight (unset: the defaults). */
 export function curriculumFlags(
   flags: Pick<ServeFlags, 'band' | 'explore' | 'forget' | 'priorWeight'>,
 ): Partial<CurriculumConfig> {
   const out: Partial<CurriculumConfig> = {};
   if (flags.band !== undefined) {
-    const parts = flags.band.split(',');
+    // LO:HI as every other command takes it, or LO,HI.
+    const parts = flags.band.split(/[:,]/);
     if (parts.length !== 2)
-      throw new TermgradeError('usage', `--band ${flags.band}: give two rates LO,HI (e.g. 0.25,0.75)`);
+      throw new TermgradeError('usage', `--band ${flags.band}: give two rates LO:HI (e.g. 0.25:0.75)`);
     const [lo, hi] = parts.map((p) => numberFlag('--band', p));
     if (!(lo! >= 0 && hi! <= 1 && lo! < hi!))
       throw new TermgradeError('usage', `--band ${flags.band}: need 0 <= LO < HI <= 1`);
