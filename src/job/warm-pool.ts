@@ -50,8 +50,9 @@ export class WarmPool {
   start(task: Task, prepared: PreparedEnvironment, background = false): WarmStart {
     const own = new AbortController();
     const network = task.limits.network ? this.network : null;
-    let engineStart: (p: Promise<Sandbox> | null) => void = () => undefined;
-    const engine = new Promise<Promise<Sandbox> | null>((resolve) => (engineStart = resolve));
+    // Boxed: a promise resolved with a promise would take on its outcome, not hold it.
+    let engineStart: (p: { start: Promise<Sandbox> } | null) => void = () => undefined;
+    const engine = new Promise<{ start: Promise<Sandbox> } | null>((resolve) => (engineStart = resolve));
     const sandbox = acquireSandbox({
       provider: this.provider,
       task,
@@ -61,14 +62,14 @@ export class WarmPool {
       // The engine's own start is kept, so a removal can wait for a container made after a cancel.
       start: (signal) => {
         const p = this.provider.start(task, prepared, { signal, labels: this.labels, network, background });
-        engineStart(p);
+        engineStart({ start: p });
         return p;
       },
     }).then((lease) => lease.sandbox);
     // A failed warm start surfaces in the trial that takes it; one that never reached the engine has nothing to wait on.
     sandbox.catch(() => engineStart(null));
     const settled = engine.then((p) =>
-      p?.then(
+      p?.start.then(
         (sb) => (own.signal.aborted || this.signal.aborted ? sb.close() : undefined),
         () => undefined,
       ),
