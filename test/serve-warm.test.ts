@@ -174,22 +174,24 @@ describe('serve --warm (real HTTP, real sandboxes)', () => {
   it('a server stopped while its warm sandboxes start leaves no container of its own', async () => {
     const hello = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
     const other = await trivialTask({ 'task.toml': '[task]\nname = "other"\n' });
-    const server = await serve([hello, other], 6, 8);
-    // Stopped at once: the warm starts are under way (some containers not yet made by the engine).
-    await server.close();
-    assert.deepEqual(
-      (await containersOf(server)).map((c) => c.Id),
-      [],
-    );
-    // And once more after a claim and a refill under way.
-    const again = await serve([hello, other], 4, 8);
-    await until('4 warm running', async () => (await containersOf(again, true)).length === 4);
-    assert.equal((await call(again, 'POST', '/v1/groups', { task: 'other', n: 3 })).status, 201);
-    await again.close();
-    assert.deepEqual(
-      (await containersOf(again)).map((c) => c.Id),
-      [],
-    );
+    // The provider's own sweep on stop (closeAll) turned off: the server's bookkeeping alone must remove everything.
+    const provider = new DockerProvider();
+    const sweep = provider.closeAll.bind(provider);
+    provider.closeAll = async () => undefined;
+    try {
+      const server = await serve([hello, other], 6, 8, provider);
+      // Stopped at once: the warm starts are under way (some containers not yet made by the engine).
+      await server.close();
+      assert.deepEqual((await containersOf(server)).length, 0, 'stopped while filling');
+      // And once more with warm ones ready, claimed by a group, and refills under way.
+      const again = await serve([hello, other], 4, 8, provider);
+      await until('4 warm running', async () => (await containersOf(again, true)).length === 4);
+      assert.equal((await call(again, 'POST', '/v1/groups', { task: 'other', n: 3 })).status, 201);
+      await again.close();
+      assert.deepEqual((await containersOf(again)).length, 0, 'stopped with sessions live and refills starting');
+    } finally {
+      await sweep();
+    }
   });
 
   it('the CLI refuses a bad --warm (exit 2, naming the flag)', async () => {
