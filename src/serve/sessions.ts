@@ -241,7 +241,7 @@ export class SessionManager {
     const task = s.task.task;
     if (warm) {
       try {
-        const box = await this.warm.take(task, warm, this.stopping.signal);
+        const box = await this.warm.take(warm, this.stopping.signal);
         this.warm.counters.warm += 1;
         return box;
       } catch (err) {

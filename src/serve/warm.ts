@@ -1,6 +1,8 @@
 import { WarmPool, type UpcomingStart, type WarmStart } from '../job/warm-pool.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
-import { DEFAULT_START_TIMEOUT_SEC, startSandbox } from '../sandbox/start.js';
+import { DEFAULT_START_TIMEOUT_SEC, untilAborted } from '../sandbox/start.js';
+import { TermgradeError } from '../util/errors.js';
+import { deadlineSignal } from '../util/time.js';
 import type { Task } from '../task/task.js';
 import { causeOf, log } from '../util/log.js';
 
@@ -85,22 +87,28 @@ export class ServeWarm {
 
   /**
    * A claimed warm sandbox, awaited within the normal start deadline: its start is given up when
-   * the deadline passes or `signal` aborts (the container is then removed as it arrives).
+   * the deadline passes or `signal` aborts (the container is then removed as it arrives). It is
+   * handed over as the warm start made it ready (/logs made): no engine call on the claim.
    */
-  take(task: Task, warm: WarmStart, signal: AbortSignal): Promise<Sandbox> {
-    const prepared = this.prepared.get(task.name);
-    if (!prepared) {
-      this.pool.discard(warm);
-      return Promise.reject(new Error(`a warm sandbox of ${task.name} was claimed before its image was prepared`));
+  async take(warm: WarmStart, signal: AbortSignal): Promise<Sandbox> {
+    const deadline = deadlineSignal(signal, DEFAULT_START_TIMEOUT_SEC * 1000);
+    deadline.signal.addEventListener('abort', warm.cancel, { once: true });
+    try {
+      return await untilAborted(warm.sandbox, deadline.signal, (late) => void late.close());
+    } catch (err) {
+      if (deadline.timedOut())
+        throw new TermgradeError(
+          'environment_error',
+          `the warm container did not start within ${DEFAULT_START_TIMEOUT_SEC} s`,
+          {
+            cause: err,
+          },
+        );
+      throw err;
+    } finally {
+      deadline.clear();
+      deadline.signal.removeEventListener('abort', warm.cancel);
     }
-    return startSandbox(this.options.provider, task, prepared, {
-      signal,
-      deadlineMs: DEFAULT_START_TIMEOUT_SEC * 1000,
-      start: (own) => {
-        own.addEventListener('abort', warm.cancel, { once: true });
-        return warm.sandbox;
-      },
-    });
   }
 
   /** A request for `task` took `want` sandboxes: its target becomes at least that, and it is the most recently demanded. */
