@@ -4,6 +4,9 @@ import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { LABEL_SERVER, LABEL_WARM } from '../src/serve/sessions.js';
+import { ServeWarm } from '../src/serve/warm.js';
+import { loadTask } from '../src/task/load.js';
+import { FakeProvider } from './support/fake-provider.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { TermgradeError } from '../src/util/errors.js';
 import { runCli, tempDir, trivialTask } from './helpers.js';
@@ -205,5 +208,39 @@ describe('serve --warm (real HTTP, real sandboxes)', () => {
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, msg);
     }
+  });
+});
+
+describe('serve --warm: which tasks hold warm sandboxes (the plan, on the fake provider)', () => {
+  it('a request raises its task to what it took; the least recently asked give theirs up first; room caps the total', async () => {
+    const tasks = await Promise.all(
+      ['a', 'b', 'c', 'd'].map(async (n) => loadTask(await trivialTask({ 'task.toml': `[task]\nname = "${n}"\n` }))),
+    );
+    const provider = new FakeProvider();
+    const stop = new AbortController();
+    let room = 10;
+    const warm = new ServeWarm({ provider, size: 4, tasks, signal: stop.signal, labels: {}, room: () => room });
+    const held = (): number[] => tasks.map((t) => warm.heldFor(t.name));
+    await warm.fill();
+    assert.deepEqual(held(), [1, 1, 1, 1], 'the first fill goes round the tasks');
+    warm.demand('a', 3);
+    warm.plan();
+    assert.deepEqual(held(), [3, 0, 0, 1], 'a group of 3 of a: b and c, asked for least recently, give theirs up');
+    warm.demand('c', 1);
+    warm.plan();
+    assert.deepEqual(held(), [3, 0, 1, 0], 'then c: d gives its one up');
+    room = 2;
+    warm.plan();
+    assert.deepEqual(held(), [1, 0, 1, 0], 'room for 2: the most recently asked keep theirs');
+    room = 10;
+    warm.plan();
+    assert.deepEqual(held(), [3, 0, 1, 0], 'room again: refilled');
+    warm.demand('b', 9);
+    warm.plan();
+    assert.deepEqual(held(), [0, 4, 0, 0], 'a demand above the total takes it all, no more');
+    stop.abort();
+    await warm.closeAll();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(provider.open, 0, 'every warm sandbox removed');
   });
 });
