@@ -2,9 +2,10 @@
  * A trainer-shaped load on `serve`: B GRPO groups of G sessions asked for at once, each session
  * running E exec calls then verify, as a trainer's rollout step does; bounded (one round) and
  * stopping by itself. Reports group start latency (p50, p99), exec latency (p50, p99), errors,
- * and containers of this server left after it stops (must be 0).
+ * and containers of this server left after it stops (must be 0). With W > 0 the server keeps W warm
+ * sandboxes (`--warm W`), filled before the load starts; how many sessions were served warm is shown.
  *
- *   node dist/bench/serve-groups.js [G=8] [B=32] [E=6]
+ *   node dist/bench/serve-groups.js [G=8] [B=32] [E=6] [W=0]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,12 +13,14 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer } from '../src/serve/server.js';
+import { LABEL_SERVER, LABEL_WARM } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { writeTask } from './write-task.js';
 
 const size = Number(process.argv[2] ?? 8);
 const batch = Number(process.argv[3] ?? 32);
 const execsEach = Number(process.argv[4] ?? 6);
+const warm = Number(process.argv[5] ?? 0);
 const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 const secs = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
@@ -38,7 +41,19 @@ try {
     dataDir: path.join(work, 'data'),
     maxSessions: size * batch,
     idleTtlSec: 600,
+    warm,
   });
+  const docker = new Docker();
+  const mine = (warmOnly: boolean, all: boolean): Promise<Docker.ContainerInfo[]> =>
+    docker.listContainers({
+      all,
+      filters: {
+        label: [`${LABEL_SERVER}=${server.sessions.serverId}`, ...(warmOnly ? [`${LABEL_WARM}=true`] : [])],
+      },
+    });
+  const f0 = Date.now();
+  while ((await mine(true, false)).length < warm) await new Promise((r) => setTimeout(r, 250));
+  if (warm > 0) console.log(`${warm} warm sandboxes filled in ${secs(Date.now() - f0)}`);
   const auth = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
   const call = async (method: string, url: string, body?: unknown): Promise<any> => {
     const res = await fetch(`${server.url}${url}`, {
@@ -80,10 +95,10 @@ try {
     }),
   );
   const wall = Date.now() - t0;
+  const health = await call('GET', '/healthz');
   await server.close();
-  const docker = new Docker();
-  const all = await docker.listContainers({ all: true, filters: { label: ['io.termgrade.session'] } });
-  const left = all.filter((c) => sessionIds.includes(c.Labels['io.termgrade.session'] ?? ''));
+  // Every container this server started (warm ones carry no session label: they were started before their session).
+  const left = await mine(false, true);
   starts.sort((a, b) => a - b);
   execs.sort((a, b) => a - b);
   console.log(
@@ -95,8 +110,11 @@ try {
     console.log(
       `exec latency p50 ${secs(quantile(execs, 0.5))}, p99 ${secs(quantile(execs, 0.99))} (${execs.length} calls)`,
     );
+  console.log(
+    `session starts: ${health.warm.started_warm} warm, ${health.warm.started_cold} cold (${health.warm.warm_failed} warm failed)`,
+  );
   console.log(`errors: ${errors.length}${errors.length ? `\n  ${errors.slice(0, 5).join('\n  ')}` : ''}`);
-  console.log(`containers of these sessions left after the server stopped: ${left.length}`);
+  console.log(`containers of this server left after it stopped: ${left.length}`);
   process.exitCode = errors.length || left.length ? 1 : 0;
 } finally {
   await rm(work, { recursive: true, force: true });

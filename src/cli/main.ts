@@ -497,6 +497,12 @@ program
   .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('--max-sessions <n>', 'sandboxes alive at once', positiveInt, 32)
   .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
+  .option(
+    '--warm <n>',
+    'started, never-used sandboxes kept ready for the tasks clients ask for (counted in --max-sessions; each serves one session)',
+    wholeNumber,
+    0,
+  )
   .option('--record <name>', "keep this server's grades under .termgrade/serve/NAME (for `termgrade drift NAME`)")
   .option(
     '--data-dir <dir>',

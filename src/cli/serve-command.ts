@@ -6,7 +6,7 @@ import { EXIT } from './signals.js';
 import { loadAgentModule } from '../index.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { checkServedModels, loadServedModels, parseModelFlag, shownUrl, type ServedModel } from '../serve/models.js';
-import { startServer } from '../serve/server.js';
+import { checkWarm, startServer } from '../serve/server.js';
 import { CurriculumConfigSchema, type CurriculumConfig } from '../serve/curriculum.js';
 import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
@@ -28,6 +28,7 @@ export interface ServeFlags {
   modelRetries: number;
   maxSessions: number;
   idleTtl: number;
+  warm: number;
   dataDir?: string;
   record?: string;
   agentImportPath?: string[];
@@ -100,6 +101,7 @@ export async function servedModels(
 
 /** Serves until SIGINT / SIGTERM, then removes every sandbox it made. */
 export async function serveCommand(flags: ServeFlags): Promise<number> {
+  checkWarm(flags.warm, flags.maxSessions);
   const token = tokenFromEnv(flags.tokenEnv);
   const curriculum = curriculumFlags(flags);
   const models = await servedModels(flags);
@@ -123,13 +125,14 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     models,
     maxSessions: flags.maxSessions,
     idleTtlSec: flags.idleTtl,
+    warm: flags.warm,
     curriculum,
   });
   const modelsLine = models.length
     ? models.map((m) => `${m.name} at ${shownUrl(m.base_url)} (key ${m.api_key_env})`).join(', ')
     : 'none (episodes refused; give --model NAME@URL)';
   process.stderr.write(
-    `termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes; grades in ${path.join(dataDir, 'grades.jsonl')}); episode models: ${modelsLine}\n`,
+    `termgrade serve: ${tasks.length} task(s) on ${server.url} (up to ${flags.maxSessions} sandboxes, ${flags.warm} kept warm; grades in ${path.join(dataDir, 'grades.jsonl')}); episode models: ${modelsLine}\n`,
   );
   // A token the operator chose (--token-env) is never printed; a generated one must be, or no client could connect.
   if (server.tokenGenerated)

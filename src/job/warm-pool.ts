@@ -13,6 +13,12 @@ export interface UpcomingStart {
 export interface WarmStart {
   sandbox: Promise<Sandbox>;
   cancel: () => void;
+  /**
+   * Settles once the engine's part of the start is over and, when the start was given up, its
+   * container removed: a start cancelled mid-way rejects `sandbox` at once, while the engine may
+   * still be making the container that is then removed.
+   */
+  settled: Promise<void>;
 }
 
 /**
@@ -33,6 +39,8 @@ export class WarmPool {
     private readonly signal: AbortSignal,
     /** The isolated network for tasks that ask for one; null: every sandbox offline. */
     private readonly network: string | null = null,
+    /** Labels every container started here carries (a server's own, so its containers can be found). */
+    private readonly labels: Record<string, string> = {},
   ) {}
 
   /**
@@ -41,17 +49,40 @@ export class WarmPool {
    */
   start(task: Task, prepared: PreparedEnvironment, background = false): WarmStart {
     const own = new AbortController();
+    const network = task.limits.network ? this.network : null;
+    // Boxed: a promise resolved with a promise would take on its outcome, not hold it.
+    let engineStart: (p: { start: Promise<Sandbox> } | null) => void = () => undefined;
+    const engine = new Promise<{ start: Promise<Sandbox> } | null>((resolve) => (engineStart = resolve));
     const sandbox = acquireSandbox({
       provider: this.provider,
       task,
       prepare: prepared,
       deadlineMs: null,
       signal: AbortSignal.any([this.signal, own.signal]),
-      network: task.limits.network ? this.network : null,
-      background,
+      // The engine's own start is kept, so a removal can wait for a container made after a cancel.
+      start: (signal) => {
+        const p = this.provider.start(task, prepared, { signal, labels: this.labels, network, background });
+        engineStart({ start: p });
+        return p;
+      },
     }).then((lease) => lease.sandbox);
-    sandbox.catch(() => undefined); // a failed warm start surfaces in the trial that takes it
-    return { sandbox, cancel: () => own.abort() };
+    // A failed warm start surfaces in the trial that takes it; one that never reached the engine has nothing to wait on.
+    sandbox.catch(() => engineStart(null));
+    const settled = engine.then((p) =>
+      p?.start.then(
+        (sb) => (own.signal.aborted || this.signal.aborted ? sb.close() : undefined),
+        () => undefined,
+      ),
+    );
+    return { sandbox, cancel: () => own.abort(), settled };
+  }
+
+  /** Warm starts held (ready or still starting), for `key`'s image or in all. */
+  size(key?: string): number {
+    if (key !== undefined) return this.ready.get(key)?.length ?? 0;
+    let n = 0;
+    for (const pool of this.ready.values()) n += pool.length;
+    return n;
   }
 
   /** The warm sandbox (ready or still starting) for `key`'s image, taken out of the pool; null if none. */
@@ -61,9 +92,11 @@ export class WarmPool {
 
   /**
    * Keeps one container ready (or starting) for each upcoming trial; warm containers of images
-   * no longer in line are closed. Called by the dispatcher whenever the line changes.
+   * no longer in line are closed. Called by the dispatcher whenever the line changes. With
+   * `exact`, an image holding more than its entries gives up the extra ones (the newest first, the
+   * ones least likely to be ready): a caller that must stay within a total (serve's capacity).
    */
-  plan(upcoming: UpcomingStart[]): void {
+  plan(upcoming: UpcomingStart[], exact = false): void {
     if (this.signal.aborted) return;
     const wanted = new Map<string, UpcomingStart[]>();
     for (const u of upcoming) {
@@ -79,6 +112,7 @@ export class WarmPool {
     for (const [key, list] of wanted) {
       let pool = this.ready.get(key);
       if (!pool) this.ready.set(key, (pool = []));
+      if (exact) for (const extra of pool.splice(list.length).reverse()) this.discard(extra);
       for (const u of list.slice(pool.length)) {
         pool.push(this.start(u.task, u.prepared, true));
       }
@@ -90,7 +124,7 @@ export class WarmPool {
     warm.cancel();
     const removal = warm.sandbox.then(
       (sb) => sb.close(),
-      () => undefined,
+      () => warm.settled,
     );
     this.closing.add(removal);
     void removal.finally(() => this.closing.delete(removal));

@@ -43,6 +43,11 @@ export interface ServeOptions {
   models?: ServedModel[];
   maxSessions?: number;
   idleTtlSec?: number;
+  /**
+   * Started, never-used sandboxes kept ready in all (`--warm`), within maxSessions: the images of
+   * the tasks they cover are prepared before the server listens. Default 0.
+   */
+  warm?: number;
   /** The live curriculum's settings (band, exploration, forgetting); see curriculum.ts. */
   curriculum?: Partial<CurriculumConfig>;
   /** Seed of the curriculum's draws (tests); default random. */
@@ -76,6 +81,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       `serving on ${host} (not loopback) needs a bearer token: give --token-env with a variable that holds one`,
     );
   // Never open: a web page the user visits must not be able to drive the server.
+  checkWarm(options.warm ?? 0, options.maxSessions ?? DEFAULT_MAX_SESSIONS);
   const token = options.token || generateToken();
   const hostCheck = new HostCheck(host, options.allowedHosts);
   await mkdir(options.dataDir, { recursive: true });
@@ -83,6 +89,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   await options.provider.cleanup();
 
   const ctx = await buildContext(options);
+  try {
+    await ctx.sessions.warm.fill();
+  } catch (err) {
+    await ctx.sessions.closeAll();
+    throw err;
+  }
   const app = createApp(hostCheck, token);
   registerOpsRoutes(app, ctx);
   registerV1Routes(app, ctx);
@@ -105,6 +117,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await options.provider.closeAll();
     },
   };
+}
+
+const DEFAULT_MAX_SESSIONS = 32;
+
+/** `warm` is a whole number of sandboxes that fits in the capacity it counts against. */
+export function checkWarm(warm: number, maxSessions: number): void {
+  if (!Number.isInteger(warm) || warm < 0)
+    throw new TermgradeError('usage', `--warm ${warm}: give a whole number of sandboxes >= 0`);
+  if (warm > maxSessions)
+    throw new TermgradeError(
+      'usage',
+      `--warm ${warm}: more than --max-sessions ${maxSessions} (warm sandboxes count against it)`,
+    );
 }
 
 /** The grade record's line for a graded (or ungraded) rollout, in the job listing's shape so `stats` reads it. */
@@ -175,8 +200,9 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
     provider: options.provider,
     tasks: options.tasks,
     dataDir: options.dataDir,
-    maxSessions: options.maxSessions ?? 32,
+    maxSessions: options.maxSessions ?? DEFAULT_MAX_SESSIONS,
     idleTtlSec: options.idleTtlSec ?? 600,
+    warm: options.warm ?? 0,
     onGrade: record,
   });
   const episodes = new EpisodeRunner(options.provider, sessions, options.dataDir, options.models ?? [], record);

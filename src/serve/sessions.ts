@@ -11,6 +11,13 @@ import { gradeOf } from './grade.js';
 import { childDir, ID_RULE, isSafeId } from './ids.js';
 import { acquireSandbox } from '../sandbox/lease.js';
 import { causeOf, log } from '../util/log.js';
+import type { WarmStart } from '../job/warm-pool.js';
+import { ServeWarm } from './warm.js';
+
+/** On every container a server starts (warm or for a session): its id, so its containers can be found. */
+export const LABEL_SERVER = 'io.termgrade.server';
+/** On a container started warm (before any session claimed it). */
+export const LABEL_WARM = 'io.termgrade.warm';
 
 /** A task the server offers, with what the selection measured of it (when served from one). */
 export interface ServedTask {
@@ -60,6 +67,8 @@ export interface SessionOptions {
   maxSessions: number;
   /** A session unused this long is closed and its sandbox removed. */
   idleTtlSec: number;
+  /** Started, never-used sandboxes kept ready in all (counted against maxSessions); default 0. */
+  warm?: number;
   /** Called with every grade given (recording, drift). */
   onGrade?: (g: GradeEvent) => void;
 }
@@ -80,10 +89,25 @@ export class SessionManager {
   private readonly stopping = new AbortController();
   /** Slots taken by episodes (run elsewhere) against the same capacity. */
   private borrowed = 0;
+  /** This server's id, on every container it starts (LABEL_SERVER). */
+  readonly serverId = randomUUID();
+  private readonly labels: Record<string, string>;
+  readonly warm: ServeWarm;
+  /** The last group each task was asked for, and how many of its sessions were created: a group's demand. */
+  private readonly lastGroup = new Map<string, { id: string; n: number }>();
   readonly counters = { created: 0, verified: 0, expired: 0, errors: new Map<string, number>() };
 
   constructor(private readonly options: SessionOptions) {
     this.byName = new Map(options.tasks.map((t) => [t.task.name, t]));
+    this.labels = { [LABEL_SERVER]: this.serverId };
+    this.warm = new ServeWarm({
+      provider: options.provider,
+      size: options.warm ?? 0,
+      tasks: options.tasks.map((t) => t.task),
+      signal: this.stopping.signal,
+      labels: { ...this.labels, [LABEL_WARM]: 'true' },
+      room: () => this.capacity() - this.live(),
+    });
     this.reaper = setInterval(() => void this.reap(), Math.min(5000, Math.max(250, (options.idleTtlSec * 1000) / 4)));
     this.reaper.unref();
   }
@@ -105,14 +129,22 @@ export class SessionManager {
     );
   }
 
+  /** Sandboxes alive at once: maxSessions, or the engines' own capacity when it is lower. */
+  capacity(): number {
+    return Math.min(this.options.maxSessions, this.options.provider.capacity ?? Infinity);
+  }
+
   /** Takes one unit of capacity for work run elsewhere (an episode); returns its release. */
   borrow(): () => void {
     this.ensureRoom();
     this.borrowed += 1;
+    // Warm sandboxes give up the room the episode takes, and take it back once it is released.
+    this.warm.plan();
     let released = false;
     return () => {
       if (!released) this.borrowed -= 1;
       released = true;
+      this.warm.schedule();
     };
   }
 
@@ -120,7 +152,10 @@ export class SessionManager {
     this.ensureRoomFor(1);
   }
 
-  /** Refuses (429) unless n more sandboxes fit now: a group starts whole or not at all. */
+  /**
+   * Refuses (429) unless n more sandboxes fit now: a group starts whole or not at all. Warm
+   * sandboxes are not counted: they are given up for a session that needs their room.
+   */
   ensureRoomFor(n: number): void {
     if (n > this.options.maxSessions)
       throw new ServeError(
@@ -146,6 +181,9 @@ export class SessionManager {
   ): Promise<Record<string, unknown>> {
     const served = this.task(taskName);
     this.ensureRoom();
+    // Claimed before anything is awaited: the sessions of a group, created in one go, each take one.
+    const warm = this.warm.claim(taskName);
+    this.warm.demand(taskName, this.groupDemand(taskName, how.group));
     const s: Session = {
       id: randomUUID(),
       task: served,
@@ -160,17 +198,11 @@ export class SessionManager {
     };
     this.sessions.set(s.id, s);
     try {
-      // A server stopping cancels builds and starts under way (acquireSandbox then removes what it made).
-      const lease = await acquireSandbox({
-        provider: this.options.provider,
-        task: served.task,
-        signal: this.stopping.signal,
-        labels: { 'io.termgrade.session': s.id },
-      });
-      s.sandbox = lease.sandbox;
+      s.sandbox = await this.startFor(s, warm);
     } catch (err) {
-      // acquireSandbox closed whatever it started.
+      // Whatever was started for it is closed already (acquireSandbox, startSandbox).
       this.sessions.delete(s.id);
+      this.warm.schedule();
       this.countError('environment_error');
       throw new ServeError('unavailable', `the sandbox for ${taskName} could not be started: ${errorMessage(err)}`, 10);
     }
@@ -189,6 +221,47 @@ export class SessionManager {
       tools: SESSION_TOOLS,
       expires_at: new Date(s.lastUsed + this.options.idleTtlSec * 1000).toISOString(),
     };
+  }
+
+  /** How many sandboxes the request this session belongs to took so far: 1, or its group's count. */
+  private groupDemand(task: string, group: string | null): number {
+    if (group === null) return 1;
+    const last = this.lastGroup.get(task);
+    const n = last?.id === group ? last.n + 1 : 1;
+    this.lastGroup.set(task, { id: group, n });
+    return n;
+  }
+
+  /**
+   * The session's sandbox: its claimed warm one (awaited within the normal start deadline), or
+   * one started now when none was held or the warm one failed: a warm failure alone is never the
+   * client's error. A server stopping cancels either (the start's owner then removes what it made).
+   */
+  private async startFor(s: Session, warm: WarmStart | null): Promise<Sandbox> {
+    const task = s.task.task;
+    if (warm) {
+      try {
+        const box = await this.warm.take(warm, this.stopping.signal);
+        this.warm.counters.warm += 1;
+        return box;
+      } catch (err) {
+        if (this.stopping.signal.aborted) throw err;
+        this.warm.counters.warmFailed += 1;
+        log.warn('a warm sandbox failed: the session starts a cold one', {
+          session: s.id,
+          task: task.name,
+          cause: causeOf(err),
+        });
+      }
+    }
+    const lease = await acquireSandbox({
+      provider: this.options.provider,
+      task,
+      signal: this.stopping.signal,
+      labels: { ...this.labels, 'io.termgrade.session': s.id },
+    });
+    this.warm.counters.cold += 1;
+    return lease.sandbox;
   }
 
   /** A session's own folder (verifier logs), the only one its deletion removes. */
@@ -255,6 +328,7 @@ export class SessionManager {
       this.countError('verifier_crash');
     }
     await s.sandbox.close();
+    this.warm.schedule();
     s.state = 'verified';
     s.grade = grade;
     s.endedAt = Date.now();
@@ -282,6 +356,7 @@ export class SessionManager {
     s.state = 'deleted';
     s.endedAt ??= Date.now();
     await box?.close();
+    this.warm.schedule();
     await rm(this.dirOf(s.id), { recursive: true, force: true });
   }
 
@@ -295,6 +370,7 @@ export class SessionManager {
         const box = s.sandbox;
         s.sandbox = null;
         await box?.close();
+        this.warm.schedule();
       } else if (s.endedAt !== null && now - s.endedAt > TOMBSTONE_MS) {
         this.sessions.delete(s.id);
       }
@@ -304,13 +380,14 @@ export class SessionManager {
   async closeAll(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.reaper);
-    await Promise.all(
-      [...this.sessions.values()].map(async (s) => {
+    await Promise.all([
+      this.warm.closeAll(),
+      ...[...this.sessions.values()].map(async (s) => {
         const box = s.sandbox;
         s.sandbox = null;
         if (s.state === 'live' || s.state === 'starting') s.state = 'deleted';
         await box?.close();
       }),
-    );
+    ]);
   }
 }

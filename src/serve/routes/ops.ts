@@ -7,7 +7,18 @@ export function registerOpsRoutes(app: FastifyInstance, ctx: ServeContext): void
   app.get('/healthz', async () => {
     const h = await ctx.provider.health();
     if (!h.ok) throw new ServeError('unavailable', `sandbox engine unavailable: ${h.detail}`, 10);
-    return { ok: true, engine: h.detail, live: ctx.sessions.live() };
+    const { warm } = ctx.sessions;
+    return {
+      ok: true,
+      engine: h.detail,
+      live: ctx.sessions.live(),
+      warm: {
+        held: warm.held(),
+        started_warm: warm.counters.warm,
+        started_cold: warm.counters.cold,
+        warm_failed: warm.counters.warmFailed,
+      },
+    };
   });
   app.get('/metrics', async (_req, reply) =>
     reply.type('text/plain; version=0.0.4').send(`${metricLines(ctx).join('\n')}\n`),
@@ -20,6 +31,16 @@ function metricLines(ctx: ServeContext): string[] {
     '# HELP termgrade_sandboxes_live Sandboxes alive now (sessions and episodes).',
     '# TYPE termgrade_sandboxes_live gauge',
     `termgrade_sandboxes_live ${sessions.live()}`,
+    '# HELP termgrade_sandboxes_warm Started, never-used sandboxes kept ready (--warm).',
+    '# TYPE termgrade_sandboxes_warm gauge',
+    `termgrade_sandboxes_warm ${sessions.warm.held()}`,
+    '# HELP termgrade_session_starts_total Session sandboxes by how they started: claimed warm, or cold.',
+    '# TYPE termgrade_session_starts_total counter',
+    `termgrade_session_starts_total{kind="warm"} ${sessions.warm.counters.warm}`,
+    `termgrade_session_starts_total{kind="cold"} ${sessions.warm.counters.cold}`,
+    '# HELP termgrade_warm_failures_total Warm sandboxes that failed when claimed (the session started cold).',
+    '# TYPE termgrade_warm_failures_total counter',
+    `termgrade_warm_failures_total ${sessions.warm.counters.warmFailed}`,
     '# TYPE termgrade_sessions_created_total counter',
     `termgrade_sessions_created_total ${sessions.counters.created}`,
     '# TYPE termgrade_sessions_verified_total counter',
