@@ -16,13 +16,12 @@ import { startServer } from '../src/serve/server.js';
 import { LABEL_SERVER, LABEL_WARM } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { writeTask } from './write-task.js';
+import { quantile } from './serve-client.js';
 
 const size = Number(process.argv[2] ?? 8);
 const batch = Number(process.argv[3] ?? 32);
 const execsEach = Number(process.argv[4] ?? 6);
 const warm = Number(process.argv[5] ?? 0);
-const quantile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 const secs = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
 const work = await mkdtemp(path.join(tmpdir(), 'termgrade-serve-groups-'));

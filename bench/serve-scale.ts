@@ -25,6 +25,7 @@ import { LABEL_SERVER, LABEL_WARM } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { startEngines, type TestEngine } from '../test/support/engines.js';
 import { writeTask } from './write-task.js';
+import { client, memory, quantile } from './serve-client.js';
 
 const S = Number(process.argv[2] ?? 256);
 const W = Number(process.argv[3] ?? S);
@@ -32,17 +33,8 @@ const E = Number(process.argv[4] ?? 4);
 const withPool = process.argv[5] === 'pool';
 const FILL_MS = 600_000;
 
-const quantile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 const ms = (n: number): string => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(0)} ms`);
 const mb = (n: number): string => `${(n / 2 ** 20).toFixed(2)} MiB`;
-
-function memory(): { rss: number; heap: number } {
-  global.gc?.();
-  global.gc?.();
-  const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed };
-}
 
 /** A container's memory use as its cgroup counts it (v1 or v2, cgroupfs or systemd layout); null if not found. */
 function cgroupMemory(id: string): number | null {
@@ -53,20 +45,6 @@ function cgroupMemory(id: string): number | null {
   ])
     if (existsSync(file)) return Number(readFileSync(file, 'utf8').trim());
   return null;
-}
-
-function client(server: RunningServer): (method: string, url: string, body?: unknown) => Promise<any> {
-  const auth = { authorization: `Bearer ${server.token}` };
-  return async (method, url, body) => {
-    const res = await fetch(`${server.url}${url}`, {
-      method,
-      headers: body ? { ...auth, 'content-type': 'application/json' } : auth,
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
 }
 
 /** This server's containers on every engine, running ones only unless `all`; warm ones only with `warm`. */

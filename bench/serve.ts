@@ -20,7 +20,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { servedModels } from '../src/cli/serve-command.js';
-import { startServer, type RunningServer } from '../src/serve/server.js';
+import { startServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { median } from '../src/stats/summary.js';
 import { loadTask } from '../src/task/load.js';
@@ -28,35 +28,13 @@ import { FakeProvider } from '../test/support/fake-provider.js';
 import { ScriptedModelServer } from '../test/support/scripted-model-server.js';
 import { bash } from '../test/support/scripts.js';
 import { writeTask } from './write-task.js';
+import { client, memory, quantile } from './serve-client.js';
 
 const execs = Number(process.argv[2] ?? 200);
 const sessions = Number(process.argv[3] ?? 64);
 const episodes = Number(process.argv[4] ?? 1000);
 
-function client(server: RunningServer): (method: string, url: string, body?: unknown) => Promise<any> {
-  const auth = { authorization: `Bearer ${server.token}` };
-  return async (method, url, body) => {
-    const res = await fetch(`${server.url}${url}`, {
-      method,
-      headers: body ? { ...auth, 'content-type': 'application/json' } : auth,
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
-}
-
-/** The q-quantile of sorted values (nearest rank). */
-const quantile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 const mb = (n: number): string => `${(n / 1e6).toFixed(1)} MB`;
-function memory(): { rss: number; heap: number; external: number } {
-  global.gc?.();
-  global.gc?.();
-  const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed, external: m.external };
-}
 
 const work = await mkdtemp(path.join(tmpdir(), 'termgrade-serve-bench-'));
 try {
