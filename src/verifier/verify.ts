@@ -97,9 +97,6 @@ const tampered = (tampering: Tampering[], protection: ProtectionMode): VerifierO
   return zeroOutcome({ class: 'tampering', message }, protection, tampering);
 };
 
-/** A grading step the engine carried out but that failed: the caller decides whose failure it is. */
-const step = gradingStep;
-
 /**
  * Grades the agent's sandbox so that nothing the agent did can forge the grade, while whatever it
  * left running keeps running (Harbor's semantics: a service the task asked for still answers):
@@ -141,7 +138,7 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     // /logs/verifier made afresh whatever the agent left there.
     const { box: verifierBox, run, collected } = await runTests(snap, task, options, { env, timeoutSec, collects });
     box = verifierBox;
-    await step("the verifier's logs could not be copied out", () =>
+    await gradingStep("the verifier's logs could not be copied out", () =>
       verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }),
     );
     if (options.onRecord && run.trace !== undefined && !run.timedOut)
@@ -283,7 +280,9 @@ async function runTests(
     const done = await snap.runVerifier({ ...start, timeoutSec: how.timeoutSec });
     return { box: done.box, run: done };
   }
-  const box = await step('the verifier sandbox did not start with fresh folders', () => snap.startVerifier(start));
+  const box = await gradingStep('the verifier sandbox did not start with fresh folders', () =>
+    snap.startVerifier(start),
+  );
   try {
     const run = await box.exec(TEST_COMMAND, {
       env: how.env,
@@ -293,9 +292,9 @@ async function runTests(
     });
     const collecting =
       how.collects && !run.timedOut
-        ? await step('the collect commands could not be run', () => runCollect(box, task, signal))
+        ? await gradingStep('the collect commands could not be run', () => runCollect(box, task, signal))
         : null;
-    await step('the verifier sandbox could not be stopped', () => box.stop());
+    await gradingStep('the verifier sandbox could not be stopped', () => box.stop());
     if (!collecting || !options.hostArtifactsDir) return { box, run };
     return {
       box,

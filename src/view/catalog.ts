@@ -460,14 +460,7 @@ export class Catalog {
     const { w, args } = this.filterOf(q);
     return this.index
       .prepare(`SELECT job, task, config, status, reward, error_class FROM trials ${w}`)
-      .all(...args) as Array<{
-      job: string;
-      task: string;
-      config: string;
-      status: string;
-      reward: number | null;
-      error_class: string | null;
-    }>;
+      .all(...args) as TrialOutcome[];
   }
 
   /** The jobs and trial folders shown (not the jobs folders they were found in), with where each is. */

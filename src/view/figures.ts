@@ -58,7 +58,6 @@ export interface GridCell {
   running: number;
 }
 
-/** The task x configuration grid over the trials a filter leaves: each cell its rate, counted as `stats` counts. */
 /** One trial as the grid counts it (Catalog.outcomes gives these). */
 export interface TrialOutcome {
   job: string;
@@ -68,6 +67,8 @@ export interface TrialOutcome {
   reward: number | null;
   error_class: string | null;
 }
+
+/** The task x configuration grid over the trials a filter leaves: each cell its rate, counted as `stats` counts. */
 
 export function grid(rows: TrialOutcome[]): { tasks: string[]; configs: string[]; cells: GridCell[] } {
   const records: StatsRecord[] = rows

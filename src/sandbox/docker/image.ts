@@ -362,6 +362,20 @@ export class ImageBuilder {
   }
 
   /** Concurrent requests for one image share one promise. */
+  /** A build from a context packed in memory (`what` names it in the log and errors); BuildError if no image results. */
+  private async buildPacked(
+    context: Buffer,
+    tag: string,
+    task: Task,
+    options: PrepareOptions,
+    what: string,
+  ): Promise<string> {
+    const stream = () => Readable.from([context]) as unknown as NodeJS.ReadableStream;
+    const log = await runBuild(this.docker, this.setup, stream, tag, task, options, what);
+    if (!(await imageExists(this.docker, tag))) throw new BuildError(`no image ${tag} after the ${what}`, log);
+    return log;
+  }
+
   private once(tag: string, make: () => Promise<PreparedEnvironment>): Promise<PreparedEnvironment> {
     let pending = this.inFlight.get(tag);
     if (!pending) {
@@ -393,17 +407,7 @@ export class ImageBuilder {
       async () => {
         if (await imageExists(this.docker, tag)) return cached();
         const context = await packEntries([{ path: 'Dockerfile', content: `FROM ${base.image}\n${layer}\n` }]);
-        const log = await runBuild(
-          this.docker,
-          this.setup,
-          () => Readable.from([context]) as unknown as NodeJS.ReadableStream,
-          tag,
-          task,
-          options,
-          'agent image build',
-        );
-        if (!(await imageExists(this.docker, tag)))
-          throw new BuildError(`no image ${tag} after the agent image build`, log);
+        const log = await this.buildPacked(context, tag, task, options, 'agent image build');
         return { image: tag, source: base.source, cached: false, durationMs: performance.now() - started, log };
       },
       options.signal,
@@ -437,17 +441,7 @@ export class ImageBuilder {
             },
           },
         };
-        const log = await runBuild(
-          this.docker,
-          this.setup,
-          () => Readable.from([context]) as unknown as NodeJS.ReadableStream,
-          tag,
-          recipeTask,
-          options,
-          'verifier toolchain build',
-        );
-        if (!(await imageExists(this.docker, tag)))
-          throw new BuildError(`no image ${tag} after the verifier toolchain build`, log);
+        const log = await this.buildPacked(context, tag, recipeTask, options, 'verifier toolchain build');
         return done(false, log);
       },
       options.signal,
