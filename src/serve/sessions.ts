@@ -93,8 +93,6 @@ export class SessionManager {
   readonly serverId = randomUUID();
   private readonly labels: Record<string, string>;
   readonly warm: ServeWarm;
-  /** The last group each task was asked for, and how many of its sessions were created: a group's demand. */
-  private readonly lastGroup = new Map<string, { id: string; n: number }>();
   readonly counters = { created: 0, verified: 0, expired: 0, errors: new Map<string, number>() };
 
   constructor(private readonly options: SessionOptions) {
@@ -177,13 +175,14 @@ export class SessionManager {
   async create(
     taskName: string,
     policy: string | null,
-    how: { servedBy: ServedBy; group: string | null } = { servedBy: 'named', group: null },
+    how: { servedBy: ServedBy; group: string | null; size?: number } = { servedBy: 'named', group: null },
   ): Promise<Record<string, unknown>> {
     const served = this.task(taskName);
     this.ensureRoom();
     // Claimed before anything is awaited: the sessions of a group, created in one go, each take one.
     const warm = this.warm.claim(taskName);
-    this.warm.demand(taskName, this.groupDemand(taskName, how.group));
+    // The request took its group's size (or 1): the next one like it is warm too.
+    this.warm.demand(taskName, how.size ?? 1);
     const s: Session = {
       id: randomUUID(),
       task: served,
@@ -221,15 +220,6 @@ export class SessionManager {
       tools: SESSION_TOOLS,
       expires_at: new Date(s.lastUsed + this.options.idleTtlSec * 1000).toISOString(),
     };
-  }
-
-  /** How many sandboxes the request this session belongs to took so far: 1, or its group's count. */
-  private groupDemand(task: string, group: string | null): number {
-    if (group === null) return 1;
-    const last = this.lastGroup.get(task);
-    const n = last?.id === group ? last.n + 1 : 1;
-    this.lastGroup.set(task, { id: group, n });
-    return n;
   }
 
   /**

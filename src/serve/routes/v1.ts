@@ -83,7 +83,7 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     }
     const chosen = ctx.resolveTask(body.task, body.split, policy);
     const id = groups.newId();
-    const how = { servedBy: chosen.servedBy, group: id };
+    const how = { servedBy: chosen.servedBy, group: id, size: body.n };
     const started = await Promise.allSettled(
       Array.from({ length: body.n }, () => sessions.create(chosen.task, policy, how)),
     );
