@@ -29,6 +29,7 @@ function policy(_index: number, body: ChatRequest): ReturnType<typeof bash> {
 describe('serve: groups of episodes', () => {
   let server: RunningServer;
   let model: ScriptedModelServer;
+  let start: () => Promise<RunningServer>;
   const docker = new Docker();
   before(async () => {
     process.env[KEY_VAR] = `key-${process.pid}`;
@@ -41,13 +42,11 @@ describe('serve: groups of episodes', () => {
       modelRetries: 0,
     });
     const task = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n[verifier]\ntimeout_sec = 30\n' });
-    server = await startServer({
-      provider: new DockerProvider(),
-      tasks: await loadServedTasks([task]),
-      dataDir: await tempDir(),
-      models,
-      maxSessions: 3,
-    });
+    const other = await trivialTask({ 'task.toml': '[task]\nname = "other"\n[verifier]\ntimeout_sec = 30\n' });
+    const tasks = await loadServedTasks([task, other]);
+    const dataDir = await tempDir();
+    start = () => startServer({ provider: new DockerProvider(), tasks, dataDir, models, maxSessions: 3 });
+    server = await start();
   });
   after(async () => {
     await server.close();
@@ -137,6 +136,26 @@ describe('serve: groups of episodes', () => {
       episode: { agent: 'bash-tool', model: { model: 'policy' } },
     });
     assert.equal(otherTask.status, 409, JSON.stringify(otherTask.json));
+  });
+
+  it('an episode id answers only for its own task, and a group the server forgot keeps its task from the records', async () => {
+    const before = model.requests.length;
+    const episode = { agent: 'bash-tool', model: { model: 'policy' } };
+    const single = await call('POST', '/v1/episodes', { task: 'other', episode_id: 'g-mixed.0', ...episode });
+    assert.equal(single.status, 409, JSON.stringify(single.json));
+    assert.match(single.json.error.message, /of task hello, not other/);
+    // A new server on the same data folder has no group book: the records still name the task.
+    await server.close();
+    server = await start();
+    const named = await call('POST', '/v1/groups', { task: 'other', n: 3, group_id: 'g-mixed', episode });
+    assert.equal(named.status, 409, JSON.stringify(named.json));
+    for (let i = 0; i < 4; i += 1) {
+      const auto = await call('POST', '/v1/groups', { task: 'auto', n: 3, group_id: 'g-mixed', episode });
+      assert.equal(auto.status, 200, JSON.stringify(auto.json));
+      assert.equal(auto.json.task, 'hello');
+      assert.deepEqual(auto.json.rewards, [1, 0, 1]);
+    }
+    assert.equal(model.requests.length, before, 'nothing ran');
   });
 
   it('refuses, before any episode starts, a group that does not fit, an unknown model, or ids that do not match n', async () => {

@@ -48,7 +48,7 @@ const RECORD = 'episode.json';
  * holds only the episodes running now.
  */
 export class EpisodeRunner {
-  private readonly running = new Map<string, Promise<Record<string, unknown>>>();
+  private readonly running = new Map<string, { task: string; work: Promise<Record<string, unknown>> }>();
   readonly counters = { started: 0 };
   private readonly outDir: string;
 
@@ -75,14 +75,22 @@ export class EpisodeRunner {
     const model = episodeModel(this.models, req.model);
     const served = this.sessions.task(req.task);
     const id = req.episode_id ?? `ep-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    // An id answers only for the task it ran on: a named task (or a group's) that differs is 409;
+    // a repeated "auto" call is answered by the earlier pick.
+    const strict = servedBy === 'named' || how.group !== undefined;
     const known = this.running.get(id);
     if (known) {
       how.reserved?.();
-      return known;
+      if (strict && known.task !== served.task.name) return Promise.reject(otherTask(id, known.task, served.task.name));
+      return known.work;
     }
-    const work = (async () =>
-      (await this.recorded(id)) ?? this.fresh(id, req, served, model, servedBy, how.group ?? null, how.reserved))();
-    this.running.set(id, work);
+    const work = (async () => {
+      const record = await this.recorded(id);
+      if (record === null) return this.fresh(id, req, served, model, servedBy, how.group ?? null, how.reserved);
+      if (strict && record.task !== served.task.name) throw otherTask(id, String(record.task), served.task.name);
+      return record;
+    })();
+    this.running.set(id, { task: served.task.name, work });
     // Settled either way, the episode leaves memory and gives back a slot reserved for it: a result
     // is on disk, a failure (a bug, not a grade) may be retried with the same id.
     work.then(
@@ -90,6 +98,18 @@ export class EpisodeRunner {
       () => this.settle(id, how),
     );
     return work;
+  }
+
+  /**
+   * The task and how it was chosen of a group whose episodes are recorded (the first of its n
+   * found), or null: a group the server forgot (restart, expiry) keeps its task on a repeated call.
+   */
+  async recordedGroup(groupId: string, n: number): Promise<{ task: string; servedBy: ServedBy } | null> {
+    for (let i = 0; i < n; i += 1) {
+      const record = await this.recorded(groupEpisodeId(groupId, i));
+      if (record) return { task: String(record.task), servedBy: record.served_by === 'auto' ? 'auto' : 'named' };
+    }
+    return null;
   }
 
   private settle(id: string, how: EpisodeHow): void {
@@ -234,6 +254,9 @@ export class EpisodeRunner {
     }
   }
 }
+
+const otherTask = (id: string, recorded: string, asked: string): ServeError =>
+  new ServeError('conflict', `episode "${id}" is of task ${recorded}, not ${asked}: use a new id`);
 
 /** `token_stream` (null without ids) and `token_stream_problem` for an episode's answer. */
 function tokenStreamOf(turns: Parameters<typeof joinTurns>[0]): {

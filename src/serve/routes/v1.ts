@@ -74,7 +74,10 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     const policy = body.policy ?? null;
     sessions.ensureRoomFor(body.n);
     if (body.episode) {
-      const known = body.group_id === undefined ? null : groups.chosen(body.group_id);
+      const known =
+        body.group_id === undefined
+          ? null
+          : (groups.chosen(body.group_id) ?? (await ctx.episodes.recordedGroup(body.group_id, body.n)));
       // A repeated call keeps the group's task (an "auto" pick may differ now); naming another is 409.
       if (known && body.task !== AUTO && body.task !== known.task)
         throw new ServeError('conflict', `group "${body.group_id}" is of task ${known.task}, not ${body.task}`);
