@@ -148,13 +148,16 @@ describe('serve --warm (real HTTP, real sandboxes)', () => {
     }
   });
 
-  it('a warm start that failed: the session starts cold, the client sees no error', async () => {
+  it('a warm start that failed: the session starts cold, the client sees no error, the pool holds no dead entry', async () => {
     const hello = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
     const provider = new DockerProvider();
     const start = provider.start.bind(provider);
+    // Warm starts fail after a while, so the session below claims one still starting.
     provider.start = (task, prepared, options) =>
       options?.labels?.[LABEL_WARM]
-        ? Promise.reject(new TermgradeError('environment_error', 'warm start refused (test)'))
+        ? new Promise((_, reject) =>
+            setTimeout(() => reject(new TermgradeError('environment_error', 'warm start refused (test)')), 1500),
+          )
         : start(task, prepared, options);
     const server = await serve([hello], 1, 2, provider);
     try {
@@ -169,6 +172,8 @@ describe('serve --warm (real HTTP, real sandboxes)', () => {
         [1, 1, 0],
         JSON.stringify(h.warm),
       );
+      // The refill after that claim fails too: it leaves the pool instead of holding a warm slot.
+      await until('failed warm starts leave the pool', async () => (await health(server)).warm.held === 0);
     } finally {
       await server.close();
     }

@@ -113,10 +113,21 @@ export class WarmPool {
       let pool = this.ready.get(key);
       if (!pool) this.ready.set(key, (pool = []));
       if (exact) for (const extra of pool.splice(list.length).reverse()) this.discard(extra);
-      for (const u of list.slice(pool.length)) {
-        pool.push(this.start(u.task, u.prepared, true));
-      }
+      for (const u of list.slice(pool.length)) this.keep(pool, this.start(u.task, u.prepared, true));
     }
+  }
+
+  /**
+   * Holds a warm start in its image's pool until it is claimed; one that fails leaves the pool at
+   * once (no container to give: a trial or session that comes for it starts cold instead of taking
+   * a failure, and the slot is free for the next plan).
+   */
+  private keep(pool: WarmStart[], warm: WarmStart): void {
+    pool.push(warm);
+    warm.sandbox.catch(() => {
+      const at = pool.indexOf(warm);
+      if (at >= 0) pool.splice(at, 1);
+    });
   }
 
   /** Removes a container (started or still starting: its start is given up) that no trial will use. */
