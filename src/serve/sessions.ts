@@ -155,15 +155,14 @@ export class SessionManager {
    * sandboxes are not counted: they are given up for a session that needs their room.
    */
   ensureRoomFor(n: number): void {
-    if (n > this.options.maxSessions)
-      throw new ServeError(
-        'bad_request',
-        `${n} sandboxes at once: more than this server's capacity (${this.options.maxSessions})`,
-      );
-    if (this.live() + n > this.options.maxSessions)
+    // The engines' capacity too: past it a start would wait for a slot (then 503) instead of a 429 now.
+    const capacity = this.capacity();
+    if (n > capacity)
+      throw new ServeError('bad_request', `${n} sandboxes at once: more than this server's capacity (${capacity})`);
+    if (this.live() + n > capacity)
       throw new ServeError(
         'over_capacity',
-        `${n === 1 ? `all ${this.options.maxSessions} sandboxes are in use` : `${n} sandboxes do not fit: ${this.live()} of ${this.options.maxSessions} are in use`}; try again shortly`,
+        `${n === 1 ? `all ${capacity} sandboxes are in use` : `${n} sandboxes do not fit: ${this.live()} of ${capacity} are in use`}; try again shortly`,
         5,
       );
   }
