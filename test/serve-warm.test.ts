@@ -156,7 +156,7 @@ describe('serve --warm (real HTTP, real sandboxes)', () => {
     provider.start = (task, prepared, options) =>
       options?.labels?.[LABEL_WARM]
         ? new Promise((_, reject) =>
-            setTimeout(() => reject(new TermgradeError('environment_error', 'warm start refused (test)')), 1500),
+            setTimeout(() => reject(new TermgradeError('environment_error', 'warm start refused (test)')), 4000),
           )
         : start(task, prepared, options);
     const server = await serve([hello], 1, 2, provider);
