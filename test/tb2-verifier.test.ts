@@ -5,6 +5,8 @@ import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
 import { downloadFailure, verifierNeeds } from '../src/verifier/toolchain/needs.js';
 import { planOf } from '../src/verifier/toolchain/plan.js';
+import { startServer } from '../src/serve/server.js';
+import { loadServedTasks } from '../src/serve/tasks.js';
 import { docker, ROOT, runCli, tempDir } from './helpers.js';
 import { readdir } from 'node:fs/promises';
 
@@ -155,6 +157,37 @@ describe('Terminal-Bench 2 template graded offline (real Docker)', () => {
     const [trial] = await readdir(trials);
     const ctrf = JSON.parse(await readFile(path.join(trials, trial!, 'verifier', 'ctrf.json'), 'utf8'));
     assert.equal(ctrf.results.tool.extra.runner, 'termgrade offline verifier toolchain');
+  });
+
+  it('serve grades a session of the TB2 template offline with the toolchain', async () => {
+    const server = await startServer({
+      provider: docker(),
+      tasks: await loadServedTasks([path.join(TB2, 'word-count')]),
+      dataDir: await tempDir(),
+    });
+    const call = async (url: string, body: unknown) => {
+      const res = await fetch(`${server.url}${url}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: await res.json() };
+    };
+    try {
+      const s = await call('/v1/sessions', { task: 'word-count' });
+      assert.equal(s.status, 201, JSON.stringify(s.json));
+      const solved = await call(`/v1/sessions/${s.json.session_id}/exec`, {
+        command: "wc -w < /app/input.txt | tr -d ' ' > /app/count.txt",
+      });
+      assert.equal(solved.json.exit_code, 0, JSON.stringify(solved.json));
+      const graded = await call(`/v1/sessions/${s.json.session_id}/verify`, {});
+      assert.equal(graded.json.reward, 1, JSON.stringify(graded.json));
+      const missed = await call('/v1/sessions', { task: 'word-count' });
+      const zero = await call(`/v1/sessions/${missed.json.session_id}/verify`, {});
+      assert.equal(zero.json.reward, 0, JSON.stringify(zero.json));
+    } finally {
+      await server.close();
+    }
   });
 
   it('names a verifier that needs the network, with its commands, instead of a bare oracle_failed', async () => {

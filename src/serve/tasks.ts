@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { findTaskDirs, loadTask } from '../task/load.js';
 import { TermgradeError } from '../util/errors.js';
+import { asGraded } from '../verifier/toolchain/plan.js';
 import type { ServedTask } from './sessions.js';
 
 interface ManifestRow {
@@ -18,7 +19,9 @@ interface ManifestRow {
  * no folder holds is an error naming it.
  */
 export async function loadServedTasks(paths: string[], selectionDir?: string): Promise<ServedTask[]> {
-  const loaded = await Promise.all((await findTaskDirs(paths)).map((d) => loadTask(d)));
+  // Sandboxes are offline: a verifier that fetches its tools (TB2's uvx pytest) is graded with the
+  // offline toolchain, as `run` does, or it would fail every session for want of a network.
+  const loaded = await Promise.all((await findTaskDirs(paths)).map(async (d) => asGraded(await loadTask(d), null)));
   // A session serves one instruction and grades once: a multi-step task (steps run and graded in
   // order by `run`) would be served without its steps, so it is left out and named.
   const multiStep = loaded.filter((t) => (t.steps?.length ?? 0) > 0);
