@@ -149,6 +149,7 @@ describe('serve: groups of episodes', () => {
     server = await start();
     const named = await call('POST', '/v1/groups', { task: 'other', n: 3, group_id: 'g-mixed', episode });
     assert.equal(named.status, 409, JSON.stringify(named.json));
+    assert.match(named.json.error.message, /group "g-mixed" is of task hello, not other/, 'the group, not an episode');
     for (let i = 0; i < 4; i += 1) {
       const auto = await call('POST', '/v1/groups', { task: 'auto', n: 3, group_id: 'g-mixed', episode });
       assert.equal(auto.status, 200, JSON.stringify(auto.json));

@@ -4,10 +4,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
 import { downloadFailure, verifierNeeds } from '../src/verifier/toolchain/needs.js';
-import { planOf } from '../src/verifier/toolchain/plan.js';
+import { asGraded, planOf } from '../src/verifier/toolchain/plan.js';
+import { loadTask } from '../src/task/load.js';
 import { startServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
-import { docker, ROOT, runCli, tempDir } from './helpers.js';
+import { docker, makeTask, ROOT, runCli, tempDir } from './helpers.js';
 import { readdir } from 'node:fs/promises';
 
 const TB2 = path.join(ROOT, 'test', 'fixtures', 'tb2');
@@ -31,6 +32,20 @@ describe('what a verifier fetches, read from test.sh', () => {
     ]);
     const plan = planOf(needs);
     assert.equal(plan.kind, 'toolchain');
+  });
+
+  it('a multi-step task with no tests/test.sh at its root is graded as it is (run) and left out with a warning (serve)', async () => {
+    const dir = await makeTask({
+      'task.toml': '[task]\nname = "two-steps"\n[[steps]]\nname = "a"\n[[steps]]\nname = "b"\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\n',
+      'steps/a/instruction.md': 'Do a.\n',
+      'steps/a/tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+      'steps/b/instruction.md': 'Do b.\n',
+      'steps/b/tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+    });
+    const task = await loadTask(dir);
+    assert.equal(await asGraded(task, null), task);
+    assert.deepEqual(await loadServedTasks([dir]), []);
   });
 
   it('says what the toolchain cannot serve: a requirement it lacks, pip, uv run, another download', async () => {

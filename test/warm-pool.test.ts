@@ -39,4 +39,21 @@ describe('warm pool', () => {
     await pool.closeAll();
     assert.equal(pool.size(), 0);
   });
+
+  it('stopped while its starts are under way, closeAll still waits for each container the engine makes, and removes it', async () => {
+    // The fake engine, like a real one, finishes a start it began even after the caller gave up.
+    const provider = new FakeProvider({ startMs: 200 });
+    const task = await loadTask(await trivialTask());
+    const line = [{ key: 'img', task, prepared: await provider.prepare(task) }];
+    const stop = new AbortController();
+    const pool = new WarmPool(provider, stop.signal);
+    pool.plan([...line, ...line]);
+    await new Promise((r) => setTimeout(r, 20));
+    stop.abort();
+    // As in `run`, closeAll comes later (after the running trials end), once every start has rejected.
+    await new Promise((r) => setTimeout(r, 20));
+    await pool.closeAll();
+    assert.equal(provider.starts, 2, 'closeAll returned before the engine finished the starts');
+    assert.equal(provider.open, 0, 'a container made after the stop is removed');
+  });
 });

@@ -66,7 +66,8 @@ export class WarmPool {
         return p;
       },
     }).then((lease) => lease.sandbox);
-    // A failed warm start surfaces in the trial that takes it; one that never reached the engine has nothing to wait on.
+    // A start that fails while claimed surfaces in the trial that took it (one failing unclaimed leaves
+    // the pool, see keep); one that never reached the engine has nothing to wait on.
     sandbox.catch(() => engineStart(null));
     const settled = engine.then((p) =>
       p?.start.then(
@@ -125,6 +126,8 @@ export class WarmPool {
   private keep(pool: WarmStart[], warm: WarmStart): void {
     pool.push(warm);
     warm.sandbox.catch(() => {
+      // Stopping: every start rejects at once, and closeAll must still wait for each one's container.
+      if (this.signal.aborted) return;
       const at = pool.indexOf(warm);
       if (at >= 0) pool.splice(at, 1);
     });

@@ -48,7 +48,7 @@ const RECORD = 'episode.json';
  * holds only the episodes running now.
  */
 export class EpisodeRunner {
-  private readonly running = new Map<string, { task: string; work: Promise<Record<string, unknown>> }>();
+  private readonly running = new Map<string, Promise<Record<string, unknown>>>();
   readonly counters = { started: 0 };
   private readonly outDir: string;
 
@@ -78,26 +78,26 @@ export class EpisodeRunner {
     // An id answers only for the task it ran on: a named task (or a group's) that differs is 409;
     // a repeated "auto" call is answered by the earlier pick.
     const strict = servedBy === 'named' || how.group !== undefined;
+    // The answer's own task is compared (an entry running now may be an "auto" call's record).
+    const sameTask = (r: Record<string, unknown>): Record<string, unknown> => {
+      if (strict && r.task !== served.task.name) throw otherTask(id, String(r.task), served.task.name);
+      return r;
+    };
     const known = this.running.get(id);
     if (known) {
       how.reserved?.();
-      if (strict && known.task !== served.task.name) return Promise.reject(otherTask(id, known.task, served.task.name));
-      return known.work;
+      return known.then(sameTask);
     }
-    const work = (async () => {
-      const record = await this.recorded(id);
-      if (record === null) return this.fresh(id, req, served, model, servedBy, how.group ?? null, how.reserved);
-      if (strict && record.task !== served.task.name) throw otherTask(id, String(record.task), served.task.name);
-      return record;
-    })();
-    this.running.set(id, { task: served.task.name, work });
+    const work = (async () =>
+      (await this.recorded(id)) ?? this.fresh(id, req, served, model, servedBy, how.group ?? null, how.reserved))();
+    this.running.set(id, work);
     // Settled either way, the episode leaves memory and gives back a slot reserved for it: a result
     // is on disk, a failure (a bug, not a grade) may be retried with the same id.
     work.then(
       () => this.settle(id, how),
       () => this.settle(id, how),
     );
-    return work;
+    return work.then(sameTask);
   }
 
   /**
@@ -134,6 +134,12 @@ export class EpisodeRunner {
   }): Promise<Array<Record<string, unknown>>> {
     episodeModel(this.models, g.episode.model); // an unknown model is refused before any slot is taken
     this.sessions.ensureRoomFor(g.n);
+    // Every recorded member must be of the group's task, checked before any runs (no mixed group).
+    for (let i = 0; i < g.n; i += 1) {
+      const id = groupEpisodeId(g.groupId, i);
+      const record = await this.recorded(id);
+      if (record && record.task !== g.task) throw otherTask(id, String(record.task), g.task);
+    }
     const { session_ids: sessionIds, ...shared } = g.episode;
     const settled = await Promise.allSettled(
       Array.from({ length: g.n }, (_, i) => {

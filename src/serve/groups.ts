@@ -61,6 +61,14 @@ export class GroupBook {
     for (const s of g.sessions) this.bySession.set(s, g.id);
   }
 
+  /** Forgets a group now (one refused after it was added: a repeat must not find it). */
+  forget(id: string): void {
+    const g = this.groups.get(id);
+    if (!g) return;
+    this.groups.delete(id);
+    for (const s of g.sessions) this.bySession.delete(s);
+  }
+
   /** Forgets groups past their keeping time (at most once a minute: adds stay O(1) on average). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 60_000) return;

@@ -19,9 +19,7 @@ interface ManifestRow {
  * no folder holds is an error naming it.
  */
 export async function loadServedTasks(paths: string[], selectionDir?: string): Promise<ServedTask[]> {
-  // Sandboxes are offline: a verifier that fetches its tools (TB2's uvx pytest) is graded with the
-  // offline toolchain, as `run` does, or it would fail every session for want of a network.
-  const loaded = await Promise.all((await findTaskDirs(paths)).map(async (d) => asGraded(await loadTask(d), null)));
+  const loaded = await Promise.all((await findTaskDirs(paths)).map((d) => loadTask(d)));
   // A session serves one instruction and grades once: a multi-step task (steps run and graded in
   // order by `run`) would be served without its steps, so it is left out and named.
   const multiStep = loaded.filter((t) => (t.steps?.length ?? 0) > 0);
@@ -29,7 +27,9 @@ export async function loadServedTasks(paths: string[], selectionDir?: string): P
     process.emitWarning(
       `serve leaves out multi-step tasks (run grades them step by step; sessions serve single-step tasks): ${multiStep.map((t) => t.name).join(', ')}`,
     );
-  const tasks = loaded.filter((t) => !multiStep.includes(t));
+  // Sandboxes are offline: a verifier that fetches its tools (TB2's uvx pytest) is graded with the
+  // offline toolchain, as `run` does, or it would fail every session for want of a network.
+  const tasks = await Promise.all(loaded.filter((t) => !multiStep.includes(t)).map((t) => asGraded(t, null)));
   if (!selectionDir) return tasks.map((task) => ({ task, split: null, rate: null, interval: null, measured: null }));
   const file = path.join(selectionDir, 'manifest.json');
   let manifest: { training?: ManifestRow[]; validation?: ManifestRow[] };

@@ -134,15 +134,15 @@ async function runEpisodeGroup(
   const id = body.group_id ?? ctx.groups.newId();
   const policy = body.policy ?? null;
   const ids = Array.from({ length: body.n }, (_, i) => groupEpisodeId(id, i));
+  const added = ctx.groups.chosen(id) === null;
   ctx.groups.add({ id, kind: 'episodes', task: chosen.task, servedBy: chosen.servedBy, policy, sessions: ids });
-  const episodes = await ctx.episodes.runGroup({
-    groupId: id,
-    task: chosen.task,
-    n: body.n,
-    policy,
-    servedBy: chosen.servedBy,
-    episode: body.episode,
-  });
+  const episodes = await ctx.episodes
+    .runGroup({ groupId: id, task: chosen.task, n: body.n, policy, servedBy: chosen.servedBy, episode: body.episode })
+    .catch((err: unknown) => {
+      // Refused before any ran (a member recorded with another task, no room): never served.
+      if (added && err instanceof ServeError && err.code !== 'unavailable') ctx.groups.forget(id);
+      throw err;
+    });
   return {
     group_id: id,
     kind: 'episodes',

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Task } from '../../task/task.js';
+import { readTextIfThere } from '../../util/files.js';
 import { verifierNeeds, type NetworkCommand, type VerifierNeeds } from './needs.js';
 import { PROVIDED, toolchainLayer, toolchainTag } from './recipe.js';
 
@@ -64,7 +64,9 @@ export function planOf(needs: VerifierNeeds): VerifierPlan {
 
 /** The plan for a loaded task, from its tests/test.sh. */
 export async function verifierPlan(task: Task): Promise<VerifierPlan> {
-  const script = await readFile(path.join(task.testsDir, 'test.sh'), 'utf8');
+  const script = await readTextIfThere(path.join(task.testsDir, 'test.sh'));
+  // Only a multi-step task may have none (each step brings its own): nothing to serve at the root.
+  if (script === null) return { kind: 'offline' };
   return planOf(verifierNeeds(script));
 }
 
