@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkTasks } from '../src/check/check.js';
-import { findDuplicates } from '../src/check/probe-logic.js';
+import { findDuplicates } from '../src/check/duplicates.js';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { findTaskDirs } from '../src/task/load.js';
 import { writeTask } from './write-task.js';

@@ -3,14 +3,13 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
 import {
-  findDuplicates,
   instructionLeak,
   keepsFinalState,
   leakPlacements,
   namedInput,
   splitCommands,
-  textSimilarity,
 } from '../src/check/probe-logic.js';
+import { findDuplicates, textSimilarity } from '../src/check/duplicates.js';
 import { LABEL_OWNER, LABEL_SNAPSHOT, ownerId } from '../src/sandbox/docker/labels.js';
 import { docker, ROOT, tempDir } from './helpers.js';
 

@@ -260,6 +260,46 @@ describe('synth: a job killed with SIGKILL resumes', () => {
 });
 
 describe('synth: existing task folders as exemplar seeds', () => {
+  it('refuses a candidate that duplicates one the job admitted before it, in the same run and after a resume', async () => {
+    const baseUrl = await generatorServer();
+    const out = await tempDir('termgrade-synth-dup-');
+    const good = seedFor('good', 5);
+    // Three seed lines with the same fields: the scripted generator writes the same task for each.
+    const seeds = ['good-5', 'good-5-again', 'good-5-third'].map((id) => ({ id, seed: good }));
+    const run = (n: number) =>
+      synthesize({
+        seeds: seeds.slice(0, n),
+        generator: new Generator(ModelConfigSchema.parse({ baseUrl, model: 'gen', maxRetries: 0 })),
+        provider: docker(),
+        outDir: out,
+        maxRounds: 1,
+        probes: 'fast',
+        concurrency: 1,
+      });
+    const first = await run(2);
+    assert.deepEqual(
+      first.admittedTasks.map((t) => t.candidate),
+      ['good-5'],
+    );
+    assert.deepEqual(first.rejections, { duplicate: 1 });
+    // Resumed with one more: the index of admitted tasks is read back from the job's record.
+    const second = await run(3);
+    assert.deepEqual(
+      second.admittedTasks.map((t) => t.candidate),
+      ['good-5'],
+    );
+    assert.deepEqual(second.rejections, { duplicate: 2 });
+    const store = SynthStore.open(path.join(out, '.synth', 'synth.db'));
+    try {
+      for (const id of ['good-5-again', 'good-5-third']) {
+        const write = store.stages().find((x) => x.candidateId === id && x.stage === 'write')!;
+        assert.match(String((write.detail.evidence as string[])[0]), /the same task as .*good-5: /, id);
+      }
+    } finally {
+      store.close();
+    }
+  });
+
   it('summarises each exemplar into the scenario request, admits a different task of its skill and refuses a copy of it', async () => {
     const server = new ScriptedModelServer({ '*': scriptedGenerator() });
     servers.push(server);

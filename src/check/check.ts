@@ -6,25 +6,24 @@ import { mapPool } from '../util/pool.js';
 import { hashTree } from '../util/walk.js';
 import { checkOne } from './check-one.js';
 import type { CheckOptions } from './options.js';
-import { findDuplicates, type DuplicateCandidate } from './probe-logic.js';
+import { findDuplicates, type DuplicateCandidate } from './duplicates.js';
 import { CheckedTaskSchema, type CheckedTask, type CheckReport } from './schema.js';
 
 export type { CheckEvent, CheckOptions } from './options.js';
 
-/** What the duplicate probe compares: environment and tests content, and the instruction. */
-async function duplicateKey(taskPath: string): Promise<DuplicateCandidate | null> {
-  try {
-    const t = await loadTask(taskPath);
-    return {
-      name: taskPath,
-      environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image,
-      tests: await hashTree(t.testsDir),
-      instruction: t.instruction,
-    };
-  } catch {
-    return null;
-  }
+/** What the duplicate probe compares, read from a task folder: environment and tests content, and the instruction. */
+export async function readDuplicateKey(taskPath: string): Promise<DuplicateCandidate> {
+  const t = await loadTask(taskPath);
+  return {
+    name: taskPath,
+    environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image,
+    tests: await hashTree(t.testsDir),
+    instruction: t.instruction,
+  };
 }
+
+const duplicateKey = (taskPath: string): Promise<DuplicateCandidate | null> =>
+  readDuplicateKey(taskPath).catch(() => null);
 
 /** Checks every task folder; one bad task never stops the others. */
 export async function checkTasks(taskPaths: string[], options: CheckOptions): Promise<CheckReport> {

@@ -1,15 +1,13 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
-import { checkTasks } from '../check/check.js';
-import { findDuplicates, type DuplicateCandidate } from '../check/probe-logic.js';
+import { checkTasks, readDuplicateKey } from '../check/check.js';
+import { DuplicateIndex, type DuplicateCandidate } from '../check/duplicates.js';
 import type { ProbeLevel } from '../check/probes.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
-import { loadTask } from '../task/load.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
 import { makeScrub, scrubValue } from '../util/scrub.js';
-import { hashTree } from '../util/walk.js';
 import { partHash, publish, writeCandidate, type TaskLimits } from './assemble.js';
 import { funnel } from './funnel.js';
 import { isFatalModelError, type Generator } from './generator.js';
@@ -154,6 +152,7 @@ class CandidateRunner {
   private readonly emit: (e: SynthEvent) => void;
   /** Admission's last step runs one candidate at a time, so two new duplicates cannot both get in. */
   private writing: Promise<unknown> = Promise.resolve();
+  private index: Promise<DuplicateIndex> | null = null;
 
   constructor(
     private readonly options: SynthOptions,
@@ -446,10 +445,17 @@ class CandidateRunner {
 
   private async write(s: CandidateState): Promise<StageOutcome> {
     const turn = this.writing.then(async () => {
-      const dup = await this.duplicateOf(s);
-      if (dup) return this.reject(s, ['duplicate'], { reasons: ['duplicate'], evidence: [dup] });
+      const index = await this.admittedIndex();
+      const mine = await duplicateKey(this.taskDir(s));
+      const dup = mine ? index.matches(mine)[0] : undefined;
+      if (dup)
+        return this.reject(s, ['duplicate'], {
+          reasons: ['duplicate'],
+          evidence: [`the same task as ${dup.name}: ${dup.why}`],
+        });
       s.admittedPath = await publish(this.taskDir(s), this.outDir, s.id);
       s.status = 'admitted';
+      if (mine) index.add({ ...mine, name: s.admittedPath });
       return this.passed(s, { path: s.admittedPath });
     });
     // The caller gets this write's failure from `turn`; the queue of writes only needs to go on.
@@ -457,19 +463,25 @@ class CandidateRunner {
     return turn;
   }
 
-  /** The same task as one already admitted (by this job or in the given pool), or null. */
-  private async duplicateOf(s: CandidateState): Promise<string | null> {
-    const admitted = this.store
-      .candidates()
-      .filter((c) => c.status === 'admitted' && c.admittedPath && c.id !== s.id)
-      .map((c) => c.admittedPath!);
-    const others = (await Promise.all([...admitted, ...(this.options.pool ?? [])].map(duplicateKey))).filter(
-      (k): k is DuplicateCandidate => k !== null,
-    );
-    const mine = await duplicateKey(this.taskDir(s));
-    if (!mine) return null;
-    const pair = findDuplicates([...others, mine]).find((p) => p.b === mine.name || p.a === mine.name);
-    return pair ? `the same task as ${pair.a === mine.name ? pair.b : pair.a}: ${pair.why}` : null;
+  /**
+   * The tasks a new one must not duplicate (the pool given and every task admitted so far), read
+   * from disk once per job and kept in step by each write: comparing one more costs about the
+   * tasks sharing its text, not a reading of every admitted folder (quadratic over a large job).
+   */
+  private admittedIndex(): Promise<DuplicateIndex> {
+    this.index ??= (async () => {
+      const admitted = this.store
+        .candidates()
+        .filter((c) => c.status === 'admitted' && c.admittedPath)
+        .map((c) => c.admittedPath!);
+      const index = new DuplicateIndex();
+      for (const key of await Promise.all([...(this.options.pool ?? []), ...admitted].map(duplicateKey)))
+        if (key) index.add(key);
+      return index;
+    })();
+    // A failed reading is not kept: the next write tries again.
+    this.index.catch(() => (this.index = null));
+    return this.index;
   }
 }
 
@@ -484,13 +496,7 @@ async function withExemplars(seeds: SynthOptions['seeds'], dirs: string[]): Prom
 
 async function duplicateKey(dir: string): Promise<DuplicateCandidate | null> {
   try {
-    const t = await loadTask(dir);
-    return {
-      name: dir,
-      environment: t.environment.kind === 'dockerfile' ? t.environment.contentHash : t.environment.image,
-      tests: await hashTree(t.testsDir),
-      instruction: t.instruction,
-    };
+    return await readDuplicateKey(dir);
   } catch (err) {
     // A pool folder that is no task cannot be duplicated; said once, not fatal.
     process.emitWarning(`synth: ${dir} is not a loadable task for the duplicate check: ${errorMessage(err)}`);
