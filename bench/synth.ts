@@ -107,6 +107,24 @@ async function checkProfile(workDir: string): Promise<CheckProfile> {
   return p;
 }
 
+/** CPU time every core spent busy since boot, from /proc/stat (Linux); 0 where it cannot be read. */
+async function machineBusyMs(): Promise<number> {
+  const text = await readFile('/proc/stat', 'utf8').catch(() => '');
+  const fields = (text.split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  if (fields.length < 8) return 0;
+  const [user, nice, system, , , irq, softirq, steal] = fields as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return ((user + nice + system + irq + softirq + steal) * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
 async function runJob(concurrency: number, baseUrl: string): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'termgrade-synth-bench-'));
   const provider = providerFor(enginesFromFlags(engines.length ? engines : undefined));
@@ -129,6 +147,8 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
       seed: s,
     }));
     const load0 = loadavg()[0]!;
+    const cpu0 = process.cpuUsage();
+    const busy0 = await machineBusyMs();
     const t0 = performance.now();
     const report = await synthesize({
       seeds,
@@ -141,6 +161,9 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
       onEvent,
     });
     const wallS = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const processCpuMs = (cpu.user + cpu.system) / 1000;
+    const busyMs = (await machineBusyMs()) - busy0;
     const gapsMs = [...lastDone].reduce((acc, [c, end]) => acc + end - firstStart.get(c)!, 0) - stageMs;
     const sum = (pred: (s: string) => boolean): number =>
       report.stages.filter((s) => pred(s.stage)).reduce((a, s) => a + s.wallMs, 0);
@@ -170,6 +193,11 @@ async function runJob(concurrency: number, baseUrl: string): Promise<void> {
     );
     console.log(`    of which recording and scheduling between stages   ${(gapsMs / n / 1000).toFixed(3)} s`);
     console.log(`  harness own / engine work  ${(harnessMs / engineMs).toFixed(4)} (target <= 0.10)`);
+    // The CPU view: everything this process did, including check's own in-process work (the scan of
+    // each snapshot, tar streams to the engine) and the scripted generator server, which shares it.
+    console.log(
+      `  this process's CPU        ${(processCpuMs / n / 1000).toFixed(2)} s per candidate, ${busyMs > 0 ? ((100 * processCpuMs) / busyMs).toFixed(1) : '?'}% of the machine's busy CPU time (engine, containers and all)`,
+    );
     console.log(
       `  time per stage: ${report.stages
         .filter((x) => x.runs)
