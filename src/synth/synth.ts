@@ -469,7 +469,8 @@ class CandidateRunner {
    * tasks sharing its text, not a reading of every admitted folder (quadratic over a large job).
    */
   private admittedIndex(): Promise<DuplicateIndex> {
-    this.index ??= (async () => {
+    if (this.index) return this.index;
+    this.index = (async () => {
       const admitted = this.store
         .candidates()
         .filter((c) => c.status === 'admitted' && c.admittedPath)
