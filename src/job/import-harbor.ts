@@ -116,6 +116,8 @@ async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): P
             await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')),
             tests,
           ),
+    // Graded by Harbor under its own semantics: the reward file's number stands (nothing to hold it against here).
+    evidence: null,
     error: errClass
       ? {
           class: errClass,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AdmissionEvidenceSchema } from './evidence.js';
 
 /**
  * What the verifier of a task executes, loads and reads, recorded while it grades the reference
@@ -19,6 +20,12 @@ export const ProtectionRecordSchema = z.object({
   outputs: z.array(z.string()),
   /** For each library name the dynamic loader resolved through /etc/ld.so.cache, the file it chose. */
   libraries: z.record(z.string(), z.string()),
+  /**
+   * What a pass looked like for the reference solution (see evidence.ts); absent in records made
+   * before it was kept, or for multi-step tasks: their gradings then apply only the rules that need
+   * no record.
+   */
+  evidence: AdmissionEvidenceSchema.optional(),
 });
 export type ProtectionRecord = z.infer<typeof ProtectionRecordSchema>;
 
