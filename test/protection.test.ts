@@ -5,10 +5,12 @@ import {
   librariesUsed,
   parseLdCache,
   protectedSet,
+  tracedCalls,
   tracedPaths,
   type ProtectionRecord,
 } from '../src/verifier/protection.js';
-import { findTampering } from '../src/verifier/tampering.js';
+import { findTampering, needsContent } from '../src/verifier/tampering.js';
+import { pythonSearches } from '../src/verifier/python-path.js';
 import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
 import { runTrial } from '../src/trial/run.js';
@@ -213,5 +215,139 @@ describe('names added on a path the verifier searched (real containers)', () => 
       const r = await trial(script, admitted);
       assert.equal(r.reward, 1, `${script}: ${JSON.stringify(r.tampering)} ${JSON.stringify(r.errors)}`);
     }
+  });
+});
+
+/** A Python process's imports as strace shows them: each import stats the path's folders in order, then the module's files. */
+const DIR = '{st_mode=S_IFDIR|0755, st_size=4096, ...}, 0) = 0';
+const FILE = '{st_mode=S_IFREG|0644, st_size=10, ...}, 0) = 0';
+const MISSING = '0x7ffc, 0) = -1 ENOENT (No such file or directory)';
+const stat = (p: string, result: string): string => `700 newfstatat(AT_FDCWD</tests>, "${p}", ${result}`;
+const PATH = [
+  '/app',
+  '/usr/lib/python3.11',
+  '/usr/lib/python3.11/lib-dynload',
+  '/usr/local/lib/python3.11/dist-packages',
+  '/usr/lib/python3/dist-packages',
+];
+const PY_LOG = [
+  '700 execve("/usr/bin/python3", ["python3"], 0x55 /* 4 vars */) = 0',
+  stat('/root/.local/lib/python3.11/site-packages', MISSING),
+  '700 openat(AT_FDCWD</tests>, "/usr/lib/python3.11/__pycache__/os.cpython-311.pyc", O_RDONLY) = 3</usr/lib/python3.11/__pycache__/os.cpython-311.pyc>',
+  // import json: found in the standard library (a package)
+  ...PATH.slice(0, 2).map((d) => stat(d, DIR)),
+  stat('/usr/lib/python3.11/json/__init__.cpython-311-x86_64-linux-gnu.so', MISSING),
+  stat('/usr/lib/python3.11/json/__init__.py', FILE),
+  // import attr: found in the last folder, its listing refilled on the way
+  ...PATH.map((d) => stat(d, DIR)),
+  '700 openat(AT_FDCWD</tests>, "/usr/lib/python3/dist-packages", O_RDONLY|O_DIRECTORY) = 3</usr/lib/python3/dist-packages>',
+  '700 getdents64(3</usr/lib/python3/dist-packages>, 0x55 /* 20 entries */, 32768) = 600',
+  stat('/usr/lib/python3/dist-packages/attr/__init__.cpython-311-x86_64-linux-gnu.so', MISSING),
+  stat('/usr/lib/python3/dist-packages/attr/__init__.py', FILE),
+  stat('/usr/lib/python3/dist-packages/attr/__init__.py', FILE),
+  // import six: a plain module there
+  ...PATH.map((d) => stat(d, DIR)),
+  stat('/usr/lib/python3/dist-packages/six.py', FILE),
+  // import solution (the task's output, in /app)
+  stat('/app', DIR),
+  stat('/app/solution.py', FILE),
+  // attr's submodule: the package's own folder searched
+  stat('/usr/lib/python3/dist-packages/attr', DIR),
+  stat('/usr/lib/python3/dist-packages/attr/converters.py', FILE),
+  // not Python: a shell listing /srv reads srv/tool.py; nothing recorded for it
+  '701 execve("/bin/ls", ["ls"], 0x55 /* 4 vars */) = 0',
+  stat('/srv', DIR).replace(/^700/, '701'),
+  stat('/srv/tool.py', FILE).replace(/^700/, '701'),
+].join('\n');
+
+describe("Python's module searches", () => {
+  const searches = pythonSearches(tracedCalls(PY_LOG));
+  const pyRecord = (over: Partial<ProtectionRecord> = {}): ProtectionRecord =>
+    record({ accessed: tracedPaths(PY_LOG), outputs: ['/app', '/app/solution.py'], pythonSearches: searches, ...over });
+  const flagged = (paths: string[], over: Partial<ProtectionRecord> = {}): string[] =>
+    findTampering(
+      paths.map((path) => ({ path, kind: 'added' as const })),
+      { protection: pyRecord(over) },
+    ).map((t) => t.path);
+
+  it('are read from the trace in order, with what each found, for Python processes only', () => {
+    const byLast = new Map(searches.map((s) => [s.path[s.path.length - 1], s]));
+    assert.deepEqual(byLast.get('/usr/lib/python3/dist-packages'), {
+      path: PATH,
+      found: ['attr/__init__.py', 'six.py'],
+    });
+    assert.deepEqual(byLast.get('/usr/lib/python3.11')?.found, ['json/__init__.py']);
+    assert.deepEqual(byLast.get('/usr/lib/python3/dist-packages/attr')?.found, ['converters.py']);
+    assert.ok(!byLast.has('/srv'), 'a shell reading files is no module search');
+  });
+
+  it('flag a module name added in an earlier folder, in any form, or in the user site admission found missing', () => {
+    const early = '/usr/local/lib/python3.11/dist-packages';
+    const user = '/root/.local/lib/python3.11/site-packages';
+    for (const p of [
+      `${early}/attr/__init__.py`,
+      `${early}/attr.py`,
+      `${early}/attr.cpython-311-x86_64-linux-gnu.so`,
+      `${early}/six/__init__.py`,
+      `/app/six.py`,
+      `${user}/attr/__init__.py`,
+      `/usr/lib/python3/dist-packages/attr/converters.cpython-311-x86_64-linux-gnu.so`,
+    ])
+      assert.deepEqual(flagged([p]), [p], p);
+  });
+
+  it('leave alone names in later folders, forms that lose in the same folder, other names, outputs, unknown records', () => {
+    assert.deepEqual(
+      flagged([
+        '/usr/local/lib/python3.11/dist-packages/json/__init__.py', // after the standard library
+        '/usr/lib/python3/dist-packages/attr.py', // a package beats a module beside it
+        '/usr/local/lib/python3.11/dist-packages/six', // a folder without __init__ loses to a module anywhere
+        '/usr/local/lib/python3.11/dist-packages/requests/__init__.py',
+        '/usr/local/lib/python3.11/dist-packages/__pycache__/attr.cpython-311.pyc',
+        '/usr/local/lib/python3.11/dist-packages/attrs-23.1.0.dist-info/METADATA',
+        '/usr/local/lib/python3.11/dist-packages/solution.py', // the task's output, loaded from /app
+        '/app/solution/__init__.py',
+        '/app/helpers.py',
+      ]),
+      [],
+    );
+    assert.deepEqual(flagged(['/usr/local/lib/python3.11/dist-packages/attr.py'], { pythonSearches: undefined }), []);
+  });
+});
+
+describe('fixed rules for names and resolution', () => {
+  it('a pytest11 registration is found whatever the case of .dist-info or .egg-info, in any folder', () => {
+    const reg = Buffer.from('[pytest11]\nevil = evilplug\n');
+    const paths = [
+      '/usr/local/lib/python3.11/dist-packages/EVIL.DIST-INFO/entry_points.txt',
+      '/usr/lib/python3.11/evil-1.0.Egg-Info/entry_points.txt',
+      '/app/evil.dist-info/entry_points.txt',
+      '/opt/x/evil.egg/EGG-INFO/entry_points.txt',
+    ];
+    const changes = paths.map((path) => ({ path, kind: 'added' as const }));
+    assert.ok(changes.every(needsContent));
+    const found = findTampering(changes, { content: new Map(paths.map((p) => [p, reg])) });
+    assert.deepEqual(
+      found.map((t) => t.path),
+      paths,
+    );
+    const console = Buffer.from('[console_scripts]\ntool = tool:main\n');
+    assert.deepEqual(findTampering(changes, { content: new Map(paths.map((p) => [p, console])) }), []);
+  });
+
+  it("the resolver's files and a zipped standard library are tampering, without an admission record", () => {
+    const changes = [
+      { path: '/etc/hosts', kind: 'changed' as const },
+      { path: '/etc/gai.conf', kind: 'added' as const },
+      { path: '/etc/host.conf', kind: 'deleted' as const },
+      { path: '/etc/resolv.conf', kind: 'changed' as const },
+      { path: '/usr/lib/python311.zip', kind: 'added' as const },
+      { path: '/etc/hostname', kind: 'changed' as const },
+      { path: '/etc/hosts.allow', kind: 'changed' as const },
+    ];
+    assert.deepEqual(
+      findTampering(changes).map((t) => t.path),
+      ['/etc/hosts', '/etc/gai.conf', '/etc/host.conf', '/etc/resolv.conf', '/usr/lib/python311.zip'],
+    );
   });
 });

@@ -12,12 +12,14 @@ import {
   librariesUsed,
   parseLdCache,
   protectionModeOf,
+  tracedCalls,
   tracedPaths,
   type ProtectionMode,
   type ProtectionRecord,
 } from './protection.js';
 import type { AdmissionEvidence, GradingPolicy } from './evidence.js';
 import { outcomeFromLogs } from './outcome.js';
+import { pythonSearches } from './python-path.js';
 import type { VerifierOutcome } from './schema.js';
 import {
   findTampering,
@@ -261,6 +263,7 @@ async function record(
 ): Promise<ProtectionRecord> {
   const { changes, content, trace, evidence } = seen;
   const accessed = tracedPaths(trace);
+  const searches = pythonSearches(tracedCalls(trace));
   const cache = content.get(LD_CACHE) ?? (await box.readFile(LD_CACHE, 64 * 1024 * 1024));
   return {
     schemaVersion: 1,
@@ -271,6 +274,7 @@ async function record(
     outputs: changes.map((c) => c.path).sort(),
     libraries: librariesUsed(cache ? parseLdCache(cache) : null, accessed),
     ...(evidence ? { evidence } : {}),
+    pythonSearches: searches,
   };
 }
 
