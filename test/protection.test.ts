@@ -313,6 +313,22 @@ describe("Python's module searches", () => {
     );
     assert.deepEqual(flagged(['/usr/local/lib/python3.11/dist-packages/attr.py'], { pythonSearches: undefined }), []);
   });
+
+  it('count the folders an added .pth file puts on the path, after its own folder', () => {
+    const pth = '/usr/local/lib/python3.11/dist-packages/zz.pth';
+    const changes = [pth, '/opt/lib/attr/__init__.py', '/srv/lib/attr/__init__.py'].map((path) => ({
+      path,
+      kind: 'added' as const,
+    }));
+    const found = findTampering(changes, {
+      protection: pyRecord(),
+      content: new Map([[pth, Buffer.from('# a comment\n/opt/lib\n../../../../../srv/nothing\n')]]),
+    });
+    assert.deepEqual(
+      found.map((t) => t.path),
+      ['/opt/lib/attr/__init__.py'],
+    );
+  });
 });
 
 describe('fixed rules for names and resolution', () => {

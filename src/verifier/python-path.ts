@@ -149,6 +149,47 @@ export function withUserSite(searches: PythonSearch[], accessed: string[]): Pyth
   });
 }
 
+/**
+ * The search paths with the folders the agent's `.pth` files add: site.py appends each folder a
+ * line names (relative to the site folder) when it reads that folder, so the new folder comes
+ * right after it, ahead of the site folders read later. (Lines that run code are a fixed rule.)
+ */
+export function withPthFolders(
+  searches: PythonSearch[],
+  changes: FsChange[],
+  pth: (path: string) => string | undefined,
+): PythonSearch[] {
+  const added = new Map<string, string[]>();
+  for (const c of changes) {
+    const site = c.path.slice(0, c.path.lastIndexOf('/'));
+    const body = c.kind !== 'deleted' && c.path.endsWith('.pth') ? pth(c.path) : undefined;
+    if (body === undefined) continue;
+    for (const raw of body.split('\n')) {
+      const line = raw.replace(/\s+$/, '');
+      if (line === '' || line.startsWith('#') || /^import[\s;]/.test(line)) continue;
+      added.set(site, [...(added.get(site) ?? []), resolveIn(site, line)]);
+    }
+  }
+  if (added.size === 0) return searches;
+  return searches.map(({ path, found }) => ({
+    // Inserted after a folder, never after the last: that one is where the search found its modules.
+    path: path.flatMap((d, i) =>
+      i === path.length - 1 ? [d] : [d, ...(added.get(d) ?? []).filter((x) => !path.includes(x))],
+    ),
+    found,
+  }));
+}
+
+function resolveIn(base: string, p: string): string {
+  const parts: string[] = [];
+  for (const part of (p.startsWith('/') ? p : `${base}/${p}`).split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join('/')}`;
+}
+
 export interface Shadowing {
   change: FsChange;
   why: string;
@@ -193,8 +234,9 @@ function claims(searches: PythonSearch[], outputs: Set<string>): Map<string, Cla
 export function pythonShadowing(
   changes: FsChange[],
   record: { accessed: string[]; outputs: string[]; pythonSearches?: PythonSearch[] | undefined },
+  pth: (path: string) => string | undefined = () => undefined,
 ): Shadowing[] {
-  const searches = withUserSite(record.pythonSearches ?? [], record.accessed);
+  const searches = withPthFolders(withUserSite(record.pythonSearches ?? [], record.accessed), changes, pth);
   const outputs = new Set(record.outputs);
   const byFolder = claims(searches, outputs);
   const found: Shadowing[] = [];

@@ -111,7 +111,7 @@ export function findTampering(changes: FsChange[], context: ScanContext = {}): T
     for (let i = c.path.lastIndexOf('/'); i > 0; i = c.path.lastIndexOf('/', i - 1)) folders.add(c.path.slice(0, i));
   const guarded = context.protection ? protectedSet(context.protection) : null;
   const outputs = new Set(context.protection?.outputs ?? []);
-  if (context.protection) for (const s of pythonShadowing(changes, context.protection)) flag(s.change, s.why);
+  if (context.protection) for (const s of pythonShadowing(changes, context.protection, text)) flag(s.change, s.why);
   const shadowing = new Set(found.map((t) => t.path));
   for (const c of changes) {
     if (shadowing.has(c.path)) continue;
