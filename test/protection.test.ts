@@ -367,3 +367,27 @@ describe('fixed rules for names and resolution', () => {
     );
   });
 });
+
+describe("the resolver's files (real containers)", () => {
+  it('a name of the tests sent to the agent by /etc/hosts is tampering, without an admission record', async () => {
+    const task = await loadTask(
+      await trivialTask({
+        'tests/test.sh':
+          '#!/bin/bash\nif getent hosts judge.internal >/dev/null; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+      }),
+    );
+    const r = await runTrial({
+      task,
+      agent: scriptAgent("echo '127.0.0.1 judge.internal' >> /etc/hosts"),
+      provider: docker(),
+      outDir: await tempDir(),
+    });
+    assert.equal(r.protection, 'rules');
+    assert.equal(r.reward, 0, JSON.stringify(r.errors));
+    assert.equal(r.error?.class, 'tampering');
+    assert.deepEqual(
+      r.tampering.map((t) => t.path),
+      ['/etc/hosts'],
+    );
+  });
+});
