@@ -203,11 +203,12 @@ interface Claim {
   from: string;
 }
 
-/** Per folder, the module names an entry added there would take from the verifier. */
-function claims(searches: PythonSearch[], outputs: Set<string>): Map<string, Claim[]> {
-  const byFolder = new Map<string, Claim[]>();
+/** Per folder and module name (`folder\0name`), what an entry there would take from the verifier: the easiest claim to beat. */
+function claims(searches: PythonSearch[], outputs: Set<string>): Map<string, Claim> {
+  const byName = new Map<string, Claim>();
   const add = (folder: string, claim: Claim): void => {
-    byFolder.set(folder, [...(byFolder.get(folder) ?? []), claim]);
+    const key = `${folder}\0${claim.name}`;
+    if ((byName.get(key)?.rank ?? -1) < claim.rank) byName.set(key, claim);
   };
   for (const { path, found } of searches) {
     const from = path[path.length - 1];
@@ -222,7 +223,7 @@ function claims(searches: PythonSearch[], outputs: Set<string>): Map<string, Cla
       for (const earlier of path.slice(0, -1)) add(earlier, { name: entry.name, rank, from });
     }
   }
-  return byFolder;
+  return byName;
 }
 
 /**
@@ -238,15 +239,16 @@ export function pythonShadowing(
 ): Shadowing[] {
   const searches = withPthFolders(withUserSite(record.pythonSearches ?? [], record.accessed), changes, pth);
   const outputs = new Set(record.outputs);
-  const byFolder = claims(searches, outputs);
+  const byName = claims(searches, outputs);
+  const folders = new Set(searches.flatMap((s) => s.path));
   const found: Shadowing[] = [];
   for (const c of changes) {
     if (c.kind === 'deleted' || outputs.has(c.path)) continue;
     for (let i = c.path.lastIndexOf('/'); i > 0; i = c.path.lastIndexOf('/', i - 1)) {
-      const entry = byFolder.has(c.path.slice(0, i)) ? moduleEntry(c.path.slice(i + 1)) : null;
-      const beaten =
-        entry && byFolder.get(c.path.slice(0, i))!.find((w) => w.name === entry.name && entry.rank < w.rank);
-      if (!beaten) continue;
+      const folder = c.path.slice(0, i);
+      const entry = folders.has(folder) ? moduleEntry(c.path.slice(i + 1)) : null;
+      const beaten = entry ? byName.get(`${folder}\0${entry.name}`) : undefined;
+      if (!entry || !beaten || entry.rank >= beaten.rank) continue;
       found.push({ change: c, why: `shadows the module ${beaten.name} the verifier loaded from ${beaten.from}` });
       break;
     }
