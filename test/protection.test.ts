@@ -296,7 +296,7 @@ describe("Python's module searches", () => {
       assert.deepEqual(flagged([p]), [p], p);
   });
 
-  it('leave alone names in later folders, forms that lose in the same folder, other names, outputs, unknown records', () => {
+  it('leave alone names in later folders, forms that lose in the same folder, other names, outputs', () => {
     assert.deepEqual(
       flagged([
         '/usr/local/lib/python3.11/dist-packages/json/__init__.py', // after the standard library
@@ -311,7 +311,22 @@ describe("Python's module searches", () => {
       ]),
       [],
     );
-    assert.deepEqual(flagged(['/usr/local/lib/python3.11/dist-packages/attr.py'], { pythonSearches: undefined }), []);
+  });
+
+  it("fall back on Python's fixed order for a record made before searches were kept", () => {
+    const old = { pythonSearches: undefined };
+    for (const p of [
+      '/usr/local/lib/python3.11/dist-packages/attr/__init__.py',
+      '/root/.local/lib/python3.11/site-packages/six.py',
+    ])
+      assert.deepEqual(flagged([p], old), [p], p);
+    assert.deepEqual(
+      flagged(
+        ['/usr/local/lib/python3.11/dist-packages/json/__init__.py', '/usr/lib/python3/dist-packages/attr.py'],
+        old,
+      ),
+      [],
+    );
   });
 
   it('count the folders an added .pth file puts on the path, after its own folder', () => {

@@ -190,6 +190,33 @@ function resolveIn(base: string, p: string): string {
   return `/${parts.join('/')}`;
 }
 
+/** Python's own folders, in the order site.py puts them on the path (the user site is added by `withUserSite`). */
+const FIXED_ORDER: RegExp[] = [
+  /^\/(usr\/)?(local\/)?lib\/python3\.[0-9]+$/,
+  /^\/(usr\/)?(local\/)?lib\/python3\.[0-9]+\/lib-dynload$/,
+  /^\/usr\/local\/lib\/python3\.[0-9]+\/(site|dist)-packages$/,
+  /^\/(?!usr\/local\/)(.+\/)?lib\/python3[0-9.]*\/(site|dist)-packages$/,
+];
+
+/**
+ * For a record made before searches were kept: the searches Python's fixed order implies, from
+ * the folders of it admission touched and the module entries it looked up in each. Coarser than
+ * a trace (no folder the task put first, no package's own folder), never narrower than nothing.
+ */
+export function fixedSearches(accessed: string[]): PythonSearch[] {
+  const rank = (p: string): number => FIXED_ORDER.findIndex((re) => re.test(p));
+  const folders = accessed.filter((p) => rank(p) >= 0).sort((a, b) => rank(a) - rank(b));
+  return folders.map((folder) => ({
+    path: [...folders.filter((f) => rank(f) < rank(folder)), folder],
+    found: accessed
+      .filter(
+        (p) => p.startsWith(`${folder}/`) && (moduleEntry(p.slice(folder.length + 1))?.rank ?? NAMESPACE) < NAMESPACE,
+      )
+      .map((p) => p.slice(folder.length + 1))
+      .filter((rest) => rest.split('/').length <= 2),
+  }));
+}
+
 export interface Shadowing {
   change: FsChange;
   why: string;
@@ -237,7 +264,8 @@ export function pythonShadowing(
   record: { accessed: string[]; outputs: string[]; pythonSearches?: PythonSearch[] | undefined },
   pth: (path: string) => string | undefined = () => undefined,
 ): Shadowing[] {
-  const searches = withPthFolders(withUserSite(record.pythonSearches ?? [], record.accessed), changes, pth);
+  const traced = record.pythonSearches ?? fixedSearches(record.accessed);
+  const searches = withPthFolders(withUserSite(traced, record.accessed), changes, pth);
   const outputs = new Set(record.outputs);
   const byName = claims(searches, outputs);
   const folders = new Set(searches.flatMap((s) => s.path));
