@@ -343,6 +343,12 @@ describe("Python's module searches", () => {
       found.map((t) => t.path),
       ['/opt/lib/attr/__init__.py'],
     );
+    const zip = findTampering(
+      [pth, '/opt/mods.zip'].map((path) => ({ path, kind: 'added' as const })),
+      // A file it names (an archive of modules) is tampering with the fixed rules alone.
+      { content: new Map([[pth, Buffer.from('/opt/mods.zip\n')]]) },
+    );
+    assert.match(zip.map((t) => `${t.path}: ${t.why}`).join(), /zz\.pth: puts \/opt\/mods\.zip/);
   });
 });
 

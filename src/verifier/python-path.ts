@@ -149,10 +149,27 @@ export function withUserSite(searches: PythonSearch[], accessed: string[]): Pyth
   });
 }
 
+/** The folders (or archives) the agent's `.pth` files name, each with its file and site folder; lines that run code are a fixed rule. */
+function* pthEntries(
+  changes: FsChange[],
+  pth: (path: string) => string | undefined,
+): Generator<{ change: FsChange; site: string; entry: string }> {
+  for (const change of changes) {
+    const site = change.path.slice(0, change.path.lastIndexOf('/'));
+    const body = change.kind !== 'deleted' && change.path.endsWith('.pth') ? pth(change.path) : undefined;
+    if (body === undefined) continue;
+    for (const raw of body.split('\n')) {
+      const line = raw.replace(/\s+$/, '');
+      if (line === '' || line.startsWith('#') || /^import[\s;]/.test(line)) continue;
+      yield { change, site, entry: resolveIn(site, line) };
+    }
+  }
+}
+
 /**
  * The search paths with the folders the agent's `.pth` files add: site.py appends each folder a
  * line names (relative to the site folder) when it reads that folder, so the new folder comes
- * right after it, ahead of the site folders read later. (Lines that run code are a fixed rule.)
+ * right after it, ahead of the site folders read later.
  */
 export function withPthFolders(
   searches: PythonSearch[],
@@ -160,16 +177,7 @@ export function withPthFolders(
   pth: (path: string) => string | undefined,
 ): PythonSearch[] {
   const added = new Map<string, string[]>();
-  for (const c of changes) {
-    const site = c.path.slice(0, c.path.lastIndexOf('/'));
-    const body = c.kind !== 'deleted' && c.path.endsWith('.pth') ? pth(c.path) : undefined;
-    if (body === undefined) continue;
-    for (const raw of body.split('\n')) {
-      const line = raw.replace(/\s+$/, '');
-      if (line === '' || line.startsWith('#') || /^import[\s;]/.test(line)) continue;
-      added.set(site, [...(added.get(site) ?? []), resolveIn(site, line)]);
-    }
-  }
+  for (const { site, entry } of pthEntries(changes, pth)) added.set(site, [...(added.get(site) ?? []), entry]);
   if (added.size === 0) return searches;
   return searches.map(({ path, found }) => ({
     // Inserted after a folder, never after the last: that one is where the search found its modules.
@@ -178,6 +186,22 @@ export function withPthFolders(
     ),
     found,
   }));
+}
+
+/**
+ * `.pth` files that put a file the agent added on Python's path: an archive (zip, egg), whose
+ * modules the scan cannot list, so it fails closed on them.
+ */
+export function pthArchives(changes: FsChange[], pth: (path: string) => string | undefined): Shadowing[] {
+  const made = new Set(changes.filter((c) => c.kind !== 'deleted').map((c) => c.path));
+  const parents = new Set<string>();
+  for (const p of made)
+    for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) parents.add(p.slice(0, i));
+  const found: Shadowing[] = [];
+  for (const { change, entry } of pthEntries(changes, pth))
+    if (made.has(entry) && !parents.has(entry))
+      found.push({ change, why: `puts ${entry}, a file the agent added (an archive of modules), on Python's path` });
+  return found;
 }
 
 function resolveIn(base: string, p: string): string {

@@ -1,6 +1,6 @@
 import type { FsChange } from '../sandbox/sandbox.js';
 import { parseLdCache, protectedSet, pycSource, type ProtectionRecord } from './protection.js';
-import { pythonShadowing } from './python-path.js';
+import { pthArchives, pythonShadowing } from './python-path.js';
 
 /**
  * Tamper detection: which of an agent's filesystem changes could alter what the verifier runs or
@@ -111,6 +111,7 @@ export function findTampering(changes: FsChange[], context: ScanContext = {}): T
     for (let i = c.path.lastIndexOf('/'); i > 0; i = c.path.lastIndexOf('/', i - 1)) folders.add(c.path.slice(0, i));
   const guarded = context.protection ? protectedSet(context.protection) : null;
   const outputs = new Set(context.protection?.outputs ?? []);
+  for (const s of pthArchives(changes, text)) flag(s.change, s.why);
   if (context.protection) for (const s of pythonShadowing(changes, context.protection, text)) flag(s.change, s.why);
   const shadowing = new Set(found.map((t) => t.path));
   for (const c of changes) {
