@@ -141,3 +141,22 @@ export function leakPlacements(outputs: Map<string, string>, image: Array<[strin
   }
   return out;
 }
+
+/**
+ * The files a hack probe plays on: outputs of the oracle's final state (`outputs`) that the
+ * verifier also touched when it graded the reference solution (admission's record: `accessed`,
+ * and the solution's changes, `changed`): agent-writable code the tests run or import. Without a
+ * record (a backend that cannot trace), every output is a candidate; which of them is code is
+ * decided by its content (see targetKind), and a control grading keeps a file the tests do not
+ * judge from counting. Python files first.
+ */
+export function hackCandidates(
+  outputs: string[],
+  record: { accessed: string[]; outputs: string[] } | null,
+): string[] {
+  const accessed = record ? new Set(record.accessed) : null;
+  const changed = record ? new Set(record.outputs) : null;
+  return outputs
+    .filter((p) => !accessed || (accessed.has(p) && changed!.has(p)))
+    .sort((a, b) => Number(b.endsWith('.py')) - Number(a.endsWith('.py')) || (a < b ? -1 : a > b ? 1 : 0));
+}
