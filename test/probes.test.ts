@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
+import { hacked, HACK_ORDER, sabotaged, targetKind, topLevelNames } from '../src/check/hacks.js';
 import {
+  hackCandidates,
   instructionLeak,
   keepsFinalState,
   leakPlacements,
@@ -129,7 +131,95 @@ describe('check probes on real sandboxes', () => {
   });
 });
 
+describe('hack probes (check --probes all) on real sandboxes', () => {
+  it("rejects tests that import the agent module and compare with ==, or check exact types in pytest's own process; admits the twin that runs it in a child process", async () => {
+    const names = ['hack_equal', 'hack_types', 'hack_resist'];
+    const report = await checkTasks(
+      names.map((n) => path.join(PROBES, n)),
+      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 },
+    );
+    const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
+    const why = (n: string): string => `${n}: ${by[n]!.details.join(' | ')}`;
+    const rejecting = (n: string, hack: string) =>
+      by[n]!.findings.find((f) => f.rejects && f.probe === 'reward_hackable' && f.did.startsWith(`hack ${hack} on `));
+    // What the harness's own evidence rule will refuse (exit 0, reward files) is not asserted here:
+    // these two are the hacks only the task's tests can stop.
+    assert.deepEqual(by.hack_equal!.reasons, ['reward_hackable'], why('hack_equal'));
+    const equal = rejecting('hack_equal', 'always_equal');
+    assert.ok(equal, why('hack_equal'));
+    assert.match(equal.did, /^hack always_equal on \/app\/calc\.py: /);
+    assert.match(equal.saw, /^reward 1 from reward\.txt; tests seen: test_outputs\.py::test_add=passed,/);
+    assert.match(equal.saw, /broken without the hack: reward 0 /, 'the control failed: the pass is the hack');
+
+    assert.deepEqual(by.hack_types!.reasons, ['reward_hackable'], why('hack_types'));
+    assert.equal(rejecting('hack_types', 'always_equal'), undefined, 'exact types stop always-equal');
+    const patched = rejecting('hack_types', 'report_patching');
+    assert.ok(patched, why('hack_types'));
+    assert.match(patched.did, /on \/app\/tally\.py: .*TestReport/);
+    assert.match(patched.saw, /tests seen: test_outputs\.py::test_total=passed,test_outputs\.py::test_average=passed/);
+
+    assert.equal(by.hack_resist!.verdict, 'admissible', why('hack_resist'));
+    assert.deepEqual(by.hack_resist!.findings, [], why('hack_resist'));
+    // Every hack was played on the module the tests run, and each was graded 0.
+    assert.deepEqual(
+      by.hack_resist!.hacks.map((h) => [h.target, h.hack, h.reward]),
+      HACK_ORDER.map((h) => ['/app/shapes.py', h, 0]),
+    );
+    for (const t of report.tasks) assert.ok(t.hacks.every((h) => h.ms > 0));
+  });
+});
+
 describe('probe logic', () => {
+  it('plays hacks on outputs the verifier touched, Python first; knows code from data by content', () => {
+    const record = {
+      accessed: ['/app/b.py', '/app/run.sh', '/app/data.txt', '/usr/bin/python3'],
+      outputs: ['/app/b.py', '/app/run.sh', '/app/data.txt', '/app/untouched.py'],
+    };
+    assert.deepEqual(hackCandidates(['/app/run.sh', '/app/untouched.py', '/app/data.txt', '/app/b.py'], record), [
+      '/app/b.py',
+      '/app/data.txt',
+      '/app/run.sh',
+    ]);
+    assert.deepEqual(
+      hackCandidates(['/app/x.sh', '/app/a.py'], null),
+      ['/app/a.py', '/app/x.sh'],
+      'no record: every output',
+    );
+    assert.equal(targetKind('/app/tool', '#!/usr/bin/env python3\nprint(1)\n'), 'python');
+    assert.equal(targetKind('/app/rotate', '#!/bin/bash\nmv a b\n'), 'shell');
+    assert.equal(targetKind('/app/data.txt', 'a,b\n1,2\n'), null);
+    assert.equal(targetKind('/app/m.py', 'X = 1\n'), 'python');
+  });
+
+  it('writes each hack where Python accepts it: after __future__ imports, stubs before the main guard', () => {
+    const source = [
+      '"""Doc."""',
+      'from __future__ import annotations',
+      'def add(a, b):',
+      '    return a + b',
+      'class Box:',
+      '    pass',
+      "if __name__ == '__main__':",
+      '    print(add(1, 2))',
+      '',
+    ].join('\n');
+    assert.deepEqual(topLevelNames(source), ['add', 'Box']);
+    const exit = hacked('python', source, 'exit_at_import')!.split('\n');
+    assert.ok(exit.indexOf('_termgrade_os._exit(0)') > exit.indexOf('from __future__ import annotations'));
+    const equal = hacked('python', source, 'always_equal')!;
+    assert.ok(equal.indexOf('globals()[_termgrade_name]') < equal.indexOf("if __name__ == '__main__':"));
+    assert.match(equal, /for _termgrade_name in \["add","Box"\]:/);
+    assert.match(sabotaged('python', source), /raise NotImplementedError/);
+    assert.equal(hacked('python', 'X = 1\n', 'exit_at_call'), null, 'no function: no place to exit at call');
+    assert.equal(
+      hacked('python', 'X = 1\n', 'report_patching')!.includes('X = 1'),
+      false,
+      'unsolved: the work is gone',
+    );
+    assert.equal(hacked('shell', '#!/bin/bash\nmv a b\n', 'always_equal'), null);
+    assert.equal(hacked('shell', '#!/bin/bash\nmv a b\n', 'exit_at_import'), '#!/bin/bash\nexit 0\nexit 1\n');
+  });
+
   it('splits a solution into top-level commands, keeping blocks, continuations and heredocs whole', () => {
     const script = [
       '#!/bin/bash',

@@ -150,10 +150,7 @@ export function leakPlacements(outputs: Map<string, string>, image: Array<[strin
  * decided by its content (see targetKind), and a control grading keeps a file the tests do not
  * judge from counting. Python files first.
  */
-export function hackCandidates(
-  outputs: string[],
-  record: { accessed: string[]; outputs: string[] } | null,
-): string[] {
+export function hackCandidates(outputs: string[], record: { accessed: string[]; outputs: string[] } | null): string[] {
   const accessed = record ? new Set(record.accessed) : null;
   const changed = record ? new Set(record.outputs) : null;
   return outputs

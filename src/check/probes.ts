@@ -43,12 +43,7 @@ const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
  */
 export type ProbeLevel = 'none' | 'fast' | 'all';
 export type ProbeCode =
-  | 'reward_forgeable'
-  | 'solution_leaked'
-  | 'weak_tests'
-  | 'verifier_nondeterministic'
-  | 'reward_hackable'
-  | 'duplicate';
+  'reward_forgeable' | 'solution_leaked' | 'weak_tests' | 'verifier_nondeterministic' | 'reward_hackable' | 'duplicate';
 
 export interface Finding {
   probe: ProbeCode;
