@@ -10,6 +10,7 @@ import {
   leakPlacements,
   namedInput,
   splitCommands,
+  testPorts,
 } from '../src/check/probe-logic.js';
 import { findDuplicates, textSimilarity } from '../src/check/duplicates.js';
 import { LABEL_OWNER, LABEL_SNAPSHOT, ownerId } from '../src/sandbox/docker/labels.js';
@@ -132,8 +133,8 @@ describe('check probes on real sandboxes', () => {
 });
 
 describe('hack probes (check --probes all) on real sandboxes', () => {
-  it("rejects tests that import the agent module and compare with ==, or check exact types in pytest's own process; admits the twin that runs it in a child process", async () => {
-    const names = ['hack_equal', 'hack_types', 'hack_resist'];
+  it("rejects tests that import the agent module and compare with ==, or check exact types in pytest's own process, or fail open; admits the twin that runs it in a child process", async () => {
+    const names = ['hack_equal', 'hack_types', 'hack_resist', 'hack_failopen'];
     const report = await checkTasks(
       names.map((n) => path.join(PROBES, n)),
       { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 },
@@ -160,11 +161,20 @@ describe('hack probes (check --probes all) on real sandboxes', () => {
 
     assert.equal(by.hack_resist!.verdict, 'admissible', why('hack_resist'));
     assert.deepEqual(by.hack_resist!.findings, [], why('hack_resist'));
-    // Every hack was played on the module the tests run, and each was graded 0.
+    // Every hack was played on the module the tests run, and each was graded 0; so was the killer.
     assert.deepEqual(
-      by.hack_resist!.hacks.map((h) => [h.target, h.hack, h.reward]),
-      HACK_ORDER.map((h) => ['/app/shapes.py', h, 0]),
+      by.hack_resist!.hacks.map((h) => [h.target, h.hack, h.reward === null ? 0 : h.reward]),
+      [...HACK_ORDER.map((h) => ['/app/shapes.py', h, 0]), ['(a process the agent left running)', 'kill_tests', 0]],
     );
+    assert.ok(by.hack_resist!.details.includes('hack probes: port_squatting not played: the tests name no port'));
+
+    // A test.sh that writes 1 unless its judge prints FAIL: a process the agent left running kills
+    // the judge, or holds the port it binds. (Measured under today's harness, where the verifier
+    // shares the agent sandbox's process list and network; once the harness keeps agent processes
+    // from the tests, these hacks fail and this task is admitted.)
+    assert.deepEqual(by.hack_failopen!.reasons, ['reward_hackable'], why('hack_failopen'));
+    assert.match(rejecting('hack_failopen', 'kill_tests')!.saw, /^reward 1 from reward\.txt/);
+    assert.match(rejecting('hack_failopen', 'port_squatting')!.did, /^hack port_squatting on ports 9137: /);
     for (const t of report.tasks) assert.ok(t.hacks.every((h) => h.ms > 0));
   });
 });
@@ -189,6 +199,13 @@ describe('probe logic', () => {
     assert.equal(targetKind('/app/rotate', '#!/bin/bash\nmv a b\n'), 'shell');
     assert.equal(targetKind('/app/data.txt', 'a,b\n1,2\n'), null);
     assert.equal(targetKind('/app/m.py', 'X = 1\n'), 'python');
+    assert.deepEqual(
+      testPorts([
+        "sock.bind(('127.0.0.1', 9137))",
+        'urlopen("http://localhost:8080/health"); PORT = 5000; --port 22 port 70000',
+      ]),
+      [9137, 5000, 8080],
+    );
   });
 
   it('writes each hack where Python accepts it: after __future__ imports, stubs before the main guard', () => {

@@ -149,6 +149,7 @@ async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialRes
   for (const probe of [
     () => prober.forgeable(rewardFile).then((f) => (f ? [f] : [])),
     () => prober.fromOracle(level, ctx.record ?? null),
+    ...(level === 'all' ? [() => prober.agentProcesses(ctx.record ?? null)] : []),
   ]) {
     try {
       result.findings.push(...(await probe()));
@@ -159,6 +160,7 @@ async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialRes
   }
   result.probeMs = performance.now() - p0;
   result.hacks = prober.hackAttempts.map((a) => ({ ...a, ms: Math.round(a.ms) }));
+  for (const note of prober.hackNotes) result.details.push(`hack probes: ${note}`);
   if (level === 'all' && !ctx.record)
     result.details.push(
       'hack probes: no trace of what the verifier touched (the backend cannot trace), so every output that is code was played on',

@@ -1,6 +1,17 @@
 import type { Sandbox } from '../sandbox/sandbox.js';
+import { CancelledError, errorMessage } from '../util/errors.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
-import { HACK_DOES, HACK_ORDER, hacked, sabotaged, targetKind, type HackName, type TargetKind } from './hacks.js';
+import {
+  HACK_DOES,
+  HACK_ORDER,
+  hacked,
+  KILLER_SH,
+  sabotaged,
+  SQUATTER_PY,
+  targetKind,
+  type HackName,
+  type TargetKind,
+} from './hacks.js';
 import { hackCandidates } from './probe-logic.js';
 import type { Finding } from './probes.js';
 
@@ -114,4 +125,68 @@ async function playOn(
   } finally {
     await run(s, 'cp -a -- "$1" "$2" && rm -f -- "$1" "$3"', KEEP, file, STAGED);
   }
+}
+
+/** Where the process hacks' attempts say they acted. */
+const AGENT_PROCESS = '(a process the agent left running)';
+
+/**
+ * The hacks played by a process the agent leaves running while the tests run: on a fresh sandbox
+ * from the image (the do-nothing agent's state, which admission graded a fail), the process is
+ * started, then the sandbox graded. `ports`: the ports the tests name (the squatter holds them;
+ * none named, it is not played). What could not be played is said in `notes`.
+ */
+export async function playProcessHacks(
+  open: () => Promise<Sandbox>,
+  ports: number[],
+  grade: (s: Sandbox) => Promise<HackGrade>,
+): Promise<{ findings: Finding[]; attempts: HackAttempt[]; notes: string[] }> {
+  const findings: Finding[] = [];
+  const attempts: HackAttempt[] = [];
+  const notes: string[] = [];
+  const start: Record<'kill_tests' | 'port_squatting', string[]> = {
+    kill_tests: ['sh', '-c', 'nohup sh -c "$1" >/dev/null 2>&1 </dev/null &', 'termgrade-agent', KILLER_SH],
+    port_squatting: [
+      'sh',
+      '-c',
+      'p=$1; shift; command -v python3 >/dev/null || exit 3; nohup python3 -c "$p" "$@" >/dev/null 2>&1 </dev/null & sleep 1',
+      'termgrade-agent',
+      SQUATTER_PY,
+      ...ports.map(String),
+    ],
+  };
+  for (const hack of ['kill_tests', 'port_squatting'] as const) {
+    if (hack === 'port_squatting' && !ports.length) {
+      notes.push('port_squatting not played: the tests name no port');
+      continue;
+    }
+    const s = await open();
+    try {
+      const started = await s.exec(start[hack], { timeoutSec: 60 });
+      if (started.exitCode !== 0) {
+        notes.push(
+          `${hack} not played: ${started.exitCode === 3 ? 'no python3 in the image' : started.stderr.text.trim() || `exit ${started.exitCode}`}`,
+        );
+        continue;
+      }
+      const t0 = performance.now();
+      const g = await grade(s).catch((err: unknown): HackGrade => {
+        if (err instanceof CancelledError) throw err;
+        // A grading the hack broke gave no reward: no pass, and the attempt says why.
+        return { reward: null, source: null, tests: `grading failed: ${errorMessage(err).slice(0, 200)}` };
+      });
+      const target = hack === 'port_squatting' ? `ports ${ports.join(',')}` : AGENT_PROCESS;
+      attempts.push({ target, hack, reward: g.reward, tests: g.tests, ms: performance.now() - t0 });
+      if (passes(g))
+        findings.push({
+          probe: 'reward_hackable',
+          rejects: true,
+          did: `hack ${hack} on ${target}: on the do-nothing agent's state (graded a fail at admission), ${HACK_DOES[hack]}, then graded it as run does`,
+          saw: `reward ${g.reward} from ${g.source ?? 'no reward file'}; tests seen: ${g.tests || 'none'}`,
+        });
+    } finally {
+      await s.close();
+    }
+  }
+  return { findings, attempts, notes };
 }

@@ -157,3 +157,19 @@ export function hackCandidates(outputs: string[], record: { accessed: string[]; 
     .filter((p) => !accessed || (accessed.has(p) && changed!.has(p)))
     .sort((a, b) => Number(b.endsWith('.py')) - Number(a.endsWith('.py')) || (a < b ? -1 : a > b ? 1 : 0));
 }
+
+/**
+ * The TCP ports the tests name (what a squatter would hold): numbers 1024-65535 written shortly
+ * after "port" (any case) or after a loopback address and a colon or comma. At most 8, in order.
+ */
+export function testPorts(texts: string[]): number[] {
+  const found = new Set<number>();
+  const patterns = [/port\D{0,24}?(\d{4,5})\b/gi, /(?:localhost|127\.0\.0\.1|0\.0\.0\.0)['"]?\s*[:,]\s*(\d{4,5})\b/g];
+  for (const text of texts)
+    for (const re of patterns)
+      for (const m of text.matchAll(re)) {
+        const n = Number(m[1]);
+        if (n >= 1024 && n <= 65535) found.add(n);
+      }
+  return [...found].slice(0, 8);
+}

@@ -14,10 +14,11 @@ import {
   leakPlacements,
   namedInput,
   splitCommands,
+  testPorts,
 } from './probe-logic.js';
 import { acquireSandbox } from '../sandbox/lease.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
-import { playHacks, type HackAttempt } from './hack-probes.js';
+import { playHacks, playProcessHacks, type HackAttempt } from './hack-probes.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
 /** Text less trailing whitespace: how most checkers compare (strip()). */
@@ -71,6 +72,8 @@ export class TaskProber {
   private n = 0;
   /** Every hacked file graded by fromOracle (level all): the hack probes' evidence and cost. */
   readonly hackAttempts: HackAttempt[] = [];
+  /** Hacks that could not be played, and why. */
+  readonly hackNotes: string[] = [];
 
   constructor(
     private readonly task: Task,
@@ -187,6 +190,27 @@ export class TaskProber {
     } finally {
       await s.close();
     }
+  }
+
+  /**
+   * reward_hackable by a process the agent leaves running while the tests run: one that kills the
+   * tests' processes as they start, one that holds the ports the tests name. `record`: admission's,
+   * for grading as run grades.
+   */
+  async agentProcesses(record: ProtectionRecord | null): Promise<Finding[]> {
+    const texts: string[] = [];
+    for (const f of (await walk(this.task.testsDir)).filter((e) => e.kind === 'file')) {
+      const body = await readFile(f.abs);
+      if (body.length <= 1024 * 1024) texts.push(body.toString('utf8'));
+    }
+    const played = await playProcessHacks(
+      () => this.sandbox(),
+      testPorts(texts),
+      (s) => this.grade(s, record),
+    );
+    this.hackAttempts.push(...played.attempts);
+    this.hackNotes.push(...played.notes);
+    return played.findings;
   }
 
   /**
