@@ -203,8 +203,9 @@ describe('probe logic', () => {
       testPorts([
         "sock.bind(('127.0.0.1', 9137))",
         'urlopen("http://localhost:8080/health"); PORT = 5000; --port 22 port 70000',
+        'see the report 2024 and import 1234; SERVER_PORT=7000',
       ]),
-      [9137, 5000, 8080],
+      [9137, 5000, 8080, 7000],
     );
   });
 

@@ -160,11 +160,15 @@ export function hackCandidates(outputs: string[], record: { accessed: string[]; 
 
 /**
  * The TCP ports the tests name (what a squatter would hold): numbers 1024-65535 written shortly
- * after "port" (any case) or after a loopback address and a colon or comma. At most 8, in order.
+ * after the word "port" (any case; not "report", "import") or after a loopback address and a colon
+ * or comma. At most 8, in order. A number that is no port costs one grading, never a verdict.
  */
 export function testPorts(texts: string[]): number[] {
   const found = new Set<number>();
-  const patterns = [/port\D{0,24}?(\d{4,5})\b/gi, /(?:localhost|127\.0\.0\.1|0\.0\.0\.0)['"]?\s*[:,]\s*(\d{4,5})\b/g];
+  const patterns = [
+    /(?<![a-z])port(?![a-z])\D{0,24}?(\d{4,5})\b/gi,
+    /(?:localhost|127\.0\.0\.1|0\.0\.0\.0)['"]?\s*[:,]\s*(\d{4,5})\b/g,
+  ];
   for (const text of texts)
     for (const re of patterns)
       for (const m of text.matchAll(re)) {
