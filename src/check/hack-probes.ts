@@ -160,6 +160,8 @@ export async function playProcessHacks(
       notes.push('port_squatting not played: the tests name no port');
       continue;
     }
+    // The cost counts the fresh sandbox and the process's start too.
+    const t0 = performance.now();
     const s = await open();
     try {
       const started = await s.exec(start[hack], { timeoutSec: 60 });
@@ -169,7 +171,6 @@ export async function playProcessHacks(
         );
         continue;
       }
-      const t0 = performance.now();
       const g = await grade(s).catch((err: unknown): HackGrade => {
         if (err instanceof CancelledError) throw err;
         // A grading the hack broke gave no reward: no pass, and the attempt says why.
