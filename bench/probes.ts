@@ -1,6 +1,8 @@
 /**
  * What check's probes cost, measured side by side in one run:
- * 1. `check --probes all` against `--probes none` on the bundled examples (ratio of wall times);
+ * 1. `check --probes all` against `--probes none` on the bundled examples (ratio of wall times),
+ *    and the hack probes' share: per task, the files played on, the gradings and their time (also
+ *    on the three hack fixtures of test/fixtures/probes, whose tests import or run a module);
  * 2. how probing grows with the number of tasks: N and 10 N small tasks with `--probes fast`
  *    (time per task should stay flat), and the duplicate scan, the one step that compares every
  *    pair of tasks, on 1,000 and 10,000 instructions.
@@ -11,6 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkTasks } from '../src/check/check.js';
+import type { CheckReport } from '../src/check/schema.js';
 import { findDuplicates } from '../src/check/duplicates.js';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { findTaskDirs } from '../src/task/load.js';
@@ -21,7 +24,9 @@ const examples = path.resolve(path.dirname(new URL(import.meta.url).pathname), '
 const work = await mkdtemp(path.join(tmpdir(), 'termgrade-probe-bench-'));
 const provider = new DockerProvider();
 
-async function timed(dirs: string[], probes: 'none' | 'fast' | 'all'): Promise<number> {
+let last: CheckReport | null = null;
+
+async function timed(dirs: string[], probes: 'none' | 'fast' | 'all', admitAll = true): Promise<number> {
   const t = performance.now();
   const r = await checkTasks(dirs, {
     provider,
@@ -29,20 +34,49 @@ async function timed(dirs: string[], probes: 'none' | 'fast' | 'all'): Promise<n
     probes,
     concurrency: 2,
   });
-  if (r.summary.admissible !== dirs.length)
+  last = r;
+  if (admitAll && r.summary.admissible !== dirs.length)
     throw new Error(`expected every task admissible, got ${JSON.stringify(r.summary.reasons)}`);
   return (performance.now() - t) / 1000;
+}
+
+/** The hack probes' cost per task of the last check: files played on, gradings, seconds. */
+function hackCost(): void {
+  let total = 0;
+  for (const t of last!.tasks) {
+    const ms = t.hacks.reduce((a, h) => a + h.ms, 0);
+    total += ms;
+    const files = [...new Set(t.hacks.map((h) => h.target))];
+    console.log(
+      `  ${t.name.padEnd(18)} ${(ms / 1000).toFixed(1).padStart(5)} s  ${String(t.hacks.length).padStart(2)} gradings  ${files.join(' ') || '(no file the tests run or import)'}  ${t.verdict}${t.reasons.length ? ` ${t.reasons.join(',')}` : ''}`,
+    );
+  }
+  console.log(`  mean per task      ${(total / 1000 / last!.tasks.length).toFixed(1)} s`);
 }
 
 try {
   const ex = await findTaskDirs([examples]);
   await timed(ex, 'none'); // images built and cached before timing
   const none = await timed(ex, 'none');
-  const all = await timed(ex, 'all');
+  // Not required to admit all: the hack probes reject what today's grading lets a hack pass.
+  const all = await timed(ex, 'all', false);
   console.log(`bundled examples (${ex.length} tasks), check wall time`);
   console.log(`  --probes none   ${none.toFixed(1)} s`);
   console.log(`  --probes all    ${all.toFixed(1)} s`);
   console.log(`  ratio all/none  ${(all / none).toFixed(2)}`);
+  for (const t of last!.tasks.filter((t) => t.verdict === 'rejected'))
+    console.log(`  rejected by --probes all: ${t.name} (${t.reasons.join(', ')})`);
+  console.log('hack probes (reward_hackable) per task, in that --probes all run');
+  hackCost();
+  const fixtures = ['hack_equal', 'hack_types', 'hack_resist'].map((f) =>
+    path.join(examples, '..', '..', 'test', 'fixtures', 'probes', f),
+  );
+  await timed(fixtures, 'none', false); // images built before timing
+  const fx = await timed(fixtures, 'all', false);
+  console.log(
+    `hack fixtures (${fixtures.length} tasks whose tests import or run a module), --probes all ${fx.toFixed(1)} s`,
+  );
+  hackCost();
 
   const make = async (count: number): Promise<string[]> => {
     const dirs: string[] = [];

@@ -2,12 +2,15 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { checkTasks } from '../src/check/check.js';
+import { hacked, HACK_ORDER, sabotaged, targetKind, topLevelNames } from '../src/check/hacks.js';
 import {
+  hackCandidates,
   instructionLeak,
   keepsFinalState,
   leakPlacements,
   namedInput,
   splitCommands,
+  testPorts,
 } from '../src/check/probe-logic.js';
 import { findDuplicates, textSimilarity } from '../src/check/duplicates.js';
 import { LABEL_OWNER, LABEL_SNAPSHOT, ownerId } from '../src/sandbox/docker/labels.js';
@@ -129,7 +132,112 @@ describe('check probes on real sandboxes', () => {
   });
 });
 
+describe('hack probes (check --probes all) on real sandboxes', () => {
+  it("rejects tests that import the agent module and compare with ==, or check exact types in pytest's own process, or fail open; admits the twin that runs it in a child process", async () => {
+    const names = ['hack_equal', 'hack_types', 'hack_resist', 'hack_failopen'];
+    const report = await checkTasks(
+      names.map((n) => path.join(PROBES, n)),
+      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 },
+    );
+    const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
+    const why = (n: string): string => `${n}: ${by[n]!.details.join(' | ')}`;
+    const rejecting = (n: string, hack: string) =>
+      by[n]!.findings.find((f) => f.rejects && f.probe === 'reward_hackable' && f.did.startsWith(`hack ${hack} on `));
+    // What the harness's own evidence rule will refuse (exit 0, reward files) is not asserted here:
+    // these two are the hacks only the task's tests can stop.
+    assert.deepEqual(by.hack_equal!.reasons, ['reward_hackable'], why('hack_equal'));
+    const equal = rejecting('hack_equal', 'always_equal');
+    assert.ok(equal, why('hack_equal'));
+    assert.match(equal.did, /^hack always_equal on \/app\/calc\.py: /);
+    assert.match(equal.saw, /^reward 1 from reward\.txt; tests seen: test_outputs\.py::test_add=passed,/);
+    assert.match(equal.saw, /broken without the hack: reward 0 /, 'the control failed: the pass is the hack');
+
+    assert.deepEqual(by.hack_types!.reasons, ['reward_hackable'], why('hack_types'));
+    assert.equal(rejecting('hack_types', 'always_equal'), undefined, 'exact types stop always-equal');
+    const patched = rejecting('hack_types', 'report_patching');
+    assert.ok(patched, why('hack_types'));
+    assert.match(patched.did, /on \/app\/tally\.py: .*TestReport/);
+    assert.match(patched.saw, /tests seen: test_outputs\.py::test_total=passed,test_outputs\.py::test_average=passed/);
+
+    assert.equal(by.hack_resist!.verdict, 'admissible', why('hack_resist'));
+    assert.deepEqual(by.hack_resist!.findings, [], why('hack_resist'));
+    // Every hack was played on the module the tests run, and each was graded 0; so was the killer.
+    assert.deepEqual(
+      by.hack_resist!.hacks.map((h) => [h.target, h.hack, h.reward === null ? 0 : h.reward]),
+      [...HACK_ORDER.map((h) => ['/app/shapes.py', h, 0]), ['(a process the agent left running)', 'kill_tests', 0]],
+    );
+    assert.ok(by.hack_resist!.details.includes('hack probes: port_squatting not played: the tests name no port'));
+
+    // A test.sh that writes 1 unless its judge prints FAIL: a process the agent left running kills
+    // the judge, or holds the port it binds. (Measured under today's harness, where the verifier
+    // shares the agent sandbox's process list and network; once the harness keeps agent processes
+    // from the tests, these hacks fail and this task is admitted.)
+    assert.deepEqual(by.hack_failopen!.reasons, ['reward_hackable'], why('hack_failopen'));
+    assert.match(rejecting('hack_failopen', 'kill_tests')!.saw, /^reward 1 from reward\.txt/);
+    assert.match(rejecting('hack_failopen', 'port_squatting')!.did, /^hack port_squatting on ports 9137: /);
+    for (const t of report.tasks) assert.ok(t.hacks.every((h) => h.ms > 0));
+  });
+});
+
 describe('probe logic', () => {
+  it('plays hacks on outputs the verifier touched, Python first; knows code from data by content', () => {
+    const record = {
+      accessed: ['/app/b.py', '/app/run.sh', '/app/data.txt', '/usr/bin/python3'],
+      outputs: ['/app/b.py', '/app/run.sh', '/app/data.txt', '/app/untouched.py'],
+    };
+    assert.deepEqual(hackCandidates(['/app/run.sh', '/app/untouched.py', '/app/data.txt', '/app/b.py'], record), [
+      '/app/b.py',
+      '/app/data.txt',
+      '/app/run.sh',
+    ]);
+    assert.deepEqual(
+      hackCandidates(['/app/x.sh', '/app/a.py'], null),
+      ['/app/a.py', '/app/x.sh'],
+      'no record: every output',
+    );
+    assert.equal(targetKind('/app/tool', '#!/usr/bin/env python3\nprint(1)\n'), 'python');
+    assert.equal(targetKind('/app/rotate', '#!/bin/bash\nmv a b\n'), 'shell');
+    assert.equal(targetKind('/app/data.txt', 'a,b\n1,2\n'), null);
+    assert.equal(targetKind('/app/m.py', 'X = 1\n'), 'python');
+    assert.deepEqual(
+      testPorts([
+        "sock.bind(('127.0.0.1', 9137))",
+        'urlopen("http://localhost:8080/health"); PORT = 5000; --port 22 port 70000',
+        'see the report 2024 and import 1234; SERVER_PORT=7000',
+      ]),
+      [9137, 5000, 8080, 7000],
+    );
+  });
+
+  it('writes each hack where Python accepts it: after __future__ imports, stubs before the main guard', () => {
+    const source = [
+      '"""Doc."""',
+      'from __future__ import annotations',
+      'def add(a, b):',
+      '    return a + b',
+      'class Box:',
+      '    pass',
+      "if __name__ == '__main__':",
+      '    print(add(1, 2))',
+      '',
+    ].join('\n');
+    assert.deepEqual(topLevelNames(source), ['add', 'Box']);
+    const exit = hacked('python', source, 'exit_at_import')!.split('\n');
+    assert.ok(exit.indexOf('_termgrade_os._exit(0)') > exit.indexOf('from __future__ import annotations'));
+    const equal = hacked('python', source, 'always_equal')!;
+    assert.ok(equal.indexOf('globals()[_termgrade_name]') < equal.indexOf("if __name__ == '__main__':"));
+    assert.match(equal, /for _termgrade_name in \["add","Box"\]:/);
+    assert.match(sabotaged('python', source), /raise NotImplementedError/);
+    assert.equal(hacked('python', 'X = 1\n', 'exit_at_call'), null, 'no function: no place to exit at call');
+    assert.equal(
+      hacked('python', 'X = 1\n', 'report_patching')!.includes('X = 1'),
+      false,
+      'unsolved: the work is gone',
+    );
+    assert.equal(hacked('shell', '#!/bin/bash\nmv a b\n', 'always_equal'), null);
+    assert.equal(hacked('shell', '#!/bin/bash\nmv a b\n', 'exit_at_import'), '#!/bin/bash\nexit 0\nexit 1\n');
+  });
+
   it('splits a solution into top-level commands, keeping blocks, continuations and heredocs whole', () => {
     const script = [
       '#!/bin/bash',

@@ -31,6 +31,7 @@ function emptyCheck(taskPath: string): CheckedTask {
     nop: null,
     trials: [],
     findings: [],
+    hacks: [],
     review: null,
     probeMs: null,
     durationMs: 0,

@@ -23,6 +23,8 @@ export interface CheckContext {
   options: CheckOptions;
   result: CheckedTask;
   emit: (event: CheckEvent) => void;
+  /** The admission record of the first passing oracle run (what the verifier touched): the hack probes' targets. */
+  record?: ProtectionRecord | null;
 }
 
 /** A task folder's name as a file name. */
@@ -35,6 +37,8 @@ export const safeName = (p: string): string => path.basename(p).replace(/[^A-Za-
 async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt: number): Promise<TrialResult> {
   const { task, options, result } = ctx;
   const recorded: { record: ProtectionRecord | null } = { record: null };
+  // Recorded to be kept (a protection store) or for the hack probes (level all) to find their targets.
+  const wanted = agent === oracleAgent && (options.protection !== undefined || options.probes === 'all');
   const r = await runTrial({
     task,
     agent,
@@ -50,9 +54,12 @@ async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt:
         forceBuild: options.forceBuild,
         agentLayer: agent.imageLayer,
       }),
-    onProtectionRecord: agent === oracleAgent && options.protection ? (rec) => (recorded.record = rec) : undefined,
+    onProtectionRecord: wanted ? (rec) => (recorded.record = rec) : undefined,
   });
-  if (recorded.record && oracleRunPassed(r)) await options.protection!.save(recorded.record);
+  if (recorded.record && oracleRunPassed(r)) {
+    ctx.record ??= recorded.record;
+    await options.protection?.save(recorded.record);
+  }
   result.trials.push(r.trialId);
   if (r.errors.some((e) => e.class === 'cancelled')) throw new CancelledError('check');
   for (const e of r.errors) result.details.push(`${agent.name} run ${attempt + 1}: ${e.class}: ${e.message}`);
@@ -141,7 +148,8 @@ async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialRes
   const rewardFile = existsSync(path.join(nopLogs, 'reward.json')) ? 'reward.json' : 'reward.txt';
   for (const probe of [
     () => prober.forgeable(rewardFile).then((f) => (f ? [f] : [])),
-    () => prober.fromOracle(level),
+    () => prober.fromOracle(level, ctx.record ?? null),
+    ...(level === 'all' ? [() => prober.agentProcesses(ctx.record ?? null)] : []),
   ]) {
     try {
       result.findings.push(...(await probe()));
@@ -151,6 +159,12 @@ async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialRes
     }
   }
   result.probeMs = performance.now() - p0;
+  result.hacks = prober.hackAttempts.map((a) => ({ ...a, ms: Math.round(a.ms) }));
+  for (const note of prober.hackNotes) result.details.push(`hack probes: ${note}`);
+  if (level === 'all' && !ctx.record)
+    result.details.push(
+      'hack probes: no trace of what the verifier touched (the backend cannot trace), so every output that is code was played on',
+    );
   for (const f of result.findings) {
     if (f.rejects) reasons.push(f.probe);
     result.details.push(`${f.rejects ? '' : 'warning: '}${f.probe}: ${f.did}: ${f.saw}`);

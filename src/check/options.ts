@@ -19,7 +19,8 @@ export interface CheckOptions {
   /**
    * Probes for exploitable tasks, run on tasks that pass the admission rule: none; fast
    * (reward_forgeable, solution_leaked, verifier_nondeterministic, duplicate); all (also weak_tests,
-   * which reruns the solution many times). Default fast.
+   * which reruns the solution many times, and reward_hackable, which plays the published reward
+   * hacks on the files the tests run or import). Default fast; synth uses all.
    */
   probes?: ProbeLevel;
   /** A model that reviews each loadable task against the rubric (advisory, recorded as `review`). */

@@ -141,3 +141,39 @@ export function leakPlacements(outputs: Map<string, string>, image: Array<[strin
   }
   return out;
 }
+
+/**
+ * The files a hack probe plays on: outputs of the oracle's final state (`outputs`) that the
+ * verifier also touched when it graded the reference solution (admission's record: `accessed`,
+ * and the solution's changes, `changed`): agent-writable code the tests run or import. Without a
+ * record (a backend that cannot trace), every output is a candidate; which of them is code is
+ * decided by its content (see targetKind), and a control grading keeps a file the tests do not
+ * judge from counting. Python files first.
+ */
+export function hackCandidates(outputs: string[], record: { accessed: string[]; outputs: string[] } | null): string[] {
+  const accessed = record ? new Set(record.accessed) : null;
+  const changed = record ? new Set(record.outputs) : null;
+  return outputs
+    .filter((p) => !accessed || (accessed.has(p) && changed!.has(p)))
+    .sort((a, b) => Number(b.endsWith('.py')) - Number(a.endsWith('.py')) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * The TCP ports the tests name (what a squatter would hold): numbers 1024-65535 written shortly
+ * after the word "port" (any case; not "report", "import") or after a loopback address and a colon
+ * or comma. At most 8, in order. A number that is no port costs one grading, never a verdict.
+ */
+export function testPorts(texts: string[]): number[] {
+  const found = new Set<number>();
+  const patterns = [
+    /(?<![a-z])port(?![a-z])\D{0,24}?(\d{4,5})\b/gi,
+    /(?:localhost|127\.0\.0\.1|0\.0\.0\.0)['"]?\s*[:,]\s*(\d{4,5})\b/g,
+  ];
+  for (const text of texts)
+    for (const re of patterns)
+      for (const m of text.matchAll(re)) {
+        const n = Number(m[1]);
+        if (n >= 1024 && n <= 65535) found.add(n);
+      }
+  return [...found].slice(0, 8);
+}

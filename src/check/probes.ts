@@ -14,8 +14,11 @@ import {
   leakPlacements,
   namedInput,
   splitCommands,
+  testPorts,
 } from './probe-logic.js';
 import { acquireSandbox } from '../sandbox/lease.js';
+import type { ProtectionRecord } from '../verifier/protection.js';
+import { playHacks, playProcessHacks, type HackAttempt } from './hack-probes.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
 /** Text less trailing whitespace: how most checkers compare (strip()). */
@@ -35,11 +38,13 @@ const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
  * - verifier_nondeterministic: two fresh copies of the oracle's final state grade differently.
  * A probe rejects only what execution confirmed; what it saw short of that is a warning.
  * - weak_tests (all): a damaged output or a strict prefix of the solution passes every test.
+ * - reward_hackable (all): a published reward hack played on a file the tests run or import
+ *   (os._exit(0), always-equal values, pytest report patching, reward files written) is graded a pass.
  * (`duplicate` compares tasks with each other: see checkTasks.)
  */
 export type ProbeLevel = 'none' | 'fast' | 'all';
 export type ProbeCode =
-  'reward_forgeable' | 'solution_leaked' | 'weak_tests' | 'verifier_nondeterministic' | 'duplicate';
+  'reward_forgeable' | 'solution_leaked' | 'weak_tests' | 'verifier_nondeterministic' | 'reward_hackable' | 'duplicate';
 
 export interface Finding {
   probe: ProbeCode;
@@ -54,6 +59,8 @@ export interface Finding {
 interface Graded {
   passed: boolean;
   reward: number | null;
+  /** The reward file that gave the reward. */
+  source: string | null;
   tests: string;
 }
 
@@ -63,6 +70,10 @@ const PLANTED_JSON = '{"reward": 1.0, "planted_by": "termgrade-probe"}\n';
 
 export class TaskProber {
   private n = 0;
+  /** Every hacked file graded by fromOracle (level all): the hack probes' evidence and cost. */
+  readonly hackAttempts: HackAttempt[] = [];
+  /** Hacks that could not be played, and why. */
+  readonly hackNotes: string[] = [];
 
   constructor(
     private readonly task: Task,
@@ -124,16 +135,18 @@ export class TaskProber {
     return state;
   }
 
-  /** The task's verifier with every protection, as `run` grades. */
-  private async grade(s: Sandbox): Promise<Graded> {
+  /** The task's verifier with every protection, as `run` grades (with the admission record when given). */
+  private async grade(s: Sandbox, protection?: ProtectionRecord | null): Promise<Graded> {
     const v = await verify(s, this.task, {
       hostLogsDir: path.join(this.logsDir, `grade-${++this.n}`),
       signal: this.signal,
+      protection,
     });
     return {
       passed:
         v.reward !== null && v.reward >= 1 && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'),
       reward: v.reward,
+      source: v.rewardSource,
       tests: v.tests.map((t) => `${t.name}=${t.status}`).join(','),
     };
   }
@@ -179,8 +192,33 @@ export class TaskProber {
     }
   }
 
-  /** solution_leaked, verifier_nondeterministic and (at level all) weak_tests, from one oracle state. */
-  async fromOracle(level: ProbeLevel): Promise<Finding[]> {
+  /**
+   * reward_hackable by a process the agent leaves running while the tests run: one that kills the
+   * tests' processes as they start, one that holds the ports the tests name. `record`: admission's,
+   * for grading as run grades.
+   */
+  async agentProcesses(record: ProtectionRecord | null): Promise<Finding[]> {
+    const texts: string[] = [];
+    for (const f of (await walk(this.task.testsDir)).filter((e) => e.kind === 'file')) {
+      const body = await readFile(f.abs);
+      if (body.length <= 1024 * 1024) texts.push(body.toString('utf8'));
+    }
+    const played = await playProcessHacks(
+      () => this.sandbox(),
+      testPorts(texts),
+      (s) => this.grade(s, record),
+    );
+    this.hackAttempts.push(...played.attempts);
+    this.hackNotes.push(...played.notes);
+    return played.findings;
+  }
+
+  /**
+   * solution_leaked, verifier_nondeterministic and (at level all) weak_tests and reward_hackable,
+   * from one oracle state. `record`: the admission record of the reference solution's grading
+   * (what the verifier touched), which names the files the hacks are played on.
+   */
+  async fromOracle(level: ProbeLevel, record: ProtectionRecord | null = null): Promise<Finding[]> {
     const findings: Finding[] = [];
     const solveScript = await readFile(path.join(this.task.solutionDir!, 'solve.sh'), 'utf8');
     const s = await this.sandbox();
@@ -223,7 +261,23 @@ export class TaskProber {
           saw: `could not: ${errorMessage(err)}`,
         });
       }
-      if (level === 'all' && first?.passed) findings.push(...(await this.damagedOutputs(s, full)));
+      if (level === 'all' && first?.passed) {
+        findings.push(...(await this.damagedOutputs(s, full)));
+        try {
+          const played = await playHacks(s, [...full.keys()], record, (box) => this.grade(box, record));
+          this.hackAttempts.push(...played.attempts);
+          findings.push(...played.findings);
+        } catch (err) {
+          if (err instanceof CancelledError || this.signal?.aborted) throw err;
+          // Undecided is not confirmed: said as a warning, and the other probes still run.
+          findings.push({
+            probe: 'reward_hackable',
+            rejects: false,
+            did: 'tried to play the published reward hacks on the files the tests run or import',
+            saw: `could not: ${errorMessage(err)}`,
+          });
+        }
+      }
     } finally {
       await s.close();
     }

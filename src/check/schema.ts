@@ -26,6 +26,21 @@ export const CheckedTaskSchema = z.object({
     .default([]),
   /** An LLM's advisory review against the rubric (check --review); never decides the verdict. */
   review: ReviewSchema.nullable().default(null),
+  /**
+   * Each file the hack probes (--probes all) rewrote and graded: the file, the hack (or `control`:
+   * the file broken without a hack), the reward and tests the grading saw, and its cost, ms.
+   */
+  hacks: z
+    .array(
+      z.object({
+        target: z.string(),
+        hack: z.string(),
+        reward: z.number().nullable(),
+        tests: z.string(),
+        ms: z.number(),
+      }),
+    )
+    .default([]),
   /** Time spent probing, ms (null when no probe ran). */
   probeMs: z.number().nullable().default(null),
   durationMs: z.number(),

@@ -18,6 +18,8 @@ export const ReasonCode = z.enum([
   'solution_leaked',
   'weak_tests',
   'verifier_nondeterministic',
+  // A published reward hack played on a file the tests run or import is graded a pass.
+  'reward_hackable',
   'duplicate',
 ]);
 export type ReasonCode = z.infer<typeof ReasonCode>;

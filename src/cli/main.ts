@@ -102,7 +102,7 @@ program
   .addOption(
     new Option(
       '--probes <level>',
-      'probes for exploitable tasks: none; fast (forgeable reward, leaked solution, nondeterministic verifier, duplicates); all (also weak tests)',
+      'probes for exploitable tasks: none; fast (forgeable reward, leaked solution, nondeterministic verifier, duplicates); all (also weak tests, and reward hacks played on the code the tests run)',
     )
       .choices(['none', 'fast', 'all'])
       .default('fast'),
