@@ -19,6 +19,12 @@ export const ProtectionRecordSchema = z.object({
   outputs: z.array(z.string()),
   /** For each library name the dynamic loader resolved through /etc/ld.so.cache, the file it chose. */
   libraries: z.record(z.string(), z.string()),
+  /**
+   * The TCP/UDP ports the verifier bound (a judge server of its own, say): an agent process holding
+   * one when the tests start would take it from them, so that grading is refused (graded 0).
+   * Absent in records made before it was kept: no port is checked then.
+   */
+  boundPorts: z.array(z.number().int().min(1).max(65535)).optional(),
 });
 export type ProtectionRecord = z.infer<typeof ProtectionRecordSchema>;
 
@@ -94,6 +100,17 @@ export function tracedPaths(log: string): string[] {
     if (resolved?.[1]) out.add(resolved[1]);
   }
   return [...out].sort();
+}
+
+/** The ports (not 0: the kernel's choice) an strace log shows bound successfully over IPv4 or IPv6. */
+export function boundPorts(log: string): number[] {
+  const ports = new Set<number>();
+  for (const line of log.split('\n')) {
+    const m = /^(?:\d+\s+)?bind\(.*\bsin6?_port=htons\((\d+)\).*\)\s*=\s*0\s*$/.exec(line);
+    const port = m ? Number(m[1]) : 0;
+    if (port > 0 && port <= 65535) ports.add(port);
+  }
+  return [...ports].sort((a, b) => a - b);
 }
 
 function normalise(p: string): string {
