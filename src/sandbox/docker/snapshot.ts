@@ -128,6 +128,7 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
     image = await commit();
   }
   let reader: Sandbox | null = null;
+  let hold: Hold | null = null;
   let discarded: Promise<void> | null = null;
   return {
     async changes() {
@@ -145,11 +146,14 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
       return reader.readFile(file, maxBytes);
     },
     async startVerifier(options) {
+      // Held before the alive check: a fork bomb that cannot be frozen is ended, and the verifier then has no network.
+      if (running) hold = await holdAgent(host, state.Pid, options.ports ?? []);
       const alive = running && (await isRunning(container));
       return withFoldersInside(await host.startVerifier(image, alive ? container.id : null, options.signal), options);
     },
     discard() {
       discarded ??= (async () => {
+        await hold?.release();
         await reader?.close();
         await turn(() => docker.getImage(image).remove({ force: true, noprune: false })).catch(
           (err: { statusCode?: number }) => {
@@ -309,7 +313,7 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
  * agent process holding a port the tests bind (admission saw them bind it) throws: the tests' own
  * server could not start, or the agent's would answer in its place.
  */
-async function holdAgent(host: CopyHost, initPid: number, ports: number[]): Promise<Hold | null> {
+async function holdAgent(host: SnapshotHost, initPid: number, ports: number[]): Promise<Hold | null> {
   let hold: Hold | null;
   try {
     hold = await holdNonServices(initPid, host.container.id, ports);
