@@ -102,13 +102,30 @@ export function tracedPaths(log: string): string[] {
   return [...out].sort();
 }
 
-/** The ports (not 0: the kernel's choice) an strace log shows bound successfully over IPv4 or IPv6. */
+/**
+ * The ports (not 0: the kernel's choice) an strace log shows bound successfully over IPv4 or IPv6.
+ * A call another traced process interrupted is split over two lines (`<unfinished ...>`, then
+ * `<... bind resumed>`), joined here by process id.
+ */
 export function boundPorts(log: string): number[] {
   const ports = new Set<number>();
-  for (const line of log.split('\n')) {
-    const m = /^(?:\d+\s+)?bind\(.*\bsin6?_port=htons\((\d+)\).*\)\s*=\s*0\s*$/.exec(line);
-    const port = m ? Number(m[1]) : 0;
+  const pending = new Map<string, number>();
+  const add = (port: number): void => {
     if (port > 0 && port <= 65535) ports.add(port);
+  };
+  for (const line of log.split('\n')) {
+    const call = /^(\d+\s+)?bind\(.*\bsin6?_port=htons\((\d+)\)(.*)$/.exec(line);
+    if (call) {
+      const [, pid = '', port, rest] = call as unknown as [string, string | undefined, string, string];
+      if (/<unfinished \.\.\.>\s*$/.test(rest)) pending.set(pid.trim(), Number(port));
+      else if (/\)\s*=\s*0\s*$/.test(rest)) add(Number(port));
+      continue;
+    }
+    const resumed = /^(\d+\s+)?<\.\.\. bind resumed>.*\)\s*=\s*(-?\d+)/.exec(line);
+    if (!resumed) continue;
+    const pid = (resumed[1] ?? '').trim();
+    if (resumed[2] === '0') add(pending.get(pid) ?? 0);
+    pending.delete(pid);
   }
   return [...ports].sort((a, b) => a - b);
 }

@@ -60,8 +60,9 @@ export function neighbourAttacks(label: string, provider: () => SandboxProvider)
           '#!/bin/bash\nif runuser -u tester -- python3 /tests/check.py; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
       });
       // As the tests' uid, the kernel lets it trace them (the capability the verifier's root
-      // processes hold is gone from a process runuser started): gdb makes the checker call _exit(0).
-      const tracer = `nohup sh -c 'while :; do p=$(pgrep -u tester -f "[c]heck.py" | head -1); [ -n "$p" ] && HOME=/tmp setpriv --reuid=tester --regid=tester --clear-groups gdb -p $p -batch -ex "call (void)_exit(0)" >/dev/null 2>&1; sleep 0.1; done' >/dev/null 2>&1 & sleep 0.5`;
+      // processes hold is gone from a process runuser started): gdb turns the system call the
+      // checker sleeps in into exit_group(0) (231), no symbols needed.
+      const tracer = `nohup sh -c 'while :; do p=$(pgrep -u tester -f "[c]heck.py" | head -1); [ -n "$p" ] && HOME=/tmp setpriv --reuid=tester --regid=tester --clear-groups gdb -p $p -batch -ex "set \\$orig_rax=-1" -ex "set \\$rax=231" -ex "set \\$rdi=0" -ex "set \\$pc=\\$pc-2" -ex detach >/dev/null 2>&1; sleep 0.1; done' >/dev/null 2>&1 & sleep 0.5`;
       const attacked = await trial(task, tracer);
       assert.equal(attacked.reward, 0, JSON.stringify(attacked.errors));
       assert.equal(attacked.error, null);
