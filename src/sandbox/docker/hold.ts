@@ -104,10 +104,10 @@ export async function holdNonServices(initPid: number, containerId: string, rese
   } catch {
     return null; // no child cgroup can be made here: held by nothing, as on a remote engine
   }
-  // Everything frozen while the processes are sorted, so none forks or opens a socket meanwhile.
-  await freezer.freeze();
   let hold: Hold;
   try {
+    // Everything frozen while the processes are sorted, so none forks or opens a socket meanwhile.
+    await freezer.freeze();
     const sockets = await socketsOf(initPid);
     const listening = new Set(sockets.filter((s) => s.listening).map((s) => s.inode));
     const held: number[] = [];
