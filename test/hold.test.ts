@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type Docker from 'dockerode';
-import { holdNonServices } from '../src/sandbox/docker/hold.js';
+import { holdNonServices, thawLeftHold } from '../src/sandbox/docker/hold.js';
 import type { Sandbox } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { docker, trivialTask } from './helpers.js';
@@ -50,6 +50,21 @@ describe('holding the agent processes that are not services', () => {
       await hold.release();
       await sleep(300);
       assert.notEqual(await tick(), a, 'the ticker runs again once released');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("a hold left by a process that died is thawed by cleanup's step (the engine could not stop the container else)", async () => {
+    const { s, pid, tick } = await withTickerAndService();
+    try {
+      assert.ok(await holdNonServices(pid, s.id, []));
+      const a = await tick();
+      await sleep(300);
+      assert.equal(await tick(), a, 'held');
+      await thawLeftHold(pid, s.id);
+      await sleep(300);
+      assert.notEqual(await tick(), a, 'the ticker runs again');
     } finally {
       await s.close();
     }
