@@ -34,6 +34,9 @@ export function verificationPhase(
         signal: options.signal,
         protection: options.protection ?? null,
         onRecord: options.onProtectionRecord,
+        policy: options.grading,
+        // A step's grading (label names it) has no admission evidence of its own yet.
+        step: label === '' ? undefined : label,
       };
       const v = await gradeSandbox(box, view, grading, options.provider);
       if (v.error) fail(state, v.error.class, 'verification', label + v.error.message);
