@@ -354,6 +354,7 @@ export class DockerSandbox implements Sandbox {
       turn: this.turn,
       engineChanges: () => this.engineChanges(),
       stopAll: () => this.turn(() => this.stopAll()),
+      dropHelper: () => this.dropHelper(),
     };
     const layers = await this.upperLayers();
     if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier);

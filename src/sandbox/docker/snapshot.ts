@@ -30,6 +30,8 @@ interface SnapshotHost {
   engineChanges(): Promise<FsChange[]>;
   /** Ends every process of the container (it stays, stopped). */
   stopAll(): Promise<void>;
+  /** Lets go of the container's helper shell: the next command opens a new one (see holdAgent). */
+  dropHelper(): void;
 }
 
 export interface CommitHost extends SnapshotHost {
@@ -314,6 +316,9 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
  * server could not start, or the agent's would answer in its place.
  */
 async function holdAgent(host: SnapshotHost, initPid: number, ports: number[]): Promise<Hold | null> {
+  // The helper shell is held like every process there: a command sent into the agent's sandbox
+  // meanwhile opens a new one, which runs (a process of the harness's, as every command is).
+  host.dropHelper();
   let hold: Hold | null;
   try {
     hold = await holdNonServices(initPid, host.container.id, ports);
