@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import {
+  boundPorts,
   librariesUsed,
   parseLdCache,
   protectedSet,
@@ -130,6 +131,23 @@ describe('fixed rules for libraries loaded by configuration', () => {
       { path: '/usr/lib/x86_64-linux-gnu/libnss_evil.so.2', kind: 'added' },
     ]).map((t) => t.why);
     assert.equal(found.length, 3, found.join('; '));
+  });
+});
+
+describe('ports the tests bind, from the trace', () => {
+  it('keeps successful binds of a port (IPv4, IPv6, a call split by another process), not port 0, a failed bind or a unix socket', () => {
+    const log = [
+      '31 bind(3<socket:[92834]>, {sa_family=AF_INET, sin_port=htons(9555), sin_addr=inet_addr("127.0.0.1")}, 16) = 0',
+      '31 bind(4<socket:[92835]>, {sa_family=AF_INET6, sin6_port=htons(9556), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = 0',
+      '31 bind(5<socket:[92837]>, {sa_family=AF_INET, sin_port=htons(0), sin_addr=inet_addr("127.0.0.1")}, 16) = 0',
+      '31 bind(6<socket:[92839]>, {sa_family=AF_UNIX, sun_path=@"abc"}, 6) = 0',
+      '31 bind(7<socket:[92841]>, {sa_family=AF_INET, sin_port=htons(9557), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 EADDRINUSE (Address already in use)',
+      '40 bind(3<socket:[1]>, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}, 16 <unfinished ...>',
+      '41 bind(3<socket:[2]>, {sa_family=AF_INET, sin_port=htons(8081), sin_addr=inet_addr("0.0.0.0")}, 16 <unfinished ...>',
+      '40 <... bind resumed>) = 0',
+      '41 <... bind resumed>) = -1 EADDRINUSE (Address already in use)',
+    ].join('\n');
+    assert.deepEqual(boundPorts(log), [8080, 9555, 9556]);
   });
 });
 

@@ -204,6 +204,11 @@ export interface VerifierStartOptions {
   /** The verifier's environment, for the commands that prepare the folders where the backend runs any. */
   env?: Record<string, string>;
   signal?: AbortSignal;
+  /**
+   * Ports the tests bind (admission saw them bind each): a backend that can see the agent's
+   * sockets refuses to start the verifier while an agent process holds one (GradingStepError).
+   */
+  ports?: number[];
 }
 
 /** A `whole` copy out of a sandbox that passed its limit: nothing of it is to be kept. */

@@ -22,6 +22,12 @@ export const ProtectionRecordSchema = z.object({
   /** For each library name the dynamic loader resolved through /etc/ld.so.cache, the file it chose. */
   libraries: z.record(z.string(), z.string()),
   /**
+   * The TCP/UDP ports the verifier bound (a judge server of its own, say): an agent process holding
+   * one when the tests start would take it from them, so that grading is refused (graded 0).
+   * Absent in records made before it was kept: no port is checked then.
+   */
+  boundPorts: z.array(z.number().int().min(1).max(65535)).optional(),
+  /**
    * What a pass looked like for the reference solution (see evidence.ts); absent in records made
    * before it was kept, or for multi-step tasks: their gradings then apply only the rules that need
    * no record.
@@ -119,6 +125,34 @@ export function* tracedCalls(log: string): Generator<TracedCall & { resolved?: s
     const resolved = /=\s*\d+<([^>]+)>\s*$/.exec(line)?.[1];
     yield { pid, name, path: normalise(p), ok, isDir, ...(resolved ? { resolved } : {}) };
   }
+}
+
+/**
+ * The ports (not 0: the kernel's choice) an strace log shows bound successfully over IPv4 or IPv6.
+ * A call another traced process interrupted is split over two lines (`<unfinished ...>`, then
+ * `<... bind resumed>`), joined here by process id.
+ */
+export function boundPorts(log: string): number[] {
+  const ports = new Set<number>();
+  const pending = new Map<string, number>();
+  const add = (port: number): void => {
+    if (port > 0 && port <= 65535) ports.add(port);
+  };
+  for (const line of log.split('\n')) {
+    const call = /^(\d+\s+)?bind\(.*\bsin6?_port=htons\((\d+)\)(.*)$/.exec(line);
+    if (call) {
+      const [, pid = '', port, rest] = call as unknown as [string, string | undefined, string, string];
+      if (/<unfinished \.\.\.>\s*$/.test(rest)) pending.set(pid.trim(), Number(port));
+      else if (/\)\s*=\s*0\s*$/.test(rest)) add(Number(port));
+      continue;
+    }
+    const resumed = /^(\d+\s+)?<\.\.\. bind resumed>.*\)\s*=\s*(-?\d+)/.exec(line);
+    if (!resumed) continue;
+    const pid = (resumed[1] ?? '').trim();
+    if (resumed[2] === '0') add(pending.get(pid) ?? 0);
+    pending.delete(pid);
+  }
+  return [...ports].sort((a, b) => a - b);
 }
 
 function normalise(p: string): string {

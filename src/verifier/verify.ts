@@ -9,6 +9,7 @@ import type { Task } from '../task/task.js';
 import { EngineLostError, GradingStepError, errorMessage, gradingStep } from '../util/errors.js';
 import { nowIso } from '../util/time.js';
 import {
+  boundPorts,
   librariesUsed,
   parseLdCache,
   protectionModeOf,
@@ -215,7 +216,13 @@ async function runTests(
   how: { env: Record<string, string>; timeoutSec: number; collects: boolean },
 ): Promise<TestsRun> {
   const { signal } = options;
-  const start = { tests: options.testsDirs ?? [task.testsDir], env: task.config.verifier.env, signal };
+  const start = {
+    tests: options.testsDirs ?? [task.testsDir],
+    env: task.config.verifier.env,
+    signal,
+    // Ports the tests bind: an agent process holding one refuses the grading (see VerifierStartOptions).
+    ports: options.protection?.boundPorts ?? [],
+  };
   if (snap.runVerifier) {
     // Not a step as a whole: the backend names its own steps up to test.sh's start (GradingStepError);
     // an engine failure while test.sh runs is thrown as it is, as an exec's is below.
@@ -273,6 +280,7 @@ async function record(
     accessed,
     outputs: changes.map((c) => c.path).sort(),
     libraries: librariesUsed(cache ? parseLdCache(cache) : null, accessed),
+    boundPorts: boundPorts(trace),
     ...(evidence ? { evidence } : {}),
     pythonSearches: searches,
   };

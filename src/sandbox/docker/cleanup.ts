@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { thawLeftHold } from './hold.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, ownerIsAlive } from './labels.js';
 
 /**
@@ -15,6 +16,12 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
     if (!options.all && (!owner || ownerIsAlive(owner))) continue;
     const container = docker.getContainer(info.Id);
     try {
+      // A hold its dead owner left would keep the engine from killing the container's processes.
+      const pid = await container.inspect().then(
+        (i) => i.State.Pid,
+        () => 0,
+      );
+      if (pid) await thawLeftHold(pid, info.Id);
       await container.remove({ force: true, v: true });
       removed += 1;
     } catch (err) {

@@ -18,7 +18,11 @@ export interface Freezer {
 /** How long freezing may take before the processes are taken as unfreezable (a fork bomb outruns it). */
 const FREEZE_DEADLINE_MS = 2000;
 
-interface CgroupFiles {
+export interface CgroupFiles {
+  /** The container's cgroup folder (in the freezer hierarchy for cgroup v1). */
+  dir: string;
+  /** The name of the file in a cgroup folder written to freeze and thaw it. */
+  controlName: string;
   /** The file written to freeze and thaw. */
   control: string;
   frozenValue: string;
@@ -35,6 +39,8 @@ export function filesOf(procCgroup: string, containerId: string): CgroupFiles | 
     if (!v1.includes(containerId)) return null;
     const dir = `/sys/fs/cgroup/freezer${v1}`;
     return {
+      dir,
+      controlName: 'freezer.state',
       control: `${dir}/freezer.state`,
       frozenValue: 'FROZEN',
       thawedValue: 'THAWED',
@@ -45,6 +51,8 @@ export function filesOf(procCgroup: string, containerId: string): CgroupFiles | 
   if (v2 && v2.includes(containerId)) {
     const dir = `/sys/fs/cgroup${v2}`;
     return {
+      dir,
+      controlName: 'cgroup.freeze',
       control: `${dir}/cgroup.freeze`,
       frozenValue: '1',
       thawedValue: '0',

@@ -19,6 +19,7 @@ import {
   type VerifierCommand,
 } from '../sandbox.js';
 import { snapshotByCommit, snapshotByCopy } from './snapshot.js';
+import { releaseHold } from './hold.js';
 import { canTrace, tracedCommand } from './trace.js';
 import { DockerShell } from './shell.js';
 import { DEFAULT_SPOOL_DIR, dockerExec, shellExec } from './exec.js';
@@ -309,6 +310,8 @@ export class DockerSandbox implements Sandbox {
 
   /** Every process gone: the container killed (its init, so the whole pid namespace) and stopped. */
   private async stopAll(): Promise<void> {
+    // A process held frozen for the tests cannot be killed (cgroup v1): the container would not stop.
+    await releaseHold(this.container.id);
     const state = (await this.container.inspect()).State;
     if (state.Running || state.Paused || state.Restarting) {
       if (state.Paused) await this.container.unpause().catch(() => undefined);
@@ -351,6 +354,7 @@ export class DockerSandbox implements Sandbox {
       turn: this.turn,
       engineChanges: () => this.engineChanges(),
       stopAll: () => this.turn(() => this.stopAll()),
+      dropHelper: () => this.dropHelper(),
     };
     const layers = await this.upperLayers();
     if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier);
@@ -441,7 +445,10 @@ export class DockerSandbox implements Sandbox {
     // No trial waits on a removal: it takes a background place in the engine's line.
     const place = this.turns.place(true);
     this.closing ??= this.turns
-      .run(place, () => this.container.remove({ force: true, v: true }))
+      .run(place, async () => {
+        await releaseHold(this.container.id); // see stopAll
+        return this.container.remove({ force: true, v: true });
+      })
       .catch((err: { statusCode?: number }) => {
         // 404: already gone; 409: removal already in progress. Anything else is left for `cleanup`.
         if (err?.statusCode !== 404 && err?.statusCode !== 409) {

@@ -16,6 +16,7 @@ import { prepareFoldersInside } from '../verifier-folders.js';
 import { LABEL_SNAPSHOT } from './labels.js';
 import { copyLayer, prepareFoldersInLayer } from './layer-copy.js';
 import { cgroupFreezer } from './freezer.js';
+import { holdNonServices, type Hold } from './hold.js';
 import { overlayChanges, readFromUpper, type OverlayLayers } from './overlay.js';
 import type { CreatedContainer } from './sandbox.js';
 import type { Turn } from './turns.js';
@@ -29,6 +30,8 @@ interface SnapshotHost {
   engineChanges(): Promise<FsChange[]>;
   /** Ends every process of the container (it stays, stopped). */
   stopAll(): Promise<void>;
+  /** Lets go of the container's helper shell: the next command opens a new one (see holdAgent). */
+  dropHelper(): void;
 }
 
 export interface CommitHost extends SnapshotHost {
@@ -127,6 +130,7 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
     image = await commit();
   }
   let reader: Sandbox | null = null;
+  let hold: Hold | null = null;
   let discarded: Promise<void> | null = null;
   return {
     async changes() {
@@ -144,11 +148,14 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
       return reader.readFile(file, maxBytes);
     },
     async startVerifier(options) {
+      // Held before the alive check: a fork bomb that cannot be frozen is ended, and the verifier then has no network.
+      if (running) hold = await holdAgent(host, state.Pid, options.ports ?? []);
       const alive = running && (await isRunning(container));
       return withFoldersInside(await host.startVerifier(image, alive ? container.id : null, options.signal), options);
     },
     discard() {
       discarded ??= (async () => {
+        await hold?.release();
         await reader?.close();
         await turn(() => docker.getImage(image).remove({ force: true, noprune: false })).catch(
           (err: { statusCode?: number }) => {
@@ -241,22 +248,24 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
     verifier = next;
   };
   let started = false;
+  let hold: Hold | null = null;
   /**
-   * The verifier made ready to start, once: in the agent's network while the agent's sandbox runs
-   * (a container cannot join the network of one that stopped since, so the copy then moves to
-   * one with no network), running `own` or idle, with its folders made in the layer where they
-   * can be (whether they were is returned).
+   * The verifier made ready to start, once: the agent's processes that are not services held
+   * (see hold.ts); in the agent's network while the agent's sandbox runs (a container cannot join
+   * the network of one that stopped since, so the copy then moves to one with no network), running
+   * `own` or idle, with its folders made in the layer where they can be (whether they were is returned).
    */
   const ready = async (
-    tests: string[],
+    start: VerifierStartOptions,
     own: VerifierCommand | undefined,
   ): Promise<{ inLayer: boolean; networkOf: string | null }> => {
     if (started) throw new Error('a snapshot starts one verifier');
     started = true;
     await listing.catch(() => undefined);
+    if (running) hold = await holdAgent(host, info.State.Pid, start.ports ?? []);
     const networkOf = running && (await isRunning(container)) ? container.id : null;
     if ((running && !networkOf) || own !== command) await replace(networkOf, own);
-    return { inLayer: await prepareFoldersInLayer(target, tests), networkOf };
+    return { inLayer: await prepareFoldersInLayer(target, start.tests), networkOf };
   };
   const snap: SandboxSnapshot = {
     changes: () => listing,
@@ -268,18 +277,21 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
       return (await readFromUpper(target, file, maxBytes)) ?? verifier.sandbox.readFile(file, maxBytes);
     },
     async startVerifier(options) {
-      const { inLayer } = await ready(options.tests, undefined);
+      const { inLayer } = await ready(options, undefined);
       await verifier.start(options.signal);
       return inLayer ? verifier.sandbox : withFoldersInside(verifier.sandbox, options);
     },
-    discard: () => verifier.sandbox.close(),
+    async discard() {
+      await hold?.release();
+      await verifier.sandbox.close();
+    },
   };
   if (!command) return snap;
   snap.runVerifier = async (options) => {
     // Steps up to the command's start are grading steps (the sandbox's content can break them); an
     // engine failure while the command runs is thrown as it is (an exec's would be).
     const made = 'the verifier sandbox did not start with fresh folders';
-    const { inLayer, networkOf } = await gradingStep(made, () => ready(options.tests, command));
+    const { inLayer, networkOf } = await gradingStep(made, () => ready(options, command));
     if (!inLayer) {
       // The folders need commands run in the verifier first: an idle one, the command sent in after.
       const box = await gradingStep(made, async () => {
@@ -295,6 +307,34 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
     return { box: verifier.sandbox, ...ended, durationMs: performance.now() - begun };
   };
   return snap;
+}
+
+/**
+ * The agent's processes that are not services held while the tests run (see hold.ts); ended
+ * instead when they cannot all be frozen (a fork bomb outruns the freezer), as for the copy. An
+ * agent process holding a port the tests bind (admission saw them bind it) throws: the tests' own
+ * server could not start, or the agent's would answer in its place.
+ */
+async function holdAgent(host: SnapshotHost, initPid: number, ports: number[]): Promise<Hold | null> {
+  // The helper shell is held like every process there: a command sent into the agent's sandbox
+  // meanwhile opens a new one, which runs (a process of the harness's, as every command is).
+  host.dropHelper();
+  let hold: Hold | null;
+  try {
+    hold = await holdNonServices(initPid, host.container.id, ports);
+  } catch (err) {
+    if (!cannotFreeze(err)) throw err;
+    await host.stopAll();
+    return null;
+  }
+  if (hold && hold.squatted.length > 0) {
+    await hold.release();
+    const list = hold.squatted.join(', ');
+    throw new Error(
+      `an agent process holds port ${list}, which the tests bind (admission saw them bind it): their own server could not start, or the agent's would answer in its place`,
+    );
+  }
+  return hold;
 }
 
 /** The verifier's command sent into its started sandbox (not its own process), which is stopped after. */

@@ -12,7 +12,7 @@ import { sleep } from '../../util/time.js';
  * stopped (SIGSTOP) until strace has attached, found by a marker in its command line.
  */
 const CALLS =
-  'execve,execveat,open,openat,openat2,stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat,getdents64,chdir';
+  'execve,execveat,open,openat,openat2,stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat,getdents64,chdir,bind';
 
 let straceHere: Promise<boolean> | null = null;
 /** Whether this machine has strace (asked once). */

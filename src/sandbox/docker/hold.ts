@@ -1,0 +1,161 @@
+import { mkdir, readdir, readFile, readlink, rmdir, writeFile } from 'node:fs/promises';
+import { cgroupFreezer, filesOf } from './freezer.js';
+
+/**
+ * While the tests run, every process the agent left that is not a service is held frozen: it
+ * stays listed (ps, pgrep, kill -0 and /proc/PID answer for it) but cannot run, so it can neither
+ * signal, trace nor read the tests' processes (whatever uid they run as), nor bind a port, take a
+ * lock or connect to a socket of theirs. A service (a process holding a listening socket) runs on,
+ * so it answers the tests on localhost. The hold is a child cgroup of the container's own with
+ * freezing set: a signal cannot undo it (a SIGCONT from a service would undo a SIGSTOP), and a
+ * held process cannot fork out of it. The container's init (the engine's, not the agent's) is not held.
+ */
+export interface Hold {
+  /** Host pids held frozen, and those left running as services. */
+  held: number[];
+  services: number[];
+  /** Ports of `reserved` an agent process holds a socket on (listening or not). */
+  squatted: number[];
+  /** Every held process back in the container's cgroup, running. Idempotent, never throws. */
+  release(): Promise<void>;
+}
+
+const HELD = 'termgrade-held';
+
+/** Holds by container id, so a container is never stopped (or removed) while part of it is frozen: cgroup v1 cannot kill a frozen process. */
+const active = new Map<string, Hold>();
+
+/** Releases the hold on a container, if there is one (before the container is stopped or removed). */
+export async function releaseHold(containerId: string): Promise<void> {
+  await active.get(containerId)?.release();
+}
+
+interface Socket {
+  inode: string;
+  port: number;
+  /** Listening TCP, an unconnected bound UDP socket, or a listening unix socket. */
+  listening: boolean;
+}
+
+/** The sockets of a network namespace, from /proc/PID/net of a process in it. */
+async function socketsOf(pid: number): Promise<Socket[]> {
+  const out: Socket[] = [];
+  for (const [table, listenState] of [
+    ['tcp', '0A'],
+    ['tcp6', '0A'],
+    ['udp', '07'],
+    ['udp6', '07'],
+  ] as const) {
+    const text = await readFile(`/proc/${pid}/net/${table}`, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const port = parseInt(f[1]!.slice(f[1]!.lastIndexOf(':') + 1), 16);
+      out.push({ inode: f[9]!, port, listening: f[3] === listenState && port !== 0 });
+    }
+  }
+  const unix = await readFile(`/proc/${pid}/net/unix`, 'utf8').catch(() => '');
+  for (const line of unix.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    // Flags 00010000: __SO_ACCEPTCON, a socket that listen() was called on.
+    if (f.length >= 7) out.push({ inode: f[6]!, port: 0, listening: (parseInt(f[3]!, 16) & 0x10000) !== 0 });
+  }
+  return out;
+}
+
+/** The socket inodes a process holds open. */
+async function socketInodes(pid: number): Promise<Set<string>> {
+  const inodes = new Set<string>();
+  const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+  for (const fd of fds) {
+    const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const m = /^socket:\[(\d+)\]$/.exec(link);
+    if (m) inodes.add(m[1]!);
+  }
+  return inodes;
+}
+
+const pidsIn = async (dir: string): Promise<number[]> =>
+  (await readFile(`${dir}/cgroup.procs`, 'utf8').catch(() => ''))
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number);
+
+/** Moves every process of one cgroup into another, one write per process (the kernel takes one pid per write). */
+async function moveAll(from: string, to: string): Promise<void> {
+  for (const pid of await pidsIn(from)) await writeFile(`${to}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
+}
+
+/**
+ * Holds every process of the container whose init has host pid `initPid` that is not a service
+ * (see Hold), and lists which ports of `reserved` agent sockets hold. Null when the container's
+ * cgroup cannot be written from here (a remote engine). Throws when the processes cannot all be
+ * frozen (a fork bomb outruns the freezer): nothing is then held.
+ */
+export async function holdNonServices(initPid: number, containerId: string, reserved: number[]): Promise<Hold | null> {
+  const procCgroup = await readFile(`/proc/${initPid}/cgroup`, 'utf8').catch(() => null);
+  const files = procCgroup ? filesOf(procCgroup, containerId) : null;
+  const freezer = files ? await cgroupFreezer(initPid, containerId) : null;
+  if (!files || !freezer) return null;
+  const child = `${files.dir}/${HELD}`;
+  try {
+    await mkdir(child, { recursive: true });
+    await writeFile(`${child}/${files.controlName}`, files.frozenValue);
+  } catch {
+    return null; // no child cgroup can be made here: held by nothing, as on a remote engine
+  }
+  let hold: Hold;
+  try {
+    // Everything frozen while the processes are sorted, so none forks or opens a socket meanwhile.
+    await freezer.freeze();
+    const sockets = await socketsOf(initPid);
+    const listening = new Set(sockets.filter((s) => s.listening).map((s) => s.inode));
+    const held: number[] = [];
+    const services: number[] = [];
+    for (const pid of await pidsIn(files.dir)) {
+      if (pid === initPid) continue;
+      const mine = await socketInodes(pid);
+      if ([...mine].some((i) => listening.has(i))) services.push(pid);
+      else held.push(pid);
+    }
+    for (const pid of held) await writeFile(`${child}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
+    const wanted = new Set(reserved);
+    // A socket no process holds (inode 0: TIME_WAIT, say) takes no port from the tests.
+    const squatted = [...new Set(sockets.filter((s) => s.inode !== '0' && wanted.has(s.port)).map((s) => s.port))];
+    hold = { held, services, squatted: squatted.sort((a, b) => a - b), release: releaser(containerId, files, child) };
+  } catch (err) {
+    await releaser(containerId, files, child)();
+    throw err;
+  } finally {
+    await freezer.thaw().catch(() => undefined);
+  }
+  active.set(containerId, hold);
+  return hold;
+}
+
+function releaser(
+  containerId: string,
+  files: { dir: string; controlName: string; thawedValue: string },
+  child: string,
+): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  return () =>
+    (done ??= (async () => {
+      await writeFile(`${child}/${files.controlName}`, files.thawedValue).catch(() => undefined); // the container is gone
+      await moveAll(child, files.dir);
+      // A process forked between the listing and the move keeps the folder busy: the container's
+      // removal takes the folder with it (thawed, its processes can be killed).
+      await rmdir(child).catch(() => undefined);
+      active.delete(containerId);
+    })());
+}
+
+/**
+ * Thaws a hold a process that died left on the container (its init at host pid `initPid`), so the
+ * engine can stop and remove it (`cleanup`). Never throws.
+ */
+export async function thawLeftHold(initPid: number, containerId: string): Promise<void> {
+  const procCgroup = await readFile(`/proc/${initPid}/cgroup`, 'utf8').catch(() => null);
+  const files = procCgroup ? filesOf(procCgroup, containerId) : null;
+  if (files) await releaser(containerId, files, `${files.dir}/${HELD}`)();
+}
