@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { nameText } from '../src/sandbox/names.js';
+import type { SnapshotBounds } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { accountingOf } from '../src/trial/accounting.js';
 import { runTrial } from '../src/trial/run.js';
@@ -27,10 +28,21 @@ describe('names are bytes, shown as text', () => {
 });
 
 onEachDockerExecPath((label, provider) => {
-  const trial = async (script: string, files: Record<string, string> = {}): Promise<TrialResult> => {
+  const trial = async (
+    script: string,
+    files: Record<string, string> = {},
+    gradingBounds?: SnapshotBounds,
+  ): Promise<TrialResult> => {
     const task = await loadTask(await trivialTask(files));
-    return runTrial({ task, agent: scriptAgent(script), provider: provider(), outDir: await tempDir() });
+    return runTrial({
+      task,
+      agent: scriptAgent(script, 300),
+      provider: provider(),
+      outDir: await tempDir(),
+      gradingBounds,
+    });
   };
+  const long = { 'task.toml': '[task]\nname = "bounds"\n[verifier]\ntimeout_sec = 60\n[agent]\ntimeout_sec = 300\n' };
 
   describe(`after the agent's turn, the sandbox's content is never infrastructure (${label})`, () => {
     it("a folder whose name is not valid UTF-8 is scanned like any other: the grade is the tests' (0 unsolved, 1 solved)", async () => {
@@ -39,6 +51,16 @@ onEachDockerExecPath((label, provider) => {
       assert.equal(unsolved.error, null, JSON.stringify(unsolved.errors));
       const solved = await trial(`${ODD_NAME}; echo hello > /app/out.txt`);
       assert.equal(solved.reward, 1, JSON.stringify(solved.errors));
+    });
+
+    it('a tree deeper than a path can name (5,000 bytes) cannot be taken for grading: graded 0 (grading_blocked, the reason given), not a crash', async () => {
+      const r = await trial(
+        `n=$(printf '%0200d' 0); i=0; while [ $i -lt 25 ]; do mkdir $n && cd $n; i=$((i+1)); done; touch f; echo hello > /app/out.txt`,
+      );
+      gradedZero(r);
+      // The copy (helper shell) or the engine's listing (engine exec) meets the long path first.
+      assert.equal(r.error?.class, 'grading_blocked', JSON.stringify(r.errors));
+      assert.match(r.error!.message, /name too long/i);
     });
 
     it('a .pth file whose name is not UTF-8 is still judged (it cannot be read by its name: tampering), its path shown escaped', async () => {
@@ -54,5 +76,49 @@ onEachDockerExecPath((label, provider) => {
       if (label.endsWith('helper shell')) assert.equal(found[0], '/usr/lib/python3/dist-packages/a\\xff\\\\b.pth');
       else assert.match(found[0]!, /^\/usr\/lib\/python3\/dist-packages\/a.*b\.pth$/);
     });
+  });
+
+  describe(`grading is bounded on the host (${label})`, () => {
+    it("a flood of files past the scan's limit is refused before it is copied: graded 0 (tampering) in seconds", async () => {
+      // The limit scaled down (1,000 paths for 200,000) so that the flood is small enough to make
+      // quickly; the copy it would have cost (~20 s for 50,000 files here) is what the bound saves.
+      const r = await trial(
+        'mkdir -p /app/flood && cd /app/flood && seq 1 50000 | xargs touch; echo hello > /app/out.txt',
+        long,
+        { maxChanges: 1000 },
+      );
+      gradedZero(r);
+      assert.equal(r.error?.class, 'tampering', JSON.stringify(r.errors));
+      assert.match(r.tampering[0]!.why, /more than 1000 changed paths/);
+      const took = r.phases.verification!.durationMs;
+      assert.ok(took < 8000, `grading took ${took} ms`);
+    });
+
+    it('bytes written in the last second of the turn, past the disk limit, are not copied: graded 0 (disk_limit)', async () => {
+      // The watch polls every 5 s: a turn that ends right after the write is never seen by it.
+      const r = await trial('echo hello > /app/out.txt; head -c 300000000 /dev/zero > /app/big', {
+        'task.toml': '[task]\nname = "disk"\n[environment]\nstorage_mb = 100\n',
+      });
+      gradedZero(r);
+      assert.equal(r.error?.class, 'disk_limit', JSON.stringify(r.errors));
+      assert.match(r.error!.message, /over its disk limit of 100 MB/);
+      assert.equal(r.errors.length, 1, 'found at grading, not by the watch during the turn');
+    });
+
+    // Only where the copy is this machine's (helper shell): the engine's commit cannot be stopped midway.
+    const copiedHere = label.endsWith('helper shell') ? it : it.skip;
+    copiedHere(
+      'a copy that passes its time bound is stopped: graded 0 (grading_blocked), the reason given',
+      async () => {
+        const r = await trial(
+          'mkdir -p /app/many && cd /app/many && seq 1 20000 | xargs touch; echo hello > /app/out.txt',
+          long,
+          { copyTimeoutSec: 0.2 },
+        );
+        gradedZero(r);
+        assert.equal(r.error?.class, 'grading_blocked', JSON.stringify(r.errors));
+        assert.match(r.error!.message, /did not finish within 0.2 s/);
+      },
+    );
   });
 });

@@ -97,14 +97,22 @@ export async function snapshotByCommit(host: CommitHost, given?: SnapshotBounds)
   const bounds = boundsOf(given);
   const state = (await container.inspect()).State;
   const running = Boolean(state.Running);
-  let listed: FsChange[] | null = null;
+  // Listed by every commit, right before it, the container paused or stopped: the list and the image show the same moment.
+  let listed: FsChange[] = [];
   // The engine's commit cannot be stopped midway: the bounds are checked before it (the time
-  // bound holds for the copy on this machine only).
+  // bound holds for the copy on this machine only). The agent's files can break the engine's
+  // listing or commit (a path longer than the engine can name): a grading step the sandbox broke,
+  // unless the engine itself is found at fault (see gradeSandbox).
   const commit = async (): Promise<string> => {
-    listed = await host.engineChanges(bounds.maxChanges);
-    const used = await host.diskUsage();
-    if (used !== null && used > bounds.maxBytes) throw new DiskLimitError(used, bounds.maxBytes);
-    return commitImage();
+    try {
+      listed = await host.engineChanges(bounds.maxChanges);
+      const used = await host.diskUsage();
+      if (used !== null && used > bounds.maxBytes) throw new DiskLimitError(used, bounds.maxBytes);
+      return await commitImage();
+    } catch (err) {
+      if (err instanceof ScanLimitError || err instanceof DiskLimitError || cannotFreeze(err)) throw err;
+      throw new GradingStepError("the engine could not take the agent's files for its verifier", err);
+    }
   };
   const commitImage = (): Promise<string> =>
     turn(async () => {
@@ -136,12 +144,11 @@ export async function snapshotByCommit(host: CommitHost, given?: SnapshotBounds)
     await host.stopAll();
     image = await commit();
   }
-  const changes: FsChange[] = listed ?? (await host.engineChanges(bounds.maxChanges));
   let reader: Sandbox | null = null;
   let discarded: Promise<void> | null = null;
   return {
     async changes() {
-      return changes;
+      return listed;
     },
     async env() {
       return envOf(((await docker.getImage(image).inspect()) as { Config?: { Env?: string[] } }).Config?.Env);
