@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { nameText } from '../src/sandbox/names.js';
 import type { SnapshotBounds } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { accountingOf } from '../src/trial/accounting.js';
 import { runTrial } from '../src/trial/run.js';
+import { TEST_OUTPUT_HEAD_BYTES, TEST_OUTPUT_TAIL_BYTES } from '../src/verifier/test-output.js';
 import type { TrialResult } from '../src/trial/schema.js';
 import { onEachDockerExecPath, tempDir, trivialTask } from './helpers.js';
 import { scriptAgent } from './support/attack-suite.js';
@@ -32,13 +35,14 @@ onEachDockerExecPath((label, provider) => {
     script: string,
     files: Record<string, string> = {},
     gradingBounds?: SnapshotBounds,
+    outDir?: string,
   ): Promise<TrialResult> => {
     const task = await loadTask(await trivialTask(files));
     return runTrial({
       task,
       agent: scriptAgent(script, 300),
       provider: provider(),
-      outDir: await tempDir(),
+      outDir: outDir ?? (await tempDir()),
       gradingBounds,
     });
   };
@@ -105,10 +109,34 @@ onEachDockerExecPath((label, provider) => {
       assert.equal(r.errors.length, 1, 'found at grading, not by the watch during the turn');
     });
 
+    it("tests that print the agent's 3 GiB sparse file write 9 MiB of it: the output is capped in the verifier, the cut said, the grade the tests'", async () => {
+      const out = await tempDir();
+      const r = await trial(
+        'truncate -s 3G /app/big',
+        {
+          'tests/test.sh':
+            '#!/bin/bash\necho first line\ncat /app/big\necho last line\necho 0 > /logs/verifier/reward.txt\nexit 3\n',
+          'task.toml': '[task]\nname = "print"\n[verifier]\ntimeout_sec = 120\n',
+        },
+        undefined,
+        out,
+      );
+      gradedZero(r);
+      assert.equal(r.error, null, JSON.stringify(r.errors));
+      const logged = path.join(out, r.trialId, 'verifier', 'test-stdout.txt');
+      const size = (await stat(logged)).size;
+      assert.ok(size <= TEST_OUTPUT_HEAD_BYTES + TEST_OUTPUT_TAIL_BYTES + 1024, `test-stdout.txt holds ${size} bytes`);
+      const text = await readFile(logged, 'latin1');
+      assert.ok(text.startsWith('first line\n'));
+      assert.match(text, /\[termgrade: test output cut: its first 8388608 bytes above/);
+      assert.ok(text.endsWith('last line\n'), 'the end of the output (where a summary is) is kept');
+    });
+
     // Only where the copy is this machine's (helper shell): the engine's commit cannot be stopped midway.
-    const copiedHere = label.endsWith('helper shell') ? it : it.skip;
-    copiedHere(
+    const notHere = label.endsWith('helper shell') ? false : "the engine's commit cannot be stopped midway";
+    it(
       'a copy that passes its time bound is stopped: graded 0 (grading_blocked), the reason given',
+      { skip: notHere },
       async () => {
         const r = await trial(
           'mkdir -p /app/many && cd /app/many && seq 1 20000 | xargs touch; echo hello > /app/out.txt',

@@ -34,6 +34,7 @@ import {
   type Tampering,
 } from './tampering.js';
 import { collectTests } from './test-report.js';
+import { cappedOutput } from './test-output.js';
 import { TESTS_DIR, VERIFIER_LOGS } from '../sandbox/verifier-folders.js';
 import { copyArtifacts, runCollect } from './collect.js';
 
@@ -56,8 +57,11 @@ export interface VerifyOptions {
   bounds?: SnapshotBounds;
 }
 
-/** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs. */
-const TEST_COMMAND = `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`;
+/** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs, capped (see cappedOutput). */
+const TEST_COMMAND = cappedOutput(
+  `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi`,
+  `${VERIFIER_LOGS}/test-stdout.txt`,
+);
 
 /** The files whose content decides the scan, read whole by the backend; null when there are more than it reads. */
 async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise<Map<string, Buffer> | null> {
