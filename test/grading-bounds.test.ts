@@ -7,6 +7,7 @@ import type { SnapshotBounds } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { accountingOf } from '../src/trial/accounting.js';
 import { runTrial } from '../src/trial/run.js';
+import { findTampering } from '../src/verifier/tampering.js';
 import { TEST_OUTPUT_HEAD_BYTES, TEST_OUTPUT_TAIL_BYTES } from '../src/verifier/test-output.js';
 import type { TrialResult } from '../src/trial/schema.js';
 import { onEachDockerExecPath, tempDir, trivialTask } from './helpers.js';
@@ -20,6 +21,16 @@ function gradedZero(r: TrialResult): void {
 
 /** A folder (with a file in it) whose name is the bytes ff fe: not valid UTF-8 (sh is dash here: no $'...'). */
 const ODD_NAME = `d="/app/$(printf '\\377\\376')"; mkdir "$d" && touch "$d/f"`;
+
+describe('the programs the capped test output runs are watched', () => {
+  it('a mkfifo added ahead on the system PATH (/usr/sbin before /usr/bin) is tampering', () => {
+    const found = findTampering([{ path: '/usr/sbin/mkfifo', kind: 'added' }]);
+    assert.deepEqual(
+      found.map((t) => t.path),
+      ['/usr/sbin/mkfifo'],
+    );
+  });
+});
 
 describe('names are bytes, shown as text', () => {
   it('keeps UTF-8 names as they are and escapes the bytes that are not UTF-8 (and \\ in such a name)', () => {
