@@ -34,6 +34,7 @@ export async function copyLayer(from: string, to: string, signal?: AbortSignal):
     });
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
+    if (/^spawn /.test(String((err as NodeJS.ErrnoException).syscall))) throw err; // no cp here
     const stderr = String((err as { stderr?: string }).stderr ?? '')
       .trim()
       .split('\n')

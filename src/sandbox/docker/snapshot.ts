@@ -204,6 +204,8 @@ async function boundedCopy(from: string, to: string, bounds: Bounds): Promise<vo
     await copyLayer(from, to, deadline);
   } catch (err) {
     if (err instanceof ScanLimitError || err instanceof DiskLimitError) throw err;
+    // This machine lacks find or cp: its own failure, not the sandbox's.
+    if (/^spawn /.test(String((err as NodeJS.ErrnoException).syscall))) throw err;
     if (deadline.aborted)
       throw new GradingStepError(step, new Error(`the copy did not finish within ${bounds.copyTimeoutSec} s`));
     // The agent's files decide whether they can be copied (a tree too deep, say): a grading step the sandbox broke.
