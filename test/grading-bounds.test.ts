@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { nameText } from '../src/sandbox/names.js';
@@ -76,6 +76,25 @@ onEachDockerExecPath((label, provider) => {
       // The copy (helper shell) or the engine's listing (engine exec) meets the long path first.
       assert.equal(r.error?.class, 'grading_blocked', JSON.stringify(r.errors));
       assert.match(r.error!.message, /name too long/i);
+    });
+
+    it('a log file whose name is not UTF-8 is copied out under its escaped name, and the grade stands', async () => {
+      const out = await tempDir();
+      const r = await trial(
+        'echo hello > /app/out.txt',
+        {
+          'tests/test.sh':
+            '#!/bin/bash\necho odd > "/logs/verifier/$(printf \'\\377\')x.log"\necho 1 > /logs/verifier/reward.txt\n',
+        },
+        undefined,
+        out,
+      );
+      assert.equal(r.reward, 1, JSON.stringify(r.errors));
+      const names = await readdir(path.join(out, r.trialId, 'verifier'));
+      // Read from the layer here (helper shell): escaped; through the engine's archive (engine exec): U+FFFD.
+      const odd = label.endsWith('helper shell') ? '\\xffx.log' : '\ufffdx.log';
+      assert.ok(names.includes(odd), JSON.stringify(names));
+      assert.equal(await readFile(path.join(out, r.trialId, 'verifier', odd), 'utf8'), 'odd\n');
     });
 
     it('a .pth file whose name is not UTF-8 is still judged (it cannot be read by its name: tampering), its path shown escaped', async () => {

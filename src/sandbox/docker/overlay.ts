@@ -168,12 +168,13 @@ export async function copyFromUpper(
   if (!dir) return false;
   try {
     let bytes = 0;
-    // Names as bytes, on both sides: a name that is not UTF-8 arrives as it is, not dropped.
-    const copy = async (from: FileHandle, to: Buffer, depth: number): Promise<void> => {
+    // Names read as bytes: a name that is not UTF-8 is copied, not dropped, under its escaped text
+    // (nameText), so that whatever reads the copy by name on this machine finds it.
+    const copy = async (from: FileHandle, to: string, depth: number): Promise<void> => {
       await mkdir(to, { recursive: true });
       const entries = await readdir(`/proc/self/fd/${from.fd}`, { withFileTypes: true, encoding: 'buffer' });
       for (const e of entries) {
-        const into = Buffer.concat([to, SLASH, e.name]);
+        const into = path.join(to, nameText(e.name));
         if (e.isDirectory() && depth < 64) {
           const sub = await open(at(from, e.name), DIR_FLAGS).catch(() => null);
           if (!sub) continue; // swapped for something else meanwhile
@@ -198,7 +199,7 @@ export async function copyFromUpper(
       }
     };
     try {
-      await copy(dir, Buffer.from(hostDir), 0);
+      await copy(dir, hostDir, 0);
     } catch {
       return false; // whatever was copied, the engine's copy writes over it
     }
