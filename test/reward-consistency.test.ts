@@ -158,7 +158,9 @@ describe('reward consistency (pure)', () => {
 
 /**
  * A real job on the Docker engine: one task whose test.sh writes reward 1 with a CTRF report that
- * has a failed test, one whose reward.json and reward.txt disagree, one that is consistent.
+ * has a failed test, one whose reward.json and reward.txt disagree, one that is consistent. Run
+ * with `--grading harbor` (Harbor's plain semantics, an explicit choice): the reward stands and the
+ * findings flag it. Under the default policy such rewards are graded 0 (test/evidence-grading.test.ts).
  */
 describe('reward consistency end to end (Docker)', () => {
   let jobDir = '';
@@ -200,6 +202,8 @@ describe('reward consistency end to end (Docker)', () => {
       '2',
       '--jobs-dir',
       jobsDir,
+      '--grading',
+      'harbor',
       '-q',
       '--tasks',
       ...tasks,
@@ -238,6 +242,8 @@ describe('reward consistency end to end (Docker)', () => {
     );
     assert.match(result.findings[0]!.message, /test_outputs\.py::test_content/);
     assert.equal(result.testsSource, 'ctrf');
+    assert.equal(result.evidence?.policy, 'harbor', 'the policy is recorded on the trial');
+    assert.equal(result.evidence?.verdict, 'not_checked');
   });
 
   it('stats counts them (table and --json), and the report lists them with the same figures', async () => {

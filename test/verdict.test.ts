@@ -29,6 +29,7 @@ function trial(
     tampering: [],
     protection: 'rules',
     findings: [],
+    evidence: null,
     error: errors[0] ?? null,
     errors,
     exitReason: 'completed',

@@ -110,7 +110,12 @@ describe('per-test reports', () => {
     assert.equal(collectTests({ ctrf, stdout: 'PASSED a.py::b', junit: [xml] }).source, 'ctrf');
     assert.equal(collectTests({ ctrf: null, stdout: 'PASSED a.py::b', junit: [xml] }).source, 'pytest-rA');
     assert.equal(collectTests({ ctrf: 'garbage', stdout: 'no summary', junit: [xml] }).source, 'junit');
-    assert.deepEqual(collectTests({ ctrf: null, stdout: null, junit: [] }), { tests: [], source: 'none', counts: {} });
+    assert.deepEqual(collectTests({ ctrf: null, stdout: null, junit: [] }), {
+      tests: [],
+      source: 'none',
+      counts: {},
+      reports: {},
+    });
   });
 });
 

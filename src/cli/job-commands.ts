@@ -61,6 +61,7 @@ export interface RunFlags {
   prior?: string;
   priorConfig?: string;
   network?: string;
+  grading?: 'evidence' | 'harbor';
   forceBuild?: boolean;
   task?: string[];
   excludeTask?: string[];
@@ -207,6 +208,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
     spec.timeouts.verifierMultiplier = f.timeoutMultiplier;
   }
   if (f.network !== undefined) spec.network = f.network;
+  if (f.grading !== undefined) spec.grading = f.grading;
   if (f.task?.length) spec.tasks.include = f.task;
   if (f.excludeTask?.length) spec.tasks.exclude = [...spec.tasks.exclude, ...f.excludeTask];
   if (f.nTasks !== undefined) spec.tasks.limit = f.nTasks;

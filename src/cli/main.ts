@@ -42,6 +42,8 @@ const list = (value: string): string[] =>
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 const ENGINE_HELP =
   'a Docker engine to run sandboxes on, repeatable (a pool): unix:///path, tcp://host:port or ssh://user@host, then ,capacity=N ,name=X ,tls=DIR ,ssh-key=FILE ,label.K=V (default: the local engine)';
+const GRADING_HELP =
+  "how a reward is held against the tests' own reports: evidence (default: a pass they do not support is graded 0, reward_unsupported) or harbor (the reward file's number stands; recorded on each trial)";
 const BUILD_NETWORK_HELP =
   "network task images are built on: default (the engine's), none, host (the host's own, its loopback services included: only if you trust every task), or a network's name (default: TERMGRADE_BUILD_NETWORK, else /etc/termgrade/engine.json, else the engine's)";
 
@@ -177,6 +179,7 @@ program
   .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('-o, --out <dir>', 'where the trial folder goes', '.termgrade/trials')
   .option('--timeout-multiplier <x>', 'multiply the task agent and verifier timeouts', positiveNumber, 1)
+  .addOption(new Option('--grading <policy>', GRADING_HELP).choices(['evidence', 'harbor']))
   .option('--json', 'print the trial result as JSON')
   .action(async (task: string, opts) => {
     const { runTrialCommand } = await import('./run-trial-command.js');
@@ -244,6 +247,7 @@ program
   .option('--endpoint-concurrency <n>', 'trials at once against the model endpoint', positiveInt)
   .option('--budget <seconds>', 'wall-clock budget; running trials stop and are recorded as not run', positiveNumber)
   .option('--timeout-multiplier <x>', 'multiply every agent and verifier timeout', positiveNumber)
+  .addOption(new Option('--grading <policy>', GRADING_HELP).choices(['evidence', 'harbor']))
   .option('--infra-retries <n>', 'retries of a trial after an infrastructure failure', (v) => Number(v))
   .option(
     '--retry <classes>',

@@ -15,6 +15,7 @@ export interface RunTrialFlags {
   agentImportPath?: string;
   out: string;
   timeoutMultiplier: number;
+  grading?: 'evidence' | 'harbor';
   json?: boolean;
   model?: string;
   baseUrl?: string;
@@ -135,6 +136,7 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       signal: signals.signal,
       secrets,
+      grading: flags.grading,
     });
     if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${buildLog}\n`);
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -40,6 +40,7 @@ const EXCEPTION_TYPES: Record<string, string> = {
   verifier_bad_reward: 'VerifierOutputParseError',
   verifier_crash: 'VerifierEngineLostError',
   grading_blocked: 'GradingBlockedError',
+  reward_unsupported: 'RewardUnsupportedError',
   cancelled: 'CancelledError',
   internal_error: 'InternalError',
 };

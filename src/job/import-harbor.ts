@@ -14,6 +14,10 @@ function errorClassOf(exceptionType: string): TrialErrorClass {
   if (/VerifierTimeout/i.test(exceptionType)) return 'verifier_timeout';
   if (/RewardFile(NotFound|Empty)/i.test(exceptionType)) return 'verifier_no_reward';
   if (/VerifierOutputParse/i.test(exceptionType)) return 'verifier_bad_reward';
+  // termgrade's own graded-0 classes, as its Harbor export names them (harbor/layout.ts).
+  if (/RewardUnsupported/i.test(exceptionType)) return 'reward_unsupported';
+  if (/Tampering/i.test(exceptionType)) return 'tampering';
+  if (/GradingBlocked/i.test(exceptionType)) return 'grading_blocked';
   if (/NonZeroAgentExitCode|Agent/i.test(exceptionType)) return 'agent_error';
   if (/Build/i.test(exceptionType)) return 'build_failed';
   return 'environment_error';
@@ -116,6 +120,8 @@ async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): P
             await readTextIfThere(path.join(trialDir, 'verifier', 'reward.txt')),
             tests,
           ),
+    // Graded by Harbor under its own semantics: the reward file's number stands (nothing to hold it against here).
+    evidence: null,
     error: errClass
       ? {
           class: errClass,

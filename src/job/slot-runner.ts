@@ -75,8 +75,12 @@ async function attempt(
       agent: c.agent,
       provider: options.provider,
       protection,
+      // A record made before admission kept the evidence of a pass is made again by the next passing oracle trial.
       onProtectionRecord:
-        !protection && options.protection && c.agent.name === 'oracle' ? (rec) => (recorded.record = rec) : undefined,
+        !protection?.evidence && options.protection && c.agent.name === 'oracle'
+          ? (rec) => (recorded.record = rec)
+          : undefined,
+      grading: options.spec.grading,
       outDir: path.join(options.jobDir, 'trials'),
       trialId,
       attempt: slot.attempt,

@@ -3,6 +3,7 @@ import { ModelConfigSchema } from '../model/config.js';
 import { EngineSpecSchema } from '../sandbox/pool/engine-spec.js';
 import { MAX_TIMEOUT_SEC } from '../util/time.js';
 import { AdaptiveSpecSchema } from '../records/sampling.js';
+import { GradingPolicy } from '../verifier/evidence.js';
 
 const seconds = z.number().positive().max(MAX_TIMEOUT_SEC, `at most ${MAX_TIMEOUT_SEC} s (about 24 days)`);
 
@@ -68,6 +69,11 @@ export const JobSpecSchema = z.strictObject({
    * (allow_internet / network_mode). Without it every trial runs offline; never the host's network.
    */
   network: z.string().min(1).optional(),
+  /**
+   * How rewards are held against the tests' own reports (verifier/evidence.ts): `evidence` grades a
+   * pass they do not support 0; `harbor` keeps Harbor's plain semantics. Absent: evidence.
+   */
+  grading: GradingPolicy.optional(),
   /** Build each task's Dockerfile even when it names a prebuilt image (docker_image) that is available. */
   forceBuild: z.boolean().default(false),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */

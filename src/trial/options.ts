@@ -1,6 +1,7 @@
 import type { Agent } from '../agent/agent.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider, SnapshotBounds } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
 import type { Phase } from './schema.js';
 
@@ -52,6 +53,11 @@ export interface TrialOptions {
   signal?: AbortSignal;
   /** The task's protected set from admission (its reference solution's grading); absent: the fixed rules only. */
   protection?: ProtectionRecord | null;
+  /**
+   * How the reward is held against the tests' own evidence: `evidence` (default) grades a pass the
+   * tests' reports do not support 0; `harbor` lets the reward file's number stand (recorded on the trial).
+   */
+  grading?: GradingPolicy;
   /** Receives the protected set this trial's grading recorded (an oracle trial's: admission). */
   onProtectionRecord?: (record: ProtectionRecord) => void;
   /**

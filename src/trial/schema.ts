@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EvidenceCheckSchema } from '../verifier/evidence.js';
 import { ProtectionMode } from '../verifier/protection.js';
 import { CollectedSchema, FindingSchema, TestReportSource, TestResultSchema } from '../verifier/schema.js';
 
@@ -33,6 +34,7 @@ export const TrialErrorClass = z.enum([
   'verifier_bad_reward',
   'verifier_crash',
   'grading_blocked',
+  'reward_unsupported',
   'cancelled',
   'internal_error',
 ]);
@@ -127,6 +129,12 @@ export const TrialResultSchema = z.object({
    * failed tests; reward.json and reward.txt that differ). The reward is kept; this flags it.
    */
   findings: z.array(FindingSchema).default([]),
+  /**
+   * How the reward was held against the tests' own reports and admission's record of a pass (the
+   * grading policy, the verdict, what each report showed). A pass they do not support is graded 0
+   * (error class reward_unsupported). Null when no reward file was read.
+   */
+  evidence: EvidenceCheckSchema.nullable().default(null),
   image: z.string().nullable(),
   /** The engine's id of that image: trials on different builds of one tag are told apart by it. */
   imageId: z.string().nullable().default(null),

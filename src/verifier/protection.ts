@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { AdmissionEvidenceSchema } from './evidence.js';
+import type { TracedCall } from './python-path.js';
 
 /**
  * What the verifier of a task executes, loads and reads, recorded while it grades the reference
@@ -19,6 +21,19 @@ export const ProtectionRecordSchema = z.object({
   outputs: z.array(z.string()),
   /** For each library name the dynamic loader resolved through /etc/ld.so.cache, the file it chose. */
   libraries: z.record(z.string(), z.string()),
+  /**
+   * What a pass looked like for the reference solution (see evidence.ts); absent in records made
+   * before it was kept, or for multi-step tasks: their gradings then apply only the rules that need
+   * no record.
+   */
+  evidence: AdmissionEvidenceSchema.optional(),
+  /**
+   * Python's module searches while the verifier ran: each run of folders a Python process looked
+   * in, in order, and the entries it found in the last (`attr/__init__.py`, `six.py`). A name
+   * added to an earlier folder, or a better-ranked form beside it, would win the search now
+   * (see python-path.ts). Absent from records made before it was kept.
+   */
+  pythonSearches: z.array(z.object({ path: z.array(z.string()), found: z.array(z.string()) })).optional(),
 });
 export type ProtectionRecord = z.infer<typeof ProtectionRecordSchema>;
 
@@ -64,15 +79,27 @@ export function pycSource(p: string): string | null {
  */
 export function tracedPaths(log: string): string[] {
   const out = new Set<string>();
-  const call =
-    /^(?:\d+\s+)?(execve|execveat|open|openat|openat2|stat|lstat|newfstatat|statx|access|faccessat|faccessat2|readlink|readlinkat|getdents64|getdents|chdir)\((.*)$/;
+  for (const c of tracedCalls(log)) {
+    out.add(c.path);
+    if (c.resolved) out.add(c.resolved);
+  }
+  return [...out].sort();
+}
+
+const CALL =
+  /^(?:(\d+)\s+)?(execve|execveat|open|openat|openat2|stat|lstat|newfstatat|statx|access|faccessat|faccessat2|readlink|readlinkat|getdents64|getdents|chdir)\((.*)$/;
+
+/** The calls of an strace log, in order, each with its path (and, for a file opened, what `-y` says it resolved to). */
+export function* tracedCalls(log: string): Generator<TracedCall & { resolved?: string }> {
   for (const line of log.split('\n')) {
-    const m = call.exec(line);
+    const m = CALL.exec(line);
     if (!m) continue;
-    const [, name, rest] = m as unknown as [string, string, string];
+    const [, pid = '', name, rest] = m as unknown as [string, string | undefined, string, string];
+    const ok = !/\)\s*=\s*-1\s/.test(line);
+    const isDir = /S_IFDIR/.test(line);
     if (name.startsWith('getdents')) {
       const dir = /^\d+<([^>]*)>/.exec(rest);
-      if (dir?.[1]) out.add(dir[1]);
+      if (dir?.[1]) yield { pid, name, path: dir[1], ok, isDir: true };
       continue;
     }
     // The first quoted argument is the path; a leading dirfd (`3</usr/lib>` or AT_FDCWD</app>) anchors a relative one.
@@ -81,19 +108,17 @@ export function tracedPaths(log: string): string[] {
     if (!str) continue;
     let p = str[1]!.replace(/\\(.)/g, '$1');
     if (p === '') {
-      if (base?.[1]) out.add(base[1]); // fstatat(fd, "", AT_EMPTY_PATH): the file open as fd
+      if (base?.[1]) yield { pid, name, path: base[1], ok, isDir }; // fstatat(fd, "", AT_EMPTY_PATH): the file open as fd
       continue;
     }
     if (!p.startsWith('/')) {
       if (!base?.[1]) continue;
       p = `${base[1].replace(/\/$/, '')}/${p}`;
     }
-    out.add(normalise(p));
     // A file that was opened: -y also names what it resolved to (a link's target).
-    const resolved = /=\s*\d+<([^>]+)>\s*$/.exec(line);
-    if (resolved?.[1]) out.add(resolved[1]);
+    const resolved = /=\s*\d+<([^>]+)>\s*$/.exec(line)?.[1];
+    yield { pid, name, path: normalise(p), ok, isDir, ...(resolved ? { resolved } : {}) };
   }
-  return [...out].sort();
 }
 
 function normalise(p: string): string {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EvidenceCheckSchema } from './evidence.js';
 import { ProtectionMode } from './protection.js';
 
 /** One named test's outcome, whatever report format it came from. */
@@ -32,6 +33,8 @@ export const VerifierErrorClass = z.enum([
   'grading_blocked',
   'tampering',
   'disk_limit',
+  // The reward claimed a pass the tests' own reports do not support (see evidence.ts).
+  'reward_unsupported',
 ]);
 export type VerifierErrorClass = z.infer<typeof VerifierErrorClass>;
 
@@ -78,6 +81,8 @@ export const VerifierOutcomeSchema = z.object({
   findings: z.array(FindingSchema).optional(),
   /** `[[verifier.collect]]` commands run and artifacts copied out with the logs (diagnostics, never the grade). */
   collected: CollectedSchema.optional(),
+  /** How the reward was held against the tests' own evidence (absent when no reward file was read). */
+  evidence: EvidenceCheckSchema.optional(),
 });
 export type VerifierOutcome = z.infer<typeof VerifierOutcomeSchema>;
 

@@ -1,5 +1,6 @@
 import type { FsChange } from '../sandbox/sandbox.js';
 import { parseLdCache, protectedSet, pycSource, type ProtectionRecord } from './protection.js';
+import { pthArchives, pythonShadowing } from './python-path.js';
 
 /**
  * Tamper detection: which of an agent's filesystem changes could alter what the verifier runs or
@@ -13,9 +14,13 @@ import { parseLdCache, protectedSet, pycSource, type ProtectionRecord } from './
  * - the dynamic loader and existing shared libraries (changed or deleted), /etc/ld.so.preload;
  * - Python's standard library (any module added, changed or removed), start-up hooks
  *   (sitecustomize, usercustomize), pytest itself, the packages it loads and its plugin machinery,
- *   .pth files that run code, pytest plugins registered through entry points;
+ *   .pth files that run code, pytest plugins registered through entry points (in any folder,
+ *   `.dist-info` and `.egg-info` matched without case, as importlib.metadata does);
  * - a copy of a core library (libc, libpython, libssl ...) added where the loader would find it;
- * - pytest configuration above the tests (/conftest.py, /pytest.ini ...), which pytest would load.
+ * - pytest configuration above the tests (/conftest.py, /pytest.ini ...), which pytest would load;
+ * - the resolver's configuration (/etc/hosts, gai.conf, host.conf, resolv.conf);
+ * - with an admission record, a module name added on a Python search path ahead of (or beside,
+ *   in a form that wins) the module the verifier loaded (python-path.ts).
  */
 
 const SYSTEM_BIN = /^\/(usr\/)?s?bin\/[^/]+$/;
@@ -36,7 +41,16 @@ const CORE_LIBRARY =
   /\/(libc|libm|libdl|libpthread|librt|libutil|libcrypt|libpython3[0-9.]*|libssl|libcrypto|libz|libtinfo|libreadline|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so(\.[0-9.]+)?$/;
 const ROOT_PYTEST_CONFIG = /^\/(conftest\.py|pytest\.ini|\.pytest\.ini|pyproject\.toml|tox\.ini|setup\.cfg|setup\.py)$/;
 const PTH_FILE = /\/(site|dist)-packages\/[^/]+\.pth$/;
-const ENTRY_POINTS = /\/(site|dist)-packages\/[^/]+\.(dist|egg)-info\/entry_points\.txt$/;
+/**
+ * Plugin registrations as importlib.metadata finds them, in any folder (every folder of Python's
+ * path is read, /app and the tests' folder included): it folds the case of `.dist-info` and
+ * `.egg-info` (and of an egg's `EGG-INFO`), so this does too.
+ */
+const ENTRY_POINTS = /(\/[^/]+\.(dist|egg)-info|\.egg\/egg-info)\/entry_points\.txt$/i;
+/** A zipped standard library on Python's path (absent in most images: made, it comes before every folder of the library). */
+const PYTHON_STDLIB_ZIP = /^\/(usr\/)?(local\/)?lib\/python3[0-9]+\.zip$/;
+/** The resolver's configuration: where a name the tests look up (their judge's host) leads. */
+const RESOLVER_CONFIG = /^\/etc\/(hosts|gai\.conf|host\.conf|resolv\.conf)$/;
 
 /** The loader's and NSS's configuration: which libraries every program loads, by configuration rather than by name. */
 const LOADER_CONFIG = /^\/etc\/(ld\.so\.conf|ld\.so\.conf\.d\/.+|nsswitch\.conf)$/;
@@ -97,7 +111,11 @@ export function findTampering(changes: FsChange[], context: ScanContext = {}): T
     for (let i = c.path.lastIndexOf('/'); i > 0; i = c.path.lastIndexOf('/', i - 1)) folders.add(c.path.slice(0, i));
   const guarded = context.protection ? protectedSet(context.protection) : null;
   const outputs = new Set(context.protection?.outputs ?? []);
+  for (const s of pthArchives(changes, text)) flag(s.change, s.why);
+  if (context.protection) for (const s of pythonShadowing(changes, context.protection, text)) flag(s.change, s.why);
+  const shadowing = new Set(found.map((t) => t.path));
   for (const c of changes) {
+    if (shadowing.has(c.path)) continue;
     if (c.path === LD_CACHE) {
       const why = ldCacheTampering(c, contents.get(c.path), added, context.protection ?? null);
       if (why) flag(c, why);
@@ -124,7 +142,8 @@ export function findTampering(changes: FsChange[], context: ScanContext = {}): T
       flag(c, c.kind === 'added' ? 'a copy of a core library' : 'a shared library');
     else if (PYTHON_HOOK.test(c.path)) flag(c, 'runs at every Python start');
     else if (PYTEST_PACKAGE.test(c.path)) flag(c, 'pytest itself');
-    else if (PYTHON_STDLIB_FILE.test(c.path)) flag(c, "Python's standard library");
+    else if (PYTHON_STDLIB_FILE.test(c.path) || PYTHON_STDLIB_ZIP.test(c.path)) flag(c, "Python's standard library");
+    else if (RESOLVER_CONFIG.test(c.path)) flag(c, 'decides where host names resolve');
     else if (ROOT_PYTEST_CONFIG.test(c.path)) flag(c, 'pytest configuration above /tests');
     else if (LOADER_CONFIG.test(c.path)) flag(c, 'decides which libraries programs load');
     else if (NSS_MODULE.test(c.path) && c.kind !== 'deleted')

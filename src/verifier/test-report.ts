@@ -17,6 +17,8 @@ export interface CollectedTests {
   source: TestReportSource;
   /** How many tests each report held: the choice is the most complete one. */
   counts: Partial<Record<TestReportSource, number>>;
+  /** Every report's own tests (canonical names): the grade's evidence holds each against admission's. */
+  reports: Partial<Record<TestReportSource, TestResult[]>>;
 }
 
 /**
@@ -34,13 +36,18 @@ export function collectTests(files: VerifierFiles): CollectedTests {
   if (files.stdout !== null) candidates.push({ source: 'pytest-rA', tests: parsePytestSummary(files.stdout) });
   if (files.junit.length) candidates.push({ source: 'junit', tests: files.junit.flatMap(parseJunit) });
   const counts: CollectedTests['counts'] = {};
-  for (const c of candidates) counts[c.source] = c.tests.length;
+  const reports: CollectedTests['reports'] = {};
+  for (const c of candidates) {
+    c.tests = c.tests.map((t) => ({ ...t, name: canonicalTestName(t.name) }));
+    counts[c.source] = c.tests.length;
+    reports[c.source] = c.tests;
+  }
   const best = candidates.reduce<(typeof candidates)[number] | null>(
     (a, c) => (c.tests.length > 0 && (!a || c.tests.length > a.tests.length) ? c : a),
     null,
   );
-  if (!best) return { tests: [], source: 'none', counts };
-  return { tests: best.tests.map((t) => ({ ...t, name: canonicalTestName(t.name) })), source: best.source, counts };
+  if (!best) return { tests: [], source: 'none', counts, reports };
+  return { tests: best.tests, source: best.source, counts, reports };
 }
 
 /**

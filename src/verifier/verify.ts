@@ -1,5 +1,3 @@
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import {
   DiskLimitError,
   ScanIncompleteError,
@@ -12,18 +10,19 @@ import {
 import type { Task } from '../task/task.js';
 import { diskLimitMb } from '../trial/disk-watch.js';
 import { EngineLostError, GradingStepError, errorMessage, gradingStep } from '../util/errors.js';
-import { readTextIfThere } from '../util/files.js';
 import { nowIso } from '../util/time.js';
 import {
   librariesUsed,
   parseLdCache,
   protectionModeOf,
+  tracedCalls,
   tracedPaths,
   type ProtectionMode,
   type ProtectionRecord,
 } from './protection.js';
-import { rewardFindingsOf } from './consistency.js';
-import { parseRewardFiles } from './reward.js';
+import type { AdmissionEvidence, GradingPolicy } from './evidence.js';
+import { outcomeFromLogs } from './outcome.js';
+import { pythonSearches } from './python-path.js';
 import type { VerifierOutcome } from './schema.js';
 import {
   findTampering,
@@ -33,7 +32,6 @@ import {
   needsContent,
   type Tampering,
 } from './tampering.js';
-import { collectTests } from './test-report.js';
 import { cappedOutput } from './test-output.js';
 import { TESTS_DIR, VERIFIER_LOGS } from '../sandbox/verifier-folders.js';
 import { copyArtifacts, runCollect } from './collect.js';
@@ -55,6 +53,13 @@ export interface VerifyOptions {
   hostArtifactsDir?: string;
   /** What grading takes on at most from the sandbox's files; `maxBytes` defaults to the task's disk limit (storage_mb). */
   bounds?: SnapshotBounds;
+  /** How the reward is held against the tests' own evidence; default `evidence` (see evidence.ts). */
+  policy?: GradingPolicy;
+  /**
+   * The step of a multi-step task this grading is for. Admission's evidence is kept for the task's
+   * own tests only, so a step's grading applies the rules that need no record (and records none).
+   */
+  step?: string;
 }
 
 /** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs, capped (see cappedOutput). */
@@ -169,10 +174,14 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     await gradingStep("the verifier's logs could not be copied out", () =>
       verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }),
     );
-    if (options.onRecord && run.trace !== undefined && !run.timedOut)
-      options.onRecord(await record(task, verifierBox, changes, content, run.trace));
-
-    return await outcomeFromLogs(options.hostLogsDir, { run, collected, mode, timeoutSec });
+    const admitted = options.step === undefined ? (options.protection?.evidence ?? null) : null;
+    const policy = options.policy ?? 'evidence';
+    const graded = await outcomeFromLogs(options.hostLogsDir, { run, collected, mode, timeoutSec, policy, admitted });
+    if (options.onRecord && run.trace !== undefined && !run.timedOut) {
+      const evidence = options.step === undefined ? graded.evidence : null;
+      options.onRecord(await record(task, verifierBox, { changes, content, trace: run.trace, evidence }));
+    }
+    return graded.outcome;
   } finally {
     await box?.close();
     await snap.discard();
@@ -212,73 +221,6 @@ async function scan(
   });
   if (tampering.length > 0) return { outcome: tampered(tampering, mode) };
   return { changes, content };
-}
-
-/** The grade from the logs the verifier left (copied to `logsDir`): reward files, per-test results, what kept a reward away. */
-async function outcomeFromLogs(
-  logsDir: string,
-  how: { run: TestsRun['run']; collected: TestsRun['collected']; mode: ProtectionMode; timeoutSec: number },
-): Promise<VerifierOutcome> {
-  const { run, collected, mode, timeoutSec } = how;
-  const local = (name: string): string => path.join(logsDir, name);
-  const files = await readdir(logsDir).catch(() => [] as string[]);
-  const junit = await Promise.all(
-    files
-      .filter((f) => f.endsWith('.xml'))
-      .sort()
-      .map((f) => readFile(local(f), 'utf8')),
-  );
-  const { tests, source, counts } = collectTests({
-    ctrf: await readTextIfThere(local('ctrf.json')),
-    stdout: await readTextIfThere(local('test-stdout.txt')),
-    junit,
-  });
-  const base = {
-    tests,
-    testsSource: source,
-    testsSourceCounts: counts,
-    exitCode: run.exitCode,
-    durationMs: run.durationMs,
-    tampering: [],
-    protection: mode,
-    ...(collected ? { collected } : {}),
-  };
-  if (run.timedOut) {
-    return {
-      ...base,
-      reward: 0,
-      rewards: {},
-      rewardSource: null,
-      error: {
-        class: 'verifier_timeout',
-        message: `test.sh did not finish within ${timeoutSec} s (graded 0: the sandbox's state kept the verifier from a reward)`,
-      },
-    };
-  }
-  const [rewardJson, rewardTxt] = [
-    await readTextIfThere(local('reward.json')),
-    await readTextIfThere(local('reward.txt')),
-  ];
-  const parsed = parseRewardFiles(rewardJson, rewardTxt);
-  if (!parsed.ok) {
-    const cls = parsed.problem === 'missing' ? 'verifier_no_reward' : 'verifier_bad_reward';
-    return {
-      ...base,
-      reward: 0,
-      rewards: {},
-      rewardSource: null,
-      error: { class: cls, message: `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)` },
-    };
-  }
-  const findings = rewardFindingsOf(rewardJson, rewardTxt, tests);
-  return {
-    ...base,
-    reward: parsed.reward,
-    rewards: parsed.rewards,
-    rewardSource: parsed.source,
-    error: null,
-    findings,
-  };
 }
 
 interface TestsRun {
@@ -338,15 +280,18 @@ async function runTests(
   }
 }
 
-/** The protected set this grading shows: what test.sh touched, what the solution changed, the libraries the loader resolved. */
+/**
+ * The protected set this grading shows: what test.sh touched, what the solution changed, the
+ * libraries the loader resolved, and what a pass looked like (the reports and reward files).
+ */
 async function record(
   task: Task,
   box: Sandbox,
-  changes: FsChange[],
-  content: Map<string, Buffer>,
-  trace: string,
+  seen: { changes: FsChange[]; content: Map<string, Buffer>; trace: string; evidence: AdmissionEvidence | null },
 ): Promise<ProtectionRecord> {
+  const { changes, content, trace, evidence } = seen;
   const accessed = tracedPaths(trace);
+  const searches = pythonSearches(tracedCalls(trace));
   const cache = content.get(LD_CACHE) ?? (await box.readFile(LD_CACHE, 64 * 1024 * 1024));
   return {
     schemaVersion: 1,
@@ -356,6 +301,8 @@ async function record(
     accessed,
     outputs: changes.map((c) => c.path).sort(),
     libraries: librariesUsed(cache ? parseLdCache(cache) : null, accessed),
+    ...(evidence ? { evidence } : {}),
+    pythonSearches: searches,
   };
 }
 

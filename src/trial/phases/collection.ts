@@ -60,6 +60,7 @@ export function resultOf(state: TrialState): TrialResult {
     tampering: v?.tampering ?? [],
     protection: v?.protection ?? protectionModeOf(options.protection),
     findings: v?.findings ?? [],
+    evidence: v?.evidence ?? null,
     image: prepared?.image ?? null,
     imageSource: prepared?.source ?? null,
     imageId: prepared?.imageId ?? null,

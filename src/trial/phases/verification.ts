@@ -40,6 +40,9 @@ export function verificationPhase(
           ...options.gradingBounds,
           maxBytes: options.gradingBounds?.maxBytes ?? diskLimitMb(state.task, state.timeouts) * 1024 * 1024,
         },
+        policy: options.grading,
+        // A step's grading (label names it) has no admission evidence of its own yet.
+        step: label === '' ? undefined : label,
       };
       const v = await gradeSandbox(box, view, grading, options.provider);
       if (v.error) fail(state, v.error.class, 'verification', label + v.error.message);
