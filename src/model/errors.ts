@@ -84,15 +84,20 @@ export function isContextFull(detail: ErrorDetail): boolean {
 }
 
 /**
- * Statuses a full context comes with: 400 from most servers, 413 and 422 from some (TGI: 422),
+ * Statuses a full context comes with: 400 from most servers, 422 from some (TGI: 422; 413 is one
+ * whatever it says, see classifyStatus),
  * and 500 from llama.cpp builds that report it as a server error. Other 5xx come from what stands
  * in front of the server (gateways, proxies): those stay outages.
  */
-const CONTEXT_STATUSES: ReadonlySet<number> = new Set([400, 413, 422, 500]);
+const CONTEXT_STATUSES: ReadonlySet<number> = new Set([400, 422, 500]);
 
 /** Classifies an HTTP status and what the body said. */
 export function classifyStatus(status: number, detail: ErrorDetail | string): ModelErrorKind {
   const d = typeof detail === 'string' ? { message: detail } : detail;
+  // 413: the request is too large for the server or a proxy in front of it, whatever words come
+  // with it (nginx's HTML page says none of the above). The request is the agent's own transcript
+  // and grows only with it: the same limit as a full context, so the agent's own, and graded.
+  if (status === 413) return 'context_length';
   if (CONTEXT_STATUSES.has(status) && isContextFull(d)) return 'context_length';
   if (status === 429) return 'rate_limit';
   if (status === 503 || status === 529) return 'overloaded';

@@ -110,7 +110,9 @@ export interface Sandbox {
   /**
    * The sandbox's filesystem frozen at one moment (its processes paused while it is taken, then
    * running on: a service the agent started keeps answering). Grading reads and runs in this,
-   * never in the live sandbox. Throws for infrastructure failures only.
+   * never in the live sandbox. Throws ScanLimitError or DiskLimitError when the files pass
+   * `bounds` (nothing of them kept: the sandbox's content decided it), GradingStepError when the
+   * content broke the copy, otherwise for infrastructure failures only.
    */
   snapshot(options?: SnapshotOptions): Promise<SandboxSnapshot>;
   /**
@@ -137,8 +139,9 @@ export const MAX_SCANNED_CHANGES = 200_000;
  */
 export interface SandboxSnapshot {
   /**
-   * Every path the snapshot differs in from the image. Throws ScanLimitError past
-   * MAX_SCANNED_CHANGES: a list cut short would let a change hide behind a flood of others.
+   * Every path the snapshot differs in from the image (a name that is not UTF-8 escaped, see
+   * names.ts). Throws ScanLimitError past the bound (a list cut short would let a change hide
+   * behind a flood of others), ScanIncompleteError when the walk cannot be completed.
    */
   changes(): Promise<FsChange[]>;
   /**
@@ -177,6 +180,8 @@ export interface SandboxSnapshot {
 
 export interface SnapshotOptions {
   signal?: AbortSignal;
+  /** What grading takes on at most (see SnapshotBounds); each default when absent. */
+  bounds?: SnapshotBounds;
   /** The verifier's whole work as one shell command, when the caller needs nothing else of it (see runVerifier). */
   verifier?: VerifierCommand;
 }
@@ -221,14 +226,62 @@ export class CopyLimitError extends Error {
   }
 }
 
-/** A change list that could not be read whole: the grade fails closed (tampering). */
-export class ScanLimitError extends Error {
-  constructor(readonly found: number) {
+/**
+ * A change list that could not be read whole (too many changes, a path the walk could not
+ * follow): the sandbox's content decided it, and the grade fails closed (tampering).
+ */
+export class ScanIncompleteError extends Error {}
+
+/** Too many changes to list: a list cut short would let a change hide behind a flood of others. */
+export class ScanLimitError extends ScanIncompleteError {
+  constructor(
+    readonly found: number,
+    readonly limit = MAX_SCANNED_CHANGES,
+  ) {
     super(
-      `the sandbox's filesystem has more than ${MAX_SCANNED_CHANGES} changed paths; a scan cut short could miss one, so the grade fails closed`,
+      `the sandbox's filesystem has more than ${limit} changed paths; a scan cut short could miss one, so the grade fails closed`,
     );
   }
 }
+
+/**
+ * The agent's files at the end of its turn passed its disk limit (bytes as the engine counts a
+ * container's size): they are not copied for grading, and the grade is 0 (disk_limit).
+ */
+export class DiskLimitError extends Error {
+  constructor(
+    readonly found: number,
+    readonly limit: number,
+  ) {
+    const mb = (n: number): number => Math.round(n / 1024 / 1024);
+    super(
+      `the agent's files held more than ${mb(found)} MB at the end of its turn, over its disk limit of ${mb(limit)} MB; they were not copied for its verifier`,
+    );
+  }
+}
+
+/**
+ * What grading takes on at most from a sandbox's files, checked before they are copied (the copy
+ * stops at the first bound passed, the agent's processes frozen meanwhile).
+ */
+export interface SnapshotBounds {
+  /** Paths the scan lists; more is ScanLimitError. Default MAX_SCANNED_CHANGES. */
+  maxChanges?: number;
+  /** Bytes the agent wrote on top of the image (its disk limit); more is DiskLimitError. Default DEFAULT_DISK_LIMIT_MB. */
+  maxBytes?: number;
+  /** Seconds the copy may take, its measuring included; longer fails the step (grading_blocked). Default DEFAULT_COPY_TIMEOUT_SEC. */
+  copyTimeoutSec?: number;
+}
+
+/** Disk an agent may write on top of its image when its task says nothing (storage_mb). */
+export const DEFAULT_DISK_LIMIT_MB = 10 * 1024;
+
+/**
+ * Seconds a snapshot's copy may take: well past the slowest copy within the other bounds (200,000
+ * files took 87 s on a loaded 2-core machine; 10 GiB at 200 MB/s takes 50 s). A backstop for slow
+ * storage, not a bound an honest sandbox meets.
+ */
+export const DEFAULT_COPY_TIMEOUT_SEC = 300;
 
 export interface CopyOptions {
   trusted?: boolean;

@@ -1,10 +1,10 @@
-import type { Sandbox } from '../sandbox/sandbox.js';
+import { DEFAULT_DISK_LIMIT_MB, type Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import type { TrialTimeouts } from './options.js';
 
-/** Disk an agent may write on top of its image: the task's storage_mb, else this default. */
-export const DEFAULT_DISK_LIMIT_MB = 10 * 1024;
+export { DEFAULT_DISK_LIMIT_MB };
 
+/** Disk an agent may write on top of its image: the task's storage_mb, else DEFAULT_DISK_LIMIT_MB. */
 export function diskLimitMb(task: Task, t: TrialTimeouts): number {
   const env = task.config.environment;
   return t.diskLimitMb ?? env.storage_mb ?? env.storage ?? DEFAULT_DISK_LIMIT_MB;

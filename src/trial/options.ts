@@ -1,5 +1,5 @@
 import type { Agent } from '../agent/agent.js';
-import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import type { PreparedEnvironment, Sandbox, SandboxProvider, SnapshotBounds } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import type { GradingPolicy } from '../verifier/evidence.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
@@ -60,4 +60,9 @@ export interface TrialOptions {
   grading?: GradingPolicy;
   /** Receives the protected set this trial's grading recorded (an oracle trial's: admission). */
   onProtectionRecord?: (record: ProtectionRecord) => void;
+  /**
+   * What grading takes on at most from the sandbox's files (SnapshotBounds; each default when
+   * absent). The byte bound is the trial's disk limit (diskLimitMb) unless given here.
+   */
+  gradingBounds?: SnapshotBounds;
 }

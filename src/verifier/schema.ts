@@ -22,7 +22,8 @@ export type TestReportSource = z.infer<typeof TestReportSource>;
  * verifier_crash (the engine failed) is the sandbox's doing and is graded 0, as Harbor counts it:
  * a verifier that timed out (a FIFO the tests block on), wrote no or a malformed reward, a harness
  * step the sandbox's content broke (grading_blocked: the working folder turned into a file), or
- * tampering with the verifier's machinery.
+ * tampering with the verifier's machinery, or the agent's files over its disk limit when grading
+ * began (disk_limit: they are not copied for the verifier).
  */
 export const VerifierErrorClass = z.enum([
   'verifier_timeout',
@@ -31,6 +32,7 @@ export const VerifierErrorClass = z.enum([
   'verifier_crash',
   'grading_blocked',
   'tampering',
+  'disk_limit',
   // The reward claimed a pass the tests' own reports do not support (see evidence.ts).
   'reward_unsupported',
 ]);

@@ -28,7 +28,7 @@ const PATH_BIN = /^\/(usr\/local\/s?bin|root\/\.local\/bin|opt\/[^/]+\/bin)\/[^/
 // Shells and interpreters, what the harness itself runs (exec wrapper, fresh folders), and the
 // tools tests scripts lean on to decide a reward: an added one of these on the PATH shadows the original.
 const WATCHED_PROGRAMS =
-  /^(sh|bash|dash|env|sleep|setsid|rm|mkdir|chmod|chown|ls|cp|mv|ln|touch|cat|tar|base64|wc|head|tail|timeout|tee|kill|printf|echo|test|grep|egrep|fgrep|sed|awk|gawk|mawk|cut|tr|sort|uniq|diff|cmp|find|xargs|stat|id|python[0-9.]*|pytest|py\.test|pip[0-9.]*|uv|uvx)$/;
+  /^(sh|bash|dash|env|sleep|setsid|rm|mkdir|mkfifo|chmod|chown|ls|cp|mv|ln|touch|cat|tar|base64|wc|head|tail|timeout|tee|kill|printf|echo|test|grep|egrep|fgrep|sed|awk|gawk|mawk|cut|tr|sort|uniq|diff|cmp|find|xargs|stat|id|python[0-9.]*|pytest|py\.test|pip[0-9.]*|uv|uvx)$/;
 const SHARED_LIBRARY = /^\/(usr\/)?(local\/)?lib(32|64|x32)?\/.*\.so(\.[0-9.]+)?$/;
 const PYTHON_HOOK = /\/(sitecustomize|usercustomize)\.py$/;
 const PYTEST_PACKAGE =

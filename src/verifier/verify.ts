@@ -1,11 +1,14 @@
 import {
-  ScanLimitError,
+  DiskLimitError,
+  ScanIncompleteError,
   type FsChange,
   type Sandbox,
   type SandboxProvider,
   type SandboxSnapshot,
+  type SnapshotBounds,
 } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
+import { diskLimitMb } from '../trial/disk-watch.js';
 import { EngineLostError, GradingStepError, errorMessage, gradingStep } from '../util/errors.js';
 import { nowIso } from '../util/time.js';
 import {
@@ -30,6 +33,7 @@ import {
   needsContent,
   type Tampering,
 } from './tampering.js';
+import { cappedOutput } from './test-output.js';
 import { TESTS_DIR, VERIFIER_LOGS } from '../sandbox/verifier-folders.js';
 import { copyArtifacts, runCollect } from './collect.js';
 
@@ -48,6 +52,8 @@ export interface VerifyOptions {
   testsDirs?: string[];
   /** Host folder that receives the artifacts (/logs/artifacts and the task's `artifacts`); absent: none are copied. */
   hostArtifactsDir?: string;
+  /** What grading takes on at most from the sandbox's files; `maxBytes` defaults to the task's disk limit (storage_mb). */
+  bounds?: SnapshotBounds;
   /** How the reward is held against the tests' own evidence; default `evidence` (see evidence.ts). */
   policy?: GradingPolicy;
   /**
@@ -57,8 +63,11 @@ export interface VerifyOptions {
   step?: string;
 }
 
-/** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs. */
-const TEST_COMMAND = `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi > ${VERIFIER_LOGS}/test-stdout.txt 2>&1`;
+/** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs, capped (see cappedOutput). */
+const TEST_COMMAND = cappedOutput(
+  `if [ -x /bin/bash ]; then /bin/bash ${TESTS_DIR}/test.sh; elif [ -x /usr/bin/bash ]; then /usr/bin/bash ${TESTS_DIR}/test.sh; else /bin/sh ${TESTS_DIR}/test.sh; fi`,
+  `${VERIFIER_LOGS}/test-stdout.txt`,
+);
 
 /** The files whose content decides the scan, read whole by the backend; null when there are more than it reads. */
 async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise<Map<string, Buffer> | null> {
@@ -75,7 +84,7 @@ async function readContents(snap: SandboxSnapshot, changes: FsChange[]): Promise
 
 /** A grade of 0 with no test run: the sandbox's state kept the verifier from grading it (tampering, a step it broke). */
 export function zeroOutcome(
-  error: { class: 'tampering' | 'grading_blocked'; message: string },
+  error: { class: 'tampering' | 'grading_blocked' | 'disk_limit'; message: string },
   protection: ProtectionMode,
   tampering: Tampering[] = [],
 ): VerifierOutcome {
@@ -102,6 +111,17 @@ const tampered = (tampering: Tampering[], protection: ProtectionMode): VerifierO
   const message = `the agent changed the verifier's machinery, so the reward is void (0): ${list}${tampering.length > 5 ? `, and ${tampering.length - 5} more` : ''}`;
   return zeroOutcome({ class: 'tampering', message }, protection, tampering);
 };
+
+/**
+ * The grade when the sandbox's files passed what grading takes on (too many to scan, a walk that
+ * could not be completed, more bytes than the disk limit): 0 with the reason; null for any other failure.
+ */
+function refusedOutcome(err: unknown, mode: ProtectionMode): VerifierOutcome | null {
+  if (err instanceof DiskLimitError)
+    return zeroOutcome({ class: 'disk_limit', message: `${err.message} (graded 0)` }, mode);
+  if (err instanceof ScanIncompleteError) return tampered([{ path: '/', kind: 'changed', why: err.message }], mode);
+  return null;
+}
 
 /**
  * Grades the agent's sandbox so that nothing the agent did can forge the grade, while whatever it
@@ -134,7 +154,15 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   // When test.sh is all the verifier does (no trace, nothing collected after it), the backend may
   // run it as the verifier sandbox's own process: no command sent in, nothing left to end after.
   const alone = !options.onRecord && !collects;
-  const snap = await sandbox.snapshot({ signal, ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}) });
+  const bounds = { ...options.bounds, maxBytes: options.bounds?.maxBytes ?? diskLimitMb(task, {}) * 1024 * 1024 };
+  let snap: SandboxSnapshot;
+  try {
+    snap = await sandbox.snapshot({ signal, bounds, ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}) });
+  } catch (err) {
+    const refused = refusedOutcome(err, mode);
+    if (refused) return refused;
+    throw err;
+  }
   let box: Sandbox | null = null;
   try {
     const scanned = await scan(snap, task, options, mode);
@@ -177,8 +205,8 @@ async function scan(
   try {
     changes = await snap.changes();
   } catch (err) {
-    if (err instanceof ScanLimitError)
-      return { outcome: tampered([{ path: '/', kind: 'changed', why: err.message }], mode) };
+    const refused = refusedOutcome(err, mode);
+    if (refused) return { outcome: refused };
     throw err;
   }
   const content = await readContents(snap, changes);

@@ -206,14 +206,15 @@ export function gradingAttacks(label: string, provider: () => SandboxProvider): 
       assert.deepEqual(r.tampering, []);
     });
 
-    it('stops an agent that fills the disk past its limit, and grades what it left', async () => {
+    it('stops an agent that fills the disk past its limit, and grades it 0 without copying its files', async () => {
       const r = await trial(
         `echo hello > /app/out.txt; head -c 400000000 /dev/zero > /app/big; sleep 60`,
         { 'task.toml': '[environment]\nstorage_mb = 100\n[agent]\ntimeout_sec = 120\n' },
         100,
       );
       assert.equal(r.error?.class, 'disk_limit');
-      assert.equal(r.reward, 1, "graded: the agent's own failure, its work still counts");
+      // Graded (the agent's own failure), and 0: files past the limit are not copied for the verifier.
+      assert.equal(r.reward, 0, JSON.stringify(r.errors));
       assert.ok(r.phases.agent_run!.durationMs < 40_000);
     });
 

@@ -151,6 +151,18 @@ export const CONTEXT_FULL_REPLIES: ContextFullReply[] = [
       },
     },
   },
+  // A request too large for a proxy in front of the server (the agent's transcript grew past its
+  // body limit): nginx's own page says nothing of tokens, and a JSON proxy says only the size.
+  {
+    server: 'nginx in front of a server (413, HTML)',
+    status: 413,
+    body: '<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center></body></html>',
+  },
+  {
+    server: 'a proxy (413, JSON)',
+    status: 413,
+    body: { error: { message: 'Request body exceeds the 10485760 byte limit', type: 'request_too_large' } },
+  },
 ];
 
 /** Errors that look alike but are not a full context: they stay what they were. */

@@ -157,6 +157,11 @@ export class ScriptedModelServer {
         case 'reset':
           return void req.socket.destroy();
         case 'error':
+          // A text body goes as it is (a proxy's HTML page), not as a JSON string.
+          if (typeof step.body === 'string' && !res.destroyed) {
+            res.writeHead(step.status, { 'content-type': 'text/html' });
+            return void res.end(step.body);
+          }
           return send(res, step.status, step.body);
         case 'refusal':
           return send(res, 200, {

@@ -1,7 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmod, cp, lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { DiskLimitError, ScanLimitError } from '../sandbox.js';
 import { TESTS_DIR, VERIFIER_LOGS } from '../verifier-folders.js';
 import type { OverlayLayers } from './overlay.js';
 
@@ -21,13 +22,19 @@ const run = promisify(execFile);
  * marks of a folder that hides the one below) fails the copy instead of silently changing what
  * the verifier sees. Links are copied as links, never followed.
  */
-export async function copyLayer(from: string, to: string): Promise<void> {
+export async function copyLayer(from: string, to: string, signal?: AbortSignal): Promise<void> {
   const present = await readdir(to);
   if (present.length > 0)
     throw new Error(`the verifier's layer ${to} is not empty (${present.slice(0, 3).join(', ')})`);
   try {
-    await run('cp', ['-a', '--preserve=xattr', '--reflink=auto', '-T', '--', from, to], { maxBuffer: 1024 * 1024 });
+    await run('cp', ['-a', '--preserve=xattr', '--reflink=auto', '-T', '--', from, to], {
+      maxBuffer: 1024 * 1024,
+      signal,
+      killSignal: 'SIGKILL',
+    });
   } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    if (/^spawn /.test(String((err as NodeJS.ErrnoException).syscall))) throw err; // no cp here
     const stderr = String((err as { stderr?: string }).stderr ?? '')
       .trim()
       .split('\n')
@@ -35,6 +42,77 @@ export async function copyLayer(from: string, to: string): Promise<void> {
       .join('; ');
     throw new Error(`the agent's files could not be copied for the verifier: ${stderr || (err as Error).message}`);
   }
+}
+
+/** What a layer holds, as measured by measureLayer. */
+export interface LayerSize {
+  /** Entries (files, folders, links, whiteouts): the paths the scan would list. */
+  entries: number;
+  /** Bytes as the engine counts a container's size: apparent sizes of all but folders, a hard-linked file once. */
+  bytes: number;
+}
+
+/**
+ * Counts a layer's entries and bytes, stopping at the first bound passed: ScanLimitError past
+ * `maxChanges` entries (the scan of the copy would refuse it anyway), DiskLimitError past
+ * `maxBytes`; `signal` (the copy's deadline) kills it and rejects with its reason. Run before the
+ * copy, so that a layer past a bound costs its measuring, never its copy (250,000 empty files took
+ * 109 s to copy before the scan refused them). GNU find walks it: it prints no names (a name need
+ * not be text), and took 0.8 s of CPU for 250,000 entries where Node's own walk took 30 s.
+ */
+export function measureLayer(
+  upper: string,
+  bounds: { maxChanges: number; maxBytes: number },
+  signal?: AbortSignal,
+): Promise<LayerSize> {
+  return new Promise<LayerSize>((resolve, reject) => {
+    const find = spawn('find', ['-P', upper, '-mindepth', '1', '-printf', '%y %s %i %n\\n'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const size: LayerSize = { entries: 0, bytes: 0 };
+    const linked = new Set<string>();
+    let rest = '';
+    let stderr = '';
+    let done = false;
+    const stop = (err: unknown): void => {
+      if (done) return;
+      done = true;
+      signal?.removeEventListener('abort', onAbort);
+      find.kill('SIGKILL');
+      reject(err);
+    };
+    const onAbort = (): void => stop(signal?.reason);
+    if (signal?.aborted) return stop(signal.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const line = (l: string): void => {
+      const [type, bytes, inode, links] = l.split(' ');
+      size.entries += 1;
+      if (size.entries > bounds.maxChanges) return stop(new ScanLimitError(size.entries, bounds.maxChanges));
+      if (type === 'd' || (Number(links) > 1 && linked.has(inode!))) return;
+      if (Number(links) > 1) linked.add(inode!);
+      size.bytes += Number(bytes);
+      if (size.bytes > bounds.maxBytes) stop(new DiskLimitError(size.bytes, bounds.maxBytes));
+    };
+    find.stdout.setEncoding('utf8');
+    find.stdout.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      for (const l of lines) if (!done) line(l);
+    });
+    find.stderr.setEncoding('utf8');
+    find.stderr.on('data', (c: string) => {
+      if (stderr.length < 4096) stderr += c;
+    });
+    find.on('error', stop);
+    find.on('close', (code) => {
+      if (done) return;
+      if (code !== 0)
+        return stop(new Error(`the agent's layer could not be measured: ${stderr.trim() || `find exited ${code}`}`));
+      done = true;
+      signal?.removeEventListener('abort', onAbort);
+      resolve(size);
+    });
+  });
 }
 
 async function kindAt(file: string): Promise<'dir' | 'other' | null> {

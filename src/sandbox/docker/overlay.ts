@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { access, lstat, mkdir, open, readdir, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
+import { nameText } from '../names.js';
 import { MAX_SCANNED_CHANGES, ScanLimitError, type FsChange } from '../sandbox.js';
 
 /**
@@ -29,10 +30,11 @@ export async function overlayLayers(container: Docker.Container): Promise<Overla
   return { upper: data.UpperDir, lowers: data.LowerDir.split(':') };
 }
 
-async function inLower(lowers: string[], rel: string): Promise<boolean> {
+/** Whether any lower layer has `rel` (a path under the layer's root, as bytes: names need not be UTF-8). */
+async function inLower(lowers: string[], rel: string | Buffer): Promise<boolean> {
   for (const dir of lowers) {
     try {
-      await lstat(path.join(dir, rel));
+      await lstat(Buffer.concat([Buffer.from(dir), Buffer.from(rel)]));
       return true;
     } catch {
       // not in this layer
@@ -41,22 +43,31 @@ async function inLower(lowers: string[], rel: string): Promise<boolean> {
   return false;
 }
 
-/** Every change in the upper layer; throws ScanLimitError past `limit` (a list cut short would hide changes). */
+const SLASH = Buffer.from('/');
+
+/**
+ * Every change in the upper layer; throws ScanLimitError past `limit` (a list cut short would hide
+ * changes). Names are read and followed as bytes; a path is reported as nameText gives it (a name
+ * that is not UTF-8 escaped), so any name the agent can make is scanned, none breaks the scan.
+ */
 export async function overlayChanges(layers: OverlayLayers, limit = MAX_SCANNED_CHANGES): Promise<FsChange[]> {
   const out: FsChange[] = [];
-  const walk = async (rel: string): Promise<void> => {
-    for (const e of await readdir(path.join(layers.upper, rel), { withFileTypes: true })) {
+  const upper = Buffer.from(layers.upper);
+  const walk = async (rel: Buffer, shown: string): Promise<void> => {
+    const entries = await readdir(Buffer.concat([upper, rel]), { withFileTypes: true, encoding: 'buffer' });
+    for (const e of entries) {
       if (out.length >= limit) throw new ScanLimitError(out.length);
-      const child = `${rel}/${e.name}`;
-      if (e.isCharacterDevice() && (await lstat(path.join(layers.upper, child))).rdev === 0) {
-        out.push({ path: child, kind: 'deleted' });
+      const child = Buffer.concat([rel, SLASH, e.name]);
+      const text = `${shown}/${nameText(e.name)}`;
+      if (e.isCharacterDevice() && (await lstat(Buffer.concat([upper, child]))).rdev === 0) {
+        out.push({ path: text, kind: 'deleted' });
         continue;
       }
-      out.push({ path: child, kind: (await inLower(layers.lowers, child)) ? 'changed' : 'added' });
-      if (e.isDirectory()) await walk(child);
+      out.push({ path: text, kind: (await inLower(layers.lowers, child)) ? 'changed' : 'added' });
+      if (e.isDirectory()) await walk(child, text);
     }
   };
-  await walk('');
+  await walk(Buffer.alloc(0), '');
   return out;
 }
 
@@ -79,7 +90,8 @@ function upperHoldsWholeFiles(): Promise<boolean> {
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 /** `name` inside the folder open as `dir`: resolved from that folder, never through a link. */
-const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
+const at = (dir: FileHandle, name: string | Buffer): Buffer =>
+  Buffer.concat([Buffer.from(`/proc/self/fd/${dir.fd}/`), Buffer.from(name)]);
 
 /**
  * The folder at `parts` in the upper layer, reached one component at a time from the layer's root
@@ -156,14 +168,18 @@ export async function copyFromUpper(
   if (!dir) return false;
   try {
     let bytes = 0;
+    // Names read as bytes: a name that is not UTF-8 is copied, not dropped, under its escaped text
+    // (nameText), so that whatever reads the copy by name on this machine finds it.
     const copy = async (from: FileHandle, to: string, depth: number): Promise<void> => {
       await mkdir(to, { recursive: true });
-      for (const e of await readdir(`/proc/self/fd/${from.fd}`, { withFileTypes: true })) {
+      const entries = await readdir(`/proc/self/fd/${from.fd}`, { withFileTypes: true, encoding: 'buffer' });
+      for (const e of entries) {
+        const into = path.join(to, nameText(e.name));
         if (e.isDirectory() && depth < 64) {
           const sub = await open(at(from, e.name), DIR_FLAGS).catch(() => null);
           if (!sub) continue; // swapped for something else meanwhile
           try {
-            await copy(sub, path.join(to, e.name), depth + 1);
+            await copy(sub, into, depth + 1);
           } finally {
             await sub.close();
           }
@@ -175,7 +191,7 @@ export async function copyFromUpper(
             if (!st.isFile() || bytes + st.size > maxBytes) continue;
             bytes += st.size;
             // No more than it had when measured, should it grow meanwhile.
-            await writeFile(path.join(to, e.name), (await file.readFile()).subarray(0, st.size));
+            await writeFile(into, (await file.readFile()).subarray(0, st.size));
           } finally {
             await file.close();
           }

@@ -352,13 +352,15 @@ export class DockerSandbox implements Sandbox {
       docker: this.docker,
       container: this.container,
       turn: this.turn,
-      engineChanges: () => this.engineChanges(),
+      engineChanges: (limit: number) => this.engineChanges(limit),
+      diskUsage: () => this.diskUsage(),
       stopAll: () => this.turn(() => this.stopAll()),
       dropHelper: () => this.dropHelper(),
     };
     const layers = await this.upperLayers();
-    if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier);
-    return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage });
+    if (layers)
+      return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier, options.bounds);
+    return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options.bounds);
   }
 
   /** Closes the helper shell (its process is about to die with the container's): the next use opens a new one. */
@@ -407,9 +409,9 @@ export class DockerSandbox implements Sandbox {
     await this.turn(() => this.stopAll());
   }
 
-  private async engineChanges(): Promise<FsChange[]> {
+  private async engineChanges(limit = MAX_SCANNED_CHANGES): Promise<FsChange[]> {
     const list = ((await this.turn(() => this.container.changes())) ?? []) as Array<{ Path: string; Kind: number }>;
-    if (list.length > MAX_SCANNED_CHANGES) throw new ScanLimitError(list.length);
+    if (list.length > limit) throw new ScanLimitError(list.length, limit);
     const kinds = ['changed', 'added', 'deleted'] as const;
     return list.map((c) => ({ path: c.Path, kind: kinds[c.Kind] ?? 'changed' }));
   }

@@ -3,9 +3,14 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import { errorMessage, GradingStepError, gradingStep } from '../../util/errors.js';
 import {
+  DEFAULT_COPY_TIMEOUT_SEC,
+  DEFAULT_DISK_LIMIT_MB,
+  DiskLimitError,
   MAX_SCANNED_CHANGES,
+  ScanIncompleteError,
   ScanLimitError,
   type FsChange,
+  type SnapshotBounds,
   type Sandbox,
   type SandboxSnapshot,
   type VerifierCommand,
@@ -14,7 +19,7 @@ import {
 } from '../sandbox.js';
 import { prepareFoldersInside } from '../verifier-folders.js';
 import { LABEL_SNAPSHOT } from './labels.js';
-import { copyLayer, prepareFoldersInLayer } from './layer-copy.js';
+import { copyLayer, measureLayer, prepareFoldersInLayer } from './layer-copy.js';
 import { cgroupFreezer } from './freezer.js';
 import { holdNonServices, type Hold } from './hold.js';
 import { overlayChanges, readFromUpper, type OverlayLayers } from './overlay.js';
@@ -26,8 +31,10 @@ interface SnapshotHost {
   docker: Docker;
   container: Docker.Container;
   turn: Turn;
-  /** The engine's own change list of the container (the slow path). */
-  engineChanges(): Promise<FsChange[]>;
+  /** The engine's own change list of the container (the slow path); ScanLimitError past `limit`. */
+  engineChanges(limit: number): Promise<FsChange[]>;
+  /** Bytes the container wrote on top of its image, as the engine counts them; null when it cannot tell. */
+  diskUsage(): Promise<number | null>;
   /** Ends every process of the container (it stays, stopped). */
   stopAll(): Promise<void>;
   /** Lets go of the container's helper shell: the next command opens a new one (see holdAgent). */
@@ -88,12 +95,29 @@ const envOf = (lines: string[] | undefined): Record<string, string> =>
  * paused around the engine's change list and a commit of its filesystem to an image, so the list
  * and the image show the same moment; the verifier is started from that image.
  */
-export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapshot> {
+export async function snapshotByCommit(host: CommitHost, given?: SnapshotBounds): Promise<SandboxSnapshot> {
   const { docker, container, turn } = host;
+  const bounds = boundsOf(given);
   const state = (await container.inspect()).State;
   const running = Boolean(state.Running);
-  let listed: FsChange[] | ScanLimitError | null = null;
-  const commit = (): Promise<string> =>
+  // Listed by every commit, right before it, the container paused or stopped: the list and the image show the same moment.
+  let listed: FsChange[] = [];
+  // The engine's commit cannot be stopped midway: the bounds are checked before it (the time
+  // bound holds for the copy on this machine only). The agent's files can break the engine's
+  // listing or commit (a path longer than the engine can name): a grading step the sandbox broke,
+  // unless the engine itself is found at fault (see gradeSandbox).
+  const commit = async (): Promise<string> => {
+    try {
+      listed = await host.engineChanges(bounds.maxChanges);
+      const used = await host.diskUsage();
+      if (used !== null && used > bounds.maxBytes) throw new DiskLimitError(used, bounds.maxBytes);
+      return await commitImage();
+    } catch (err) {
+      if (err instanceof ScanLimitError || err instanceof DiskLimitError || cannotFreeze(err)) throw err;
+      throw new GradingStepError("the engine could not take the agent's files for its verifier", err);
+    }
+  };
+  const commitImage = (): Promise<string> =>
     turn(async () => {
       // The image keeps the container's labels (its owner among them) and is marked as a snapshot,
       // so `cleanup` removes one a killed process left.
@@ -108,11 +132,6 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
     if (!running || state.Paused) return commit();
     await turn(() => container.pause());
     try {
-      // Too many changes to list is the scan's to judge (it fails closed), not a reason to stop here.
-      listed = await host.engineChanges().catch((err: unknown) => {
-        if (err instanceof ScanLimitError) return err;
-        throw err;
-      });
       return await commit();
     } finally {
       await turn(() => container.unpause()).catch(() => undefined);
@@ -126,7 +145,6 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
     // The processes could not be frozen (a fork bomb outruns the freezer, or the container died
     // meanwhile): they are ended, and the filesystem is taken as they left it.
     await host.stopAll();
-    listed = null;
     image = await commit();
   }
   let reader: Sandbox | null = null;
@@ -134,9 +152,6 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
   let discarded: Promise<void> | null = null;
   return {
     async changes() {
-      // engineChanges throws ScanLimitError past the limit itself.
-      listed ??= await host.engineChanges();
-      if (listed instanceof ScanLimitError) throw listed;
       return listed;
     },
     async env() {
@@ -171,23 +186,55 @@ export async function snapshotByCommit(host: CommitHost): Promise<SandboxSnapsho
   };
 }
 
+/** The bounds a snapshot holds to, each default filled in. */
+type Bounds = Required<SnapshotBounds>;
+
+export function boundsOf(b: SnapshotBounds = {}): Bounds {
+  return {
+    maxChanges: b.maxChanges ?? MAX_SCANNED_CHANGES,
+    maxBytes: b.maxBytes ?? DEFAULT_DISK_LIMIT_MB * 1024 * 1024,
+    copyTimeoutSec: b.copyTimeoutSec ?? DEFAULT_COPY_TIMEOUT_SEC,
+  };
+}
+
 /**
- * The agent's layer copied into `to` while its processes are frozen (through its cgroup here when
- * it can be, else by the engine; see freezer.ts) and running on after; ended instead when they
- * cannot be frozen (a fork bomb outruns the freezer, or the container died meanwhile), the
- * filesystem then taken as they left it.
+ * The agent's layer measured, then copied into `to` if within `bounds`, all within its time
+ * bound: a layer past a bound is never copied (the sandbox's content decided: ScanLimitError,
+ * DiskLimitError thrown as they are), and a copy that cannot finish in time is stopped (the
+ * content's doing, as a copy that fails: GradingStepError).
+ */
+async function boundedCopy(from: string, to: string, bounds: Bounds): Promise<void> {
+  const deadline = AbortSignal.timeout(bounds.copyTimeoutSec * 1000);
+  const step = "the agent's files could not be copied for its verifier";
+  try {
+    await measureLayer(from, bounds, deadline);
+    await copyLayer(from, to, deadline);
+  } catch (err) {
+    if (err instanceof ScanLimitError || err instanceof DiskLimitError) throw err;
+    // This machine lacks find or cp: its own failure, not the sandbox's.
+    if (/^spawn /.test(String((err as NodeJS.ErrnoException).syscall))) throw err;
+    if (deadline.aborted)
+      throw new GradingStepError(step, new Error(`the copy did not finish within ${bounds.copyTimeoutSec} s`));
+    // The agent's files decide whether they can be copied (a tree too deep, say): a grading step the sandbox broke.
+    throw new GradingStepError(step, err);
+  }
+}
+
+/**
+ * The agent's layer copied into `to` (see boundedCopy) while its processes are frozen (through
+ * its cgroup here when it can be, else by the engine; see freezer.ts) and running on after; ended
+ * instead when they cannot be frozen (a fork bomb outruns the freezer, or the container died
+ * meanwhile), the filesystem then taken as they left it. Nothing the agent runs can write between
+ * the measuring and the copy: the disk limit holds to the last byte of its turn.
  */
 async function copyFrozen(
   host: CopyHost,
   state: { Running?: boolean; Paused?: boolean; Pid: number },
   to: string,
+  bounds: Bounds,
 ): Promise<void> {
   const { container, turn } = host;
-  const copy = (): Promise<void> =>
-    copyLayer(host.layers.upper, to).catch((err: unknown) => {
-      // The agent's files decide whether they can be copied (a tree too deep, say): a grading step the sandbox broke.
-      throw new GradingStepError("the agent's files could not be copied for its verifier", err);
-    });
+  const copy = (): Promise<void> => boundedCopy(host.layers.upper, to, bounds);
   if (!state.Running || state.Paused) return copy();
   const freezer = await cgroupFreezer(state.Pid, container.id);
   let paused = false;
@@ -205,6 +252,18 @@ async function copyFrozen(
   }
 }
 
+/** The scan of the copy; a walk that cannot be completed is the content's doing (a path too long to follow, say). */
+async function listChanges(target: OverlayLayers, limit: number): Promise<FsChange[]> {
+  try {
+    return await overlayChanges(target, limit);
+  } catch (err) {
+    if (err instanceof ScanIncompleteError) throw err;
+    throw new ScanIncompleteError(
+      `the agent's files could not be walked whole (${errorMessage(err)}); a scan cut short could miss a change, so the grade fails closed`,
+    );
+  }
+}
+
 /**
  * On this machine: a verifier container is created (not started) from the agent's image, in the
  * agent sandbox's network and pids, and the agent's layer is copied into the verifier's while the
@@ -214,8 +273,13 @@ async function copyFrozen(
  * command to prepare folders. With `command`, that container's own process is the verifier's
  * command (runVerifier): nothing is sent into it and nothing has to end it.
  */
-export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand): Promise<SandboxSnapshot> {
+export async function snapshotByCopy(
+  host: CopyHost,
+  command?: VerifierCommand,
+  given?: SnapshotBounds,
+): Promise<SandboxSnapshot> {
   const { container } = host;
+  const bounds = boundsOf(given);
   const info = await container.inspect();
   const running = Boolean(info.State.Running);
   let verifier = await host.createVerifier(running ? container.id : null, command);
@@ -223,13 +287,13 @@ export async function snapshotByCopy(host: CopyHost, command?: VerifierCommand):
   try {
     // What lies below is the agent's image for both; the agent's lower list is the one its changes were judged against.
     target = { upper: await upperOf(verifier), lowers: host.layers.lowers };
-    await copyFrozen(host, info.State, target.upper);
+    await copyFrozen(host, info.State, target.upper, bounds);
   } catch (err) {
     await verifier.sandbox.close();
     throw err;
   }
   // Listed now, before anything is added for the verifier: the scan judges the agent's files only.
-  const listing = overlayChanges(target, MAX_SCANNED_CHANGES);
+  const listing = listChanges(target, bounds.maxChanges);
   listing.catch(() => undefined);
 
   /** The copy moved (renames) into a new verifier container, the old one removed. */

@@ -3,6 +3,7 @@ import type { Task } from '../../task/task.js';
 import { EngineLostError, GradingStepError, errorMessage } from '../../util/errors.js';
 import type { VerifierOutcome } from '../../verifier/schema.js';
 import { gradeSandbox } from '../../verifier/verify.js';
+import { diskLimitMb } from '../disk-watch.js';
 import { cancelled, fail, timed, type TrialState } from '../state.js';
 import { setPhaseNetwork } from './network.js';
 
@@ -34,6 +35,11 @@ export function verificationPhase(
         signal: options.signal,
         protection: options.protection ?? null,
         onRecord: options.onProtectionRecord,
+        // The disk limit holds at grading too: the files the agent left are measured before they are copied.
+        bounds: {
+          ...options.gradingBounds,
+          maxBytes: options.gradingBounds?.maxBytes ?? diskLimitMb(state.task, state.timeouts) * 1024 * 1024,
+        },
         policy: options.grading,
         // A step's grading (label names it) has no admission evidence of its own yet.
         step: label === '' ? undefined : label,
