@@ -1,7 +1,7 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ProtectionStore } from '../verifier/protection-store.js';
+import { admissionStore } from '../verifier/protection-store.js';
 import {
   importHarbor,
   readJobFile,
@@ -53,6 +53,8 @@ export interface RunFlags {
   timeoutMultiplier?: number;
   infraRetries?: number;
   jobsDir: string;
+  /** --admission-dir: where admission records are read (and an oracle trial's written); see admissionStore. */
+  admissionDir?: string;
   jsonl?: boolean;
   quiet?: boolean;
   adaptive?: boolean;
@@ -344,7 +346,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
       jobDir: job.jobDir,
       signal: signals.signal,
       onEvent: progress.onEvent,
-      protection: new ProtectionStore(path.join(path.dirname(path.resolve(flags.jobsDir)), 'protection')),
+      protection: admissionStore({ admissionDir: flags.admissionDir, near: [flags.jobsDir] }),
     });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);

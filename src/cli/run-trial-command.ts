@@ -8,12 +8,15 @@ import { EXIT, handleSignals } from './signals.js';
 import { warnAboutTasks } from './format.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { asGraded } from '../verifier/toolchain/plan.js';
+import { admissionStore } from '../verifier/protection-store.js';
 
 export interface RunTrialFlags {
   buildNetwork?: string;
   agent?: string;
   agentImportPath?: string;
   out: string;
+  /** --admission-dir: where the task's admission record is looked up (see admissionStore). */
+  admissionDir?: string;
   timeoutMultiplier: number;
   grading?: 'evidence' | 'harbor';
   json?: boolean;
@@ -89,6 +92,7 @@ function printTrialResult(
       (result.taskVersion || result.dataset
         ? `task version ${result.taskVersion ?? '-'}${result.dataset ? `, dataset ${result.dataset.name ?? '-'} ${result.dataset.version ?? '-'}` : ''}\n`
         : '') +
+      `graded against: ${result.admission ? `the admission record ${result.admission.file ?? '(given in memory)'} (recorded ${result.admission.recordedAt})` : 'the fixed rules only (no admission record for this task content: check it first)'}\n` +
       `trial folder: ${path.join(path.resolve(out), result.trialId)}\n`,
   );
 }
@@ -97,6 +101,8 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
   // run-trial runs offline: a verifier that fetches its tools gets the offline toolchain where it serves.
   const task = await asGraded(await loadTask(taskDir), null);
   warnAboutTasks([task]);
+  // Graded against the task's admission record, as `run` grades (the same store, the same lookup).
+  const admission = await admissionStore({ admissionDir: flags.admissionDir }).find(task);
   const model = await modelFromFlags(flags);
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
@@ -133,6 +139,8 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       provider,
       prepare,
       outDir: path.resolve(flags.out),
+      protection: admission?.record ?? null,
+      admissionFile: admission?.file ?? null,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       signal: signals.signal,
       secrets,

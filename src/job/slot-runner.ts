@@ -68,13 +68,15 @@ async function attempt(
   const { options } = state;
   const task = state.byName.get(slot.task)!;
   try {
-    const protection = (await options.protection?.load(task)) ?? null;
+    const admission = (await options.protection?.find(task)) ?? null;
+    const protection = admission?.record ?? null;
     const recorded: { record: ProtectionRecord | null } = { record: null };
     const result = await runTrial({
       task,
       agent: c.agent,
       provider: options.provider,
       protection,
+      admissionFile: admission?.file ?? null,
       // A record made before admission kept the evidence of a pass is made again by the next passing oracle trial.
       onProtectionRecord:
         !protection?.evidence && options.protection && c.agent.name === 'oracle'
