@@ -507,6 +507,7 @@ program
   )
   .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
+  .addOption(new Option('--grading <policy>', GRADING_HELP).choices(['evidence', 'harbor']))
   .option(
     '--timeout-multiplier <x>',
     "multiply every task's verifier timeout (and an episode's agent timeout)",

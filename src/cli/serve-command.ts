@@ -12,6 +12,7 @@ import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { admissionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 
 export interface ServeFlags {
   buildNetwork?: string;
@@ -34,6 +35,7 @@ export interface ServeFlags {
   /** --admission-dir: where tasks' admission records are looked up (see admissionStore). */
   admissionDir?: string;
   timeoutMultiplier?: number;
+  grading?: GradingPolicy;
   record?: string;
   agentImportPath?: string[];
   band?: string;
@@ -139,6 +141,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     curriculum,
     admission,
     timeoutMultiplier: flags.timeoutMultiplier,
+    grading: flags.grading,
   });
   const modelsLine = models.length
     ? models.map((m) => `${m.name} at ${shownUrl(m.base_url)} (key ${m.api_key_env})`).join(', ')

@@ -11,6 +11,7 @@ import type { Task } from '../task/task.js';
 import { ServeError, type EpisodeBody, type GroupEpisode } from './contract.js';
 import { gradeOf } from './grade.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 import { childDir } from './ids.js';
 import { joinTurns } from './token-stream.js';
 import { episodeModel, type ServedModel } from './models.js';
@@ -40,6 +41,7 @@ interface EpisodeHow {
 export interface ServeGrading {
   admission?: ProtectionStore;
   timeoutMultiplier?: number;
+  grading?: GradingPolicy;
 }
 
 /** Episode i of a group run by the server. */
@@ -206,6 +208,7 @@ export class EpisodeRunner {
       protection: admission?.record ?? null,
       admissionFile: admission?.file ?? null,
       timeouts: { agentMultiplier: multiplier, verifierMultiplier: multiplier },
+      grading: this.grading.grading,
     });
   }
 

@@ -28,6 +28,7 @@ import type { ServedModel } from './models.js';
 import { SessionManager, type GradeEvent, type ServedTask } from './sessions.js';
 import { causeOf, log } from '../util/log.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 
 export interface ServeOptions {
   provider: SandboxProvider;
@@ -57,6 +58,8 @@ export interface ServeOptions {
   admission?: ProtectionStore;
   /** Multiplies every task's verifier timeout, and an episode's agent timeout (--timeout-multiplier); default 1. */
   timeoutMultiplier?: number;
+  /** How rewards are held against the tests' own evidence (--grading), as `run` holds them; default `evidence`. */
+  grading?: GradingPolicy;
 }
 
 export interface RunningServer {
@@ -213,8 +216,13 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
     onGrade: record,
     admission: options.admission,
     timeoutMultiplier: options.timeoutMultiplier,
+    grading: options.grading,
   });
-  const grading = { admission: options.admission, timeoutMultiplier: options.timeoutMultiplier };
+  const grading = {
+    admission: options.admission,
+    timeoutMultiplier: options.timeoutMultiplier,
+    grading: options.grading,
+  };
   const episodes = new EpisodeRunner(
     options.provider,
     sessions,

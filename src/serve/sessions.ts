@@ -6,9 +6,10 @@ import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { errorMessage } from '../util/errors.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 import {
   admissionRefOf,
-  gradeWithPolicy,
+  gradeAgentSandbox,
   gradingFailureClass,
   type GradingDirs,
 } from '../trial/phases/verification.js';
@@ -81,6 +82,8 @@ export interface SessionOptions {
   admission?: ProtectionStore;
   /** Multiplies every task's verifier timeout (--timeout-multiplier); default 1. */
   timeoutMultiplier?: number;
+  /** How rewards are held against the tests' own evidence, as `run` holds them; default `evidence`. */
+  grading?: GradingPolicy;
 }
 
 /** How long an ended session is remembered, so late calls get 410 rather than 404. */
@@ -348,7 +351,7 @@ export class SessionManager {
   }
 
   /**
-   * The session's sandbox graded as `run` grades a trial (gradeWithPolicy): against the task's
+   * The session's sandbox graded as `run` grades a trial (gradeAgentSandbox): against the task's
    * admission record, with the verifier's timeout multiplier. The verifier phase's network needs no
    * switch: sessions start with none (acquireSandbox), which is every phase's network for a server
    * that has no user network to give (networkFor).
@@ -356,11 +359,12 @@ export class SessionManager {
   private async grade(s: Session & { sandbox: Sandbox }, dirs: GradingDirs): Promise<Grade> {
     const task = s.task.task;
     const admission = (await this.options.admission?.find(task)) ?? null;
-    const v = await gradeWithPolicy(s.sandbox, task, dirs, undefined, task.config.verifier.timeout_sec, {
+    const v = await gradeAgentSandbox(s.sandbox, task, dirs, undefined, task.config.verifier.timeout_sec, {
       provider: this.options.provider,
       protection: admission?.record ?? null,
       verifierMultiplier: this.options.timeoutMultiplier,
       signal: this.stopping.signal,
+      grading: this.options.grading,
     });
     return gradeOf(v.reward, v.error?.class ?? null, v.tests, {
       protection: v.protection,

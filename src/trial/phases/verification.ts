@@ -36,7 +36,7 @@ export interface GradingContext {
 }
 
 /** One grading on the protected path (snapshot, scan, fresh verifier sandbox) in its context; engine failures throw. */
-export function gradeWithPolicy(
+export function gradeAgentSandbox(
   box: Sandbox,
   view: Task,
   dirs: GradingDirs,
@@ -86,7 +86,7 @@ export function verificationPhase(
   return timed(state, 'verification', async () => {
     if (!(await setPhaseNetwork(state, box, state.networks.verifier, 'verification'))) return null;
     try {
-      const v = await gradeWithPolicy(box, view, dirs, testsDirs, timeoutSec, {
+      const v = await gradeAgentSandbox(box, view, dirs, testsDirs, timeoutSec, {
         provider: options.provider,
         protection: options.protection ?? null,
         verifierMultiplier: state.timeouts.verifierMultiplier,
