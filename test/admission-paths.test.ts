@@ -137,6 +137,21 @@ describe('one admission record for every command that grades (real containers)',
     assert.equal(unprotected.reward, 1, 'the fixed rules alone do not know /etc/checker.conf: what the record is for');
   });
 
+  it('an oracle `run-trial` of a task never checked records its admission record, as `run` does', async () => {
+    const records = await tempDir('termgrade-admission-oracle-');
+    const fresh = await trivialTask({
+      ...CHECKER_TASK,
+      'task.toml': CHECKER_TASK['task.toml'].replace('checker', 'fresh'),
+    });
+    const args = ['run-trial', fresh, '--out', path.join(work, 'trials-oracle'), '--admission-dir', records, '--json'];
+    const first = JSON.parse((await runCli(args, { cwd: work })).stdout) as TrialResult;
+    assert.deepEqual([first.reward, first.protection], [1, 'rules']);
+    const [file, ...more] = await readdir(records);
+    assert.equal(more.length, 0);
+    const second = JSON.parse((await runCli(args, { cwd: work })).stdout) as TrialResult;
+    assert.deepEqual([second.reward, second.admission?.file], [1, path.join(records, file!)]);
+  });
+
   describe('a serve session of the checked task (real HTTP on loopback)', () => {
     let server: RunningServer;
     let dataDir: string;

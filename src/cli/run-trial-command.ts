@@ -9,6 +9,7 @@ import { warnAboutTasks } from './format.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { asGraded } from '../verifier/toolchain/plan.js';
 import { admissionStore } from '../verifier/protection-store.js';
+import { trialAdmission } from '../trial/admission.js';
 
 export interface RunTrialFlags {
   buildNetwork?: string;
@@ -101,11 +102,13 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
   // run-trial runs offline: a verifier that fetches its tools gets the offline toolchain where it serves.
   const task = await asGraded(await loadTask(taskDir), null);
   warnAboutTasks([task]);
-  // Graded against the task's admission record, as `run` grades (the same store, the same lookup).
-  const admission = await admissionStore({ admissionDir: flags.admissionDir }).find(task);
+  const store = admissionStore({ admissionDir: flags.admissionDir });
   const model = await modelFromFlags(flags);
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
+  // Graded against the task's admission record as `run` grades (the same store, the same lookup);
+  // an oracle trial of a task with none records it, as in `run`.
+  const admission = await trialAdmission(store, task, agent.name);
   const provider = createProvider({
     backend: 'docker',
     engines: [],
@@ -139,13 +142,13 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       provider,
       prepare,
       outDir: path.resolve(flags.out),
-      protection: admission?.record ?? null,
-      admissionFile: admission?.file ?? null,
+      ...admission.options,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       signal: signals.signal,
       secrets,
       grading: flags.grading,
     });
+    await admission.keep(result);
     if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${buildLog}\n`);
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else printTrialResult(task.name, agent, result, flags.out);

@@ -5,6 +5,7 @@ import { createAgent } from '../agent/registry.js';
 import { readJsonIfThere, readTextIfThere } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
+import { trialAdmission } from '../trial/admission.js';
 import type { TrialResult } from '../trial/schema.js';
 import type { Agent } from '../agent/agent.js';
 import type { Task } from '../task/task.js';
@@ -196,20 +197,21 @@ export class EpisodeRunner {
 
   /** The episode's trial, graded as `run` grades one: the task's admission record, the timeout multiplier. */
   private async trial(task: Task, agent: Agent, id: string, secrets: string[]): Promise<TrialResult> {
-    const admission = (await this.grading.admission?.find(task)) ?? null;
+    const admission = await trialAdmission(this.grading.admission, task, agent.name);
     const multiplier = this.grading.timeoutMultiplier;
-    return runTrial({
+    const result = await runTrial({
       task,
       agent,
       provider: this.provider,
       outDir: this.outDir,
       trialId: id,
       secrets,
-      protection: admission?.record ?? null,
-      admissionFile: admission?.file ?? null,
+      ...admission.options,
       timeouts: { agentMultiplier: multiplier, verifierMultiplier: multiplier },
       grading: this.grading.grading,
     });
+    await admission.keep(result);
+    return result;
   }
 
   private async fresh(
