@@ -72,6 +72,13 @@ export { ModelConfigSchema, type ModelConfig } from './model/config.js';
 // Grading and trials
 export { verify } from './verifier/verify.js';
 export { findTampering, type Tampering } from './verifier/tampering.js';
+export {
+  admissionStore,
+  ProtectionStore,
+  ADMISSION_DIR_ENV,
+  DEFAULT_PROTECTION_DIR,
+  type AdmissionFound,
+} from './verifier/protection-store.js';
 export { rewardFindings, rewardFindingsOf, type ConsistencyInput } from './verifier/consistency.js';
 export { parseEachRewardFile, parseRewardFiles, type RewardFiles } from './verifier/reward.js';
 export { FindingSchema, type Finding } from './verifier/schema.js';

@@ -6,10 +6,14 @@ import { describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { CheckReportSchema } from '../src/check/schema.js';
 import { LABEL_OWNER } from '../src/sandbox/docker/labels.js';
-import { BROKEN, CLI, EXAMPLES, tempDir } from './helpers.js';
+import { BROKEN, CLI, EXAMPLES, tempDir, TEST_ADMISSION_DIR } from './helpers.js';
 
 function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 15 * 60 * 1000 });
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    encoding: 'utf8',
+    timeout: 15 * 60 * 1000,
+    env: { ...process.env, TERMGRADE_ADMISSION_DIR: TEST_ADMISSION_DIR },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

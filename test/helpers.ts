@@ -21,6 +21,14 @@ after(async () => {
   await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
 });
 
+/**
+ * The admission records the CLI reads and writes in this test file (`check`, an oracle trial):
+ * its own folder, never the repository's .termgrade/protection, so no test grades against a record
+ * another test made. A test of the default location sets TERMGRADE_ADMISSION_DIR to undefined.
+ */
+export const TEST_ADMISSION_DIR = path.join(tmpdir(), `termgrade-admission-${process.pid}-${Date.now().toString(36)}`);
+temps.push(TEST_ADMISSION_DIR);
+
 export async function tempDir(prefix = 'termgrade-test-'): Promise<string> {
   const d = await mkdtemp(path.join(tmpdir(), prefix));
   temps.push(d);
@@ -104,7 +112,7 @@ type RunOptions = {
 function runProcess(file: string, args: string[], options: RunOptions): Promise<Run & { killed: boolean }> {
   return new Promise((resolve) => {
     const child = spawn(file, args, {
-      env: { ...process.env, ...options.env },
+      env: { ...process.env, TERMGRADE_ADMISSION_DIR: TEST_ADMISSION_DIR, ...options.env },
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

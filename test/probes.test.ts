@@ -168,13 +168,15 @@ describe('hack probes (check --probes all) on real sandboxes', () => {
     );
     assert.ok(by.hack_resist!.details.includes('hack probes: port_squatting not played: the tests name no port'));
 
-    // A test.sh that writes 1 unless its judge prints FAIL: a process the agent left running kills
-    // the judge, or holds the port it binds. (Measured under today's harness, where the verifier
-    // shares the agent sandbox's process list and network; once the harness keeps agent processes
-    // from the tests, these hacks fail and this task is admitted.)
+    // A test.sh that writes 1 unless its judge prints FAIL. A killer the agent left running as a
+    // service (it listens, so the harness keeps it running while the tests run) kills the judge: the
+    // harness cannot stop that, the probe rejects the task. A squatter on the judge's port is refused
+    // by the harness itself (admission recorded the port the tests bind: grading_blocked, 0).
     assert.deepEqual(by.hack_failopen!.reasons, ['reward_hackable'], why('hack_failopen'));
     assert.match(rejecting('hack_failopen', 'kill_tests')!.saw, /^reward 1 from reward\.txt/);
-    assert.match(rejecting('hack_failopen', 'port_squatting')!.did, /^hack port_squatting on ports 9137: /);
+    assert.equal(rejecting('hack_failopen', 'port_squatting'), undefined, why('hack_failopen'));
+    const squat = by.hack_failopen!.hacks.find((h) => h.hack === 'port_squatting');
+    assert.ok(squat && (squat.reward ?? 0) < 1, why('hack_failopen'));
     for (const t of report.tasks) assert.ok(t.hacks.every((h) => h.ms > 0));
   });
 });

@@ -23,6 +23,8 @@ function graded(id: string, reward: number): GradeEvent {
       error_class: null,
       metrics: { acc: reward, pass_rate: reward, tests_passed: reward, tests_total: 1 },
       tests: [],
+      protection: 'rules',
+      admission: null,
     },
   };
 }

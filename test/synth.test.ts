@@ -8,6 +8,8 @@ import { Generator } from '../src/synth/generator.js';
 import { partHash } from '../src/synth/assemble.js';
 import { SynthStore } from '../src/synth/store.js';
 import { synthesize } from '../src/synth/synth.js';
+import { loadTask } from '../src/task/load.js';
+import { ProtectionStore } from '../src/verifier/protection-store.js';
 import { SynthReportSchema, type StageName } from '../src/synth/schema.js';
 import { docker, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
@@ -80,6 +82,7 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
     const baseUrl = await generatorServer();
     const out = await tempDir('termgrade-synth-');
     const seeds = CANDIDATE_KINDS.map((k) => seedFor(k, 0)).map((s) => ({ id: s.id, seed: s }));
+    const records = new ProtectionStore(await tempDir('termgrade-synth-admission-'));
     const report = await synthesize({
       seeds,
       generator: new Generator(
@@ -90,8 +93,12 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
       maxRounds: 1,
       probes: 'fast',
       concurrency: 2,
+      protection: records,
     });
     SynthReportSchema.parse(report);
+    // Admission recorded each admitted task's protected set, found by the published folder's content.
+    for (const t of report.admittedTasks)
+      assert.ok(await records.find(await loadTask(t.path)), `no admission record for ${t.path}`);
     const admitted = CANDIDATE_KINDS.filter((k) => EXPECTED[k].admitted).map((k) => `${k}-0`);
     assert.deepEqual(report.admittedTasks.map((t) => t.candidate).sort(), [...admitted].sort());
     assert.equal(report.candidates, CANDIDATE_KINDS.length);

@@ -28,6 +28,7 @@ function trial(
     testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
     tampering: [],
     protection: 'rules',
+    admission: null,
     findings: [],
     evidence: null,
     error: errors[0] ?? null,

@@ -5,6 +5,7 @@ import {
   HACK_DOES,
   HACK_ORDER,
   hacked,
+  KILLER_PY,
   KILLER_SH,
   sabotaged,
   SQUATTER_PY,
@@ -145,7 +146,15 @@ export async function playProcessHacks(
   const attempts: HackAttempt[] = [];
   const notes: string[] = [];
   const start: Record<'kill_tests' | 'port_squatting', string[]> = {
-    kill_tests: ['sh', '-c', 'nohup sh -c "$1" >/dev/null 2>&1 </dev/null &', 'termgrade-agent', KILLER_SH],
+    // As a service where python3 is there (what the harness keeps running), else a plain process (held).
+    kill_tests: [
+      'sh',
+      '-c',
+      'if command -v python3 >/dev/null; then nohup python3 -c "$2" >/dev/null 2>&1 </dev/null & sleep 1; else nohup sh -c "$1" >/dev/null 2>&1 </dev/null & fi',
+      'termgrade-agent',
+      KILLER_SH,
+      KILLER_PY,
+    ],
     port_squatting: [
       'sh',
       '-c',

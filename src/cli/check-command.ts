@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ProtectionStore } from '../verifier/protection-store.js';
+import { admissionStore } from '../verifier/protection-store.js';
 import { JobStore } from '../store/store.js';
 import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
@@ -30,6 +30,8 @@ export interface CheckFlags {
   reviewApiKeyEnv: string;
   job?: string;
   jobsDir: string;
+  /** --admission-dir: where admission records are written (see admissionStore). */
+  admissionDir?: string;
   buildNetwork?: string;
 }
 
@@ -98,8 +100,8 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       probes: flags.probes,
       review,
       store,
-      // Kept beside the jobs (.termgrade/protection), where `run` looks for it.
-      protection: new ProtectionStore(path.join(path.dirname(path.resolve(flags.jobsDir)), 'protection')),
+      // Written where every command that grades looks for it (admissionStore).
+      protection: admissionStore({ admissionDir: flags.admissionDir, near: [flags.jobsDir] }),
       signal: signals.signal,
       onEvent: progress.onEvent,
     });

@@ -1,7 +1,8 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ProtectionStore } from '../verifier/protection-store.js';
+import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
+import type { Task } from '../task/task.js';
 import {
   importHarbor,
   readJobFile,
@@ -53,6 +54,8 @@ export interface RunFlags {
   timeoutMultiplier?: number;
   infraRetries?: number;
   jobsDir: string;
+  /** --admission-dir: where admission records are read (and an oracle trial's written); see admissionStore. */
+  admissionDir?: string;
   jsonl?: boolean;
   quiet?: boolean;
   adaptive?: boolean;
@@ -295,6 +298,19 @@ async function printRunSummary(
   );
 }
 
+/**
+ * Says how many tasks will be graded without an admission record (fixed rules only), and where
+ * records were looked for; a record that cannot be read refuses the run now (exit 2), not per trial.
+ */
+async function announceAdmission(store: ProtectionStore, tasks: Task[], log: (m: string) => void): Promise<void> {
+  let missing = 0;
+  for (const t of tasks) if (!(await store.find(t))) missing += 1;
+  if (missing)
+    log(
+      `${missing} of ${tasks.length} task(s) have no admission record in ${store.dir}${store.alsoIn.length ? ` (nor in ${store.alsoIn.join(', ')})` : ''}: graded with the fixed rules only (check them first, or name the records' folder with --admission-dir)`,
+    );
+}
+
 export async function runCommand(file: string | undefined, flags: RunFlags): Promise<number> {
   const spec = await resolveSpec(file, flags);
   // Before anything starts (and before any job exists): the task set, filtered then loaded;
@@ -327,6 +343,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     );
   }
 
+  const admission = admissionStore({ admissionDir: flags.admissionDir, near: [flags.jobsDir] });
+  await announceAdmission(admission, resolved.tasks, log);
   const job = await openJob(spec, flags.jobsDir, resolved, flags.faultStoreWriteDelayMs ?? 0);
   const skipped = job.invalid;
   const signals = handleSignals(provider, log);
@@ -344,7 +362,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
       jobDir: job.jobDir,
       signal: signals.signal,
       onEvent: progress.onEvent,
-      protection: new ProtectionStore(path.join(path.dirname(path.resolve(flags.jobsDir)), 'protection')),
+      protection: admission,
     });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);

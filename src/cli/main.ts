@@ -47,6 +47,9 @@ const GRADING_HELP =
 const BUILD_NETWORK_HELP =
   "network task images are built on: default (the engine's), none, host (the host's own, its loopback services included: only if you trust every task), or a network's name (default: TERMGRADE_BUILD_NETWORK, else /etc/termgrade/engine.json, else the engine's)";
 
+const ADMISSION_DIR_HELP =
+  'folder of admission records (check writes one per task content; every command that grades reads it): default TERMGRADE_ADMISSION_DIR, else .termgrade/protection in the working directory';
+
 export function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number > 0');
@@ -92,6 +95,7 @@ program
     'a resumable check: every verdict recorded as it is reached; run again to go on where a killed check stopped',
   )
   .option('--jobs-dir <dir>', 'where check jobs live', '.termgrade/checks')
+  .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option(
     '--review',
     'an LLM reviews each task against the rubric (advisory, in tasks[].review); needs --review-model and --review-base-url',
@@ -141,6 +145,7 @@ program
       .default('all'),
   )
   .option('--pool <dirs...>', 'existing task folders an admitted task must not duplicate')
+  .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--json', 'print the funnel as one JSON object (schema: schemas/synth.schema.json)')
   .option('--jsonl', 'print each stage event as a JSON line, then {"type":"funnel","report":...}')
   .option('-q, --quiet', 'no progress output')
@@ -178,6 +183,7 @@ program
   .option('--prices <file>', 'price table JSON {model: {input, cachedInput, output}} in USD per 1M tokens')
   .option('--build-network <name>', BUILD_NETWORK_HELP)
   .option('-o, --out <dir>', 'where the trial folder goes', '.termgrade/trials')
+  .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--timeout-multiplier <x>', 'multiply the task agent and verifier timeouts', positiveNumber, 1)
   .addOption(new Option('--grading <policy>', GRADING_HELP).choices(['evidence', 'harbor']))
   .option('--json', 'print the trial result as JSON')
@@ -274,6 +280,7 @@ program
     'the configuration of --prior to use (default: the one with the same label; another is used only when named)',
   )
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
+  .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--jsonl', 'print every event as a JSON line on stdout')
   .option('-q, --quiet', 'no progress output')
   // A test hook, not for users: each trial's store write stalls this long (tests kill a run mid-write).
@@ -499,6 +506,14 @@ program
     6,
   )
   .option('--build-network <name>', BUILD_NETWORK_HELP)
+  .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
+  .addOption(new Option('--grading <policy>', GRADING_HELP).choices(['evidence', 'harbor']))
+  .option(
+    '--timeout-multiplier <x>',
+    "multiply every task's verifier timeout (and an episode's agent timeout)",
+    positiveNumber,
+    1,
+  )
   .option('--max-sessions <n>', 'sandboxes alive at once', positiveInt, 32)
   .option('--idle-ttl <seconds>', 'close a session unused this long', positiveNumber, 600)
   .option(

@@ -8,12 +8,16 @@ import { EXIT, handleSignals } from './signals.js';
 import { warnAboutTasks } from './format.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { asGraded } from '../verifier/toolchain/plan.js';
+import { admissionStore } from '../verifier/protection-store.js';
+import { trialAdmission } from '../trial/admission.js';
 
 export interface RunTrialFlags {
   buildNetwork?: string;
   agent?: string;
   agentImportPath?: string;
   out: string;
+  /** --admission-dir: where the task's admission record is looked up (see admissionStore). */
+  admissionDir?: string;
   timeoutMultiplier: number;
   grading?: 'evidence' | 'harbor';
   json?: boolean;
@@ -89,6 +93,7 @@ function printTrialResult(
       (result.taskVersion || result.dataset
         ? `task version ${result.taskVersion ?? '-'}${result.dataset ? `, dataset ${result.dataset.name ?? '-'} ${result.dataset.version ?? '-'}` : ''}\n`
         : '') +
+      `graded against: ${result.admission ? `the admission record ${result.admission.file ?? '(given in memory)'} (recorded ${result.admission.recordedAt})` : 'the fixed rules only (no admission record for this task content: check it first)'}\n` +
       `trial folder: ${path.join(path.resolve(out), result.trialId)}\n`,
   );
 }
@@ -97,9 +102,13 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
   // run-trial runs offline: a verifier that fetches its tools gets the offline toolchain where it serves.
   const task = await asGraded(await loadTask(taskDir), null);
   warnAboutTasks([task]);
+  const store = admissionStore({ admissionDir: flags.admissionDir });
   const model = await modelFromFlags(flags);
   const loaded = flags.agentImportPath ? await loadAgentModule(flags.agentImportPath) : null;
   const { agent, secrets } = createAgent({ name: flags.agent ?? loaded ?? 'oracle', model, maxTurns: flags.maxTurns });
+  // Graded against the task's admission record as `run` grades (the same store, the same lookup);
+  // an oracle trial of a task with none records it, as in `run`.
+  const admission = await trialAdmission(store, task, agent.name);
   const provider = createProvider({
     backend: 'docker',
     engines: [],
@@ -133,11 +142,13 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       provider,
       prepare,
       outDir: path.resolve(flags.out),
+      ...admission.options,
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       signal: signals.signal,
       secrets,
       grading: flags.grading,
     });
+    await admission.keep(result);
     if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${buildLog}\n`);
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else printTrialResult(task.name, agent, result, flags.out);

@@ -11,6 +11,8 @@ import { CurriculumConfigSchema, type CurriculumConfig } from '../serve/curricul
 import { loadServedTasks } from '../serve/tasks.js';
 import { TermgradeError } from '../util/errors.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
+import { admissionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 
 export interface ServeFlags {
   buildNetwork?: string;
@@ -30,6 +32,10 @@ export interface ServeFlags {
   idleTtl: number;
   warm: number;
   dataDir?: string;
+  /** --admission-dir: where tasks' admission records are looked up (see admissionStore). */
+  admissionDir?: string;
+  timeoutMultiplier?: number;
+  grading?: GradingPolicy;
   record?: string;
   agentImportPath?: string[];
   band?: string;
@@ -114,6 +120,12 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const tasks = await loadServedTasks(flags.tasks, flags.selection);
   warnAboutTasks(tasks.map((t) => t.task));
   const dataDir = serveDataDir(flags);
+  const admission = admissionStore({ admissionDir: flags.admissionDir });
+  let recorded = 0;
+  for (const t of tasks) if (await admission.find(t.task)) recorded += 1;
+  process.stderr.write(
+    `termgrade serve: ${recorded} of ${tasks.length} task(s) have an admission record in ${admission.dir}${recorded < tasks.length ? ' (the others are graded with the fixed rules only until `check` records theirs)' : ''}\n`,
+  );
   const server = await startServer({
     provider,
     tasks,
@@ -127,6 +139,9 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     idleTtlSec: flags.idleTtl,
     warm: flags.warm,
     curriculum,
+    admission,
+    timeoutMultiplier: flags.timeoutMultiplier,
+    grading: flags.grading,
   });
   const modelsLine = models.length
     ? models.map((m) => `${m.name} at ${shownUrl(m.base_url)} (key ${m.api_key_env})`).join(', ')

@@ -10,6 +10,7 @@ import { Generator } from '../synth/generator.js';
 import { readSeeds, synthesize, type SynthEvent } from '../synth/synth.js';
 import { TermgradeError } from '../util/errors.js';
 import { poolEventLine } from './job-progress.js';
+import { admissionStore } from '../verifier/protection-store.js';
 import { EXIT, handleSignals } from './signals.js';
 
 export interface SynthFlags {
@@ -27,6 +28,8 @@ export interface SynthFlags {
   maxMalformed: number;
   repeat: number;
   probes: 'none' | 'fast' | 'all';
+  /** --admission-dir: where admission records of admitted tasks are written (see admissionStore). */
+  admissionDir?: string;
   pool?: string[];
   json?: boolean;
   jsonl?: boolean;
@@ -97,6 +100,7 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
       concurrency: flags.concurrency ?? provider.capacity ?? 2,
       repeat: flags.repeat,
       probes: flags.probes,
+      protection: admissionStore({ admissionDir: flags.admissionDir }),
       pool: flags.pool,
       exemplars: flags.exemplars,
       signal: signals.signal,

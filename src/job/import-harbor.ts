@@ -111,6 +111,7 @@ async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): P
     testsSummary: summarizeTests(tests),
     tampering: [],
     protection: 'rules',
+    admission: null,
     // Harbor's own reward files, read beside its CTRF: the same consistency check as our trials.
     findings:
       reward === null

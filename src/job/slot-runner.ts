@@ -5,7 +5,7 @@ import { accountingOf } from '../trial/accounting.js';
 import { runTrial } from '../trial/run.js';
 import type { TrialOptions } from '../trial/options.js';
 import type { TrialResult } from '../trial/schema.js';
-import type { ProtectionRecord } from '../verifier/protection.js';
+import { trialAdmission } from '../trial/admission.js';
 import { TermgradeError } from '../util/errors.js';
 import { baseTrialIdOf, type ConfigRuntime, type JobState } from './job-state.js';
 import type { WarmStart } from './warm-pool.js';
@@ -68,18 +68,12 @@ async function attempt(
   const { options } = state;
   const task = state.byName.get(slot.task)!;
   try {
-    const protection = (await options.protection?.load(task)) ?? null;
-    const recorded: { record: ProtectionRecord | null } = { record: null };
+    const admission = await trialAdmission(options.protection, task, c.agent.name);
     const result = await runTrial({
       task,
       agent: c.agent,
       provider: options.provider,
-      protection,
-      // A record made before admission kept the evidence of a pass is made again by the next passing oracle trial.
-      onProtectionRecord:
-        !protection?.evidence && options.protection && c.agent.name === 'oracle'
-          ? (rec) => (recorded.record = rec)
-          : undefined,
+      ...admission.options,
       grading: options.spec.grading,
       outDir: path.join(options.jobDir, 'trials'),
       trialId,
@@ -94,7 +88,7 @@ async function attempt(
       onPhase: (phase) => state.emit({ type: 'phase', trialId, slot, phase }),
       removeInBackground: (removal) => removeLater(state, removal),
     });
-    if (recorded.record && result.passed && result.errors.length === 0) await options.protection!.save(recorded.record);
+    await admission.keep(result);
     return result;
   } finally {
     // A run that never reached its sandbox (it failed before: a trial folder it could not write)

@@ -155,4 +155,8 @@ export interface Grade {
   error_class: string | null;
   metrics: { acc: number | null; pass_rate: number | null; tests_passed: number; tests_total: number };
   tests: Array<{ name: string; status: string }>;
+  /** How the grade was protected: `admission` (the task's admission record), or `rules` (the fixed rules only). */
+  protection: 'admission' | 'rules';
+  /** The admission record the grade used (null with the fixed rules only), as a trial's result names it. */
+  admission: { checksum: string; recorded_at: string; file: string | null } | null;
 }

@@ -5,8 +5,14 @@ import { createAgent } from '../agent/registry.js';
 import { readJsonIfThere, readTextIfThere } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
+import { trialAdmission } from '../trial/admission.js';
+import type { TrialResult } from '../trial/schema.js';
+import type { Agent } from '../agent/agent.js';
+import type { Task } from '../task/task.js';
 import { ServeError, type EpisodeBody, type GroupEpisode } from './contract.js';
 import { gradeOf } from './grade.js';
+import type { ProtectionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 import { childDir } from './ids.js';
 import { joinTurns } from './token-stream.js';
 import { episodeModel, type ServedModel } from './models.js';
@@ -30,6 +36,13 @@ interface EpisodeHow {
   group?: string;
   /** Gives back the slot the caller took for this episode (called once it settles). */
   reserved?: () => void;
+}
+
+/** How the server grades: the admission records it finds tasks' records in, and the timeout multiplier. */
+export interface ServeGrading {
+  admission?: ProtectionStore;
+  timeoutMultiplier?: number;
+  grading?: GradingPolicy;
 }
 
 /** Episode i of a group run by the server. */
@@ -58,6 +71,7 @@ export class EpisodeRunner {
     dataDir: string,
     private readonly models: ServedModel[],
     private readonly onGrade?: (g: GradeEvent) => void,
+    private readonly grading: ServeGrading = {},
   ) {
     this.outDir = path.join(dataDir, 'episodes');
   }
@@ -181,6 +195,25 @@ export class EpisodeRunner {
     }
   }
 
+  /** The episode's trial, graded as `run` grades one: the task's admission record, the timeout multiplier. */
+  private async trial(task: Task, agent: Agent, id: string, secrets: string[]): Promise<TrialResult> {
+    const admission = await trialAdmission(this.grading.admission, task, agent.name);
+    const multiplier = this.grading.timeoutMultiplier;
+    const result = await runTrial({
+      task,
+      agent,
+      provider: this.provider,
+      outDir: this.outDir,
+      trialId: id,
+      secrets,
+      ...admission.options,
+      timeouts: { agentMultiplier: multiplier, verifierMultiplier: multiplier },
+      grading: this.grading.grading,
+    });
+    await admission.keep(result);
+    return result;
+  }
+
   private async fresh(
     id: string,
     req: EpisodeRequest,
@@ -201,15 +234,8 @@ export class EpisodeRunner {
         maxTurns: req.max_turns,
       });
       const dir = childDir(this.outDir, id);
-      const r = await runTrial({
-        task: served.task,
-        agent,
-        provider: this.provider,
-        outDir: this.outDir,
-        trialId: id,
-        secrets,
-      });
-      const grade = gradeOf(r.reward, r.error?.class ?? null, r.tests);
+      const r = await this.trial(served.task, agent, id, secrets);
+      const grade = gradeOf(r.reward, r.error?.class ?? null, r.tests, r);
       if (grade.error_class) this.sessions.countError(grade.error_class);
       this.onGrade?.({
         kind: 'episode',

@@ -27,6 +27,8 @@ import { EpisodeRunner } from './episodes.js';
 import type { ServedModel } from './models.js';
 import { SessionManager, type GradeEvent, type ServedTask } from './sessions.js';
 import { causeOf, log } from '../util/log.js';
+import type { ProtectionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
 
 export interface ServeOptions {
   provider: SandboxProvider;
@@ -52,6 +54,12 @@ export interface ServeOptions {
   curriculum?: Partial<CurriculumConfig>;
   /** Seed of the curriculum's draws (tests); default random. */
   seed?: number;
+  /** Admission records by task content (admissionStore): every grade is given against its task's, as `run` gives it. */
+  admission?: ProtectionStore;
+  /** Multiplies every task's verifier timeout, and an episode's agent timeout (--timeout-multiplier); default 1. */
+  timeoutMultiplier?: number;
+  /** How rewards are held against the tests' own evidence (--grading), as `run` holds them; default `evidence`. */
+  grading?: GradingPolicy;
 }
 
 export interface RunningServer {
@@ -149,6 +157,8 @@ function gradeLine(g: GradeEvent, config: string): Record<string, unknown> {
     tests_failed: m.tests_total - m.tests_passed,
     served_by: g.servedBy,
     group_id: g.group,
+    protection: g.grade.protection,
+    admission_file: g.grade.admission?.file ?? null,
     finished_at: new Date().toISOString(),
   };
 }
@@ -204,8 +214,23 @@ async function buildContext(options: ServeOptions): Promise<ServeContext> {
     idleTtlSec: options.idleTtlSec ?? 600,
     warm: options.warm ?? 0,
     onGrade: record,
+    admission: options.admission,
+    timeoutMultiplier: options.timeoutMultiplier,
+    grading: options.grading,
   });
-  const episodes = new EpisodeRunner(options.provider, sessions, options.dataDir, options.models ?? [], record);
+  const grading = {
+    admission: options.admission,
+    timeoutMultiplier: options.timeoutMultiplier,
+    grading: options.grading,
+  };
+  const episodes = new EpisodeRunner(
+    options.provider,
+    sessions,
+    options.dataDir,
+    options.models ?? [],
+    record,
+    grading,
+  );
   return {
     provider: options.provider,
     sessions,

@@ -5,9 +5,16 @@ import { truncateMiddle } from '../agent/truncate.js';
 import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { errorMessage } from '../util/errors.js';
-import { gradeSandbox } from '../verifier/verify.js';
+import type { ProtectionStore } from '../verifier/protection-store.js';
+import type { GradingPolicy } from '../verifier/evidence.js';
+import {
+  admissionRefOf,
+  gradeAgentSandbox,
+  gradingFailureClass,
+  type GradingDirs,
+} from '../trial/phases/verification.js';
 import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
-import { gradeOf } from './grade.js';
+import { gradeOf, UNPROTECTED } from './grade.js';
 import { childDir, ID_RULE, isSafeId } from './ids.js';
 import { acquireSandbox } from '../sandbox/lease.js';
 import { causeOf, log } from '../util/log.js';
@@ -71,6 +78,12 @@ export interface SessionOptions {
   warm?: number;
   /** Called with every grade given (recording, drift). */
   onGrade?: (g: GradeEvent) => void;
+  /** Admission records by task content (admissionStore): a session is graded against its task's, as `run` grades. */
+  admission?: ProtectionStore;
+  /** Multiplies every task's verifier timeout (--timeout-multiplier); default 1. */
+  timeoutMultiplier?: number;
+  /** How rewards are held against the tests' own evidence, as `run` holds them; default `evidence`. */
+  grading?: GradingPolicy;
 }
 
 /** How long an ended session is remembered, so late calls get 410 rather than 404. */
@@ -300,21 +313,23 @@ export class SessionManager {
     if (existing.state === 'verified' && existing.grade) return existing.grade;
     const s = this.usable(id);
     s.state = 'verifying';
-    const logs = path.join(this.dirOf(s.id), 'verifier');
+    const dir = this.dirOf(s.id);
+    const dirs = { logs: path.join(dir, 'verifier'), artifacts: path.join(dir, 'artifacts') };
     let grade: Grade;
     try {
-      await mkdir(logs, { recursive: true });
-      const v = await gradeSandbox(s.sandbox, s.task.task, { hostLogsDir: logs }, this.options.provider);
-      grade = gradeOf(v.reward, v.error?.class ?? null, v.tests);
+      await mkdir(dirs.logs, { recursive: true });
+      grade = await this.grade(s, dirs);
     } catch (err) {
       // The sandbox or engine failed under the verifier: no grade at all, never a 0; the cause is logged.
-      log.warn('verifier crashed: the session gets no grade', {
+      const cls = gradingFailureClass(err);
+      log.warn('grading failed: the session gets no grade', {
         session: s.id,
         task: s.task.task.name,
+        class: cls,
         cause: causeOf(err),
       });
-      grade = gradeOf(null, 'verifier_crash', []);
-      this.countError('verifier_crash');
+      grade = gradeOf(null, cls, [], UNPROTECTED);
+      this.countError(cls);
     }
     await s.sandbox.close();
     this.warm.schedule();
@@ -333,6 +348,28 @@ export class SessionManager {
       group: s.group,
     });
     return grade;
+  }
+
+  /**
+   * The session's sandbox graded as `run` grades a trial (gradeAgentSandbox): against the task's
+   * admission record, with the verifier's timeout multiplier. The verifier phase's network needs no
+   * switch: sessions start with none (acquireSandbox), which is every phase's network for a server
+   * that has no user network to give (networkFor).
+   */
+  private async grade(s: Session & { sandbox: Sandbox }, dirs: GradingDirs): Promise<Grade> {
+    const task = s.task.task;
+    const admission = (await this.options.admission?.find(task)) ?? null;
+    const v = await gradeAgentSandbox(s.sandbox, task, dirs, undefined, task.config.verifier.timeout_sec, {
+      provider: this.options.provider,
+      protection: admission?.record ?? null,
+      verifierMultiplier: this.options.timeoutMultiplier,
+      signal: this.stopping.signal,
+      grading: this.options.grading,
+    });
+    return gradeOf(v.reward, v.error?.class ?? null, v.tests, {
+      protection: v.protection,
+      admission: v.protection === 'admission' ? admissionRefOf(admission?.record, admission?.file) : null,
+    });
   }
 
   /** Ends the session (whatever its state) and removes its folder; a second delete is 410. */

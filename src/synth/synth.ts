@@ -2,6 +2,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { checkTasks, readDuplicateKey } from '../check/check.js';
+import type { ProtectionStore } from '../verifier/protection-store.js';
 import { DuplicateIndex, type DuplicateCandidate } from '../check/duplicates.js';
 import type { ProbeLevel } from '../check/probes.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
@@ -46,6 +47,8 @@ export interface SynthOptions {
   repeat?: number;
   /** Admission's probes (default all: weak tests too). */
   probes?: ProbeLevel;
+  /** Where admission records the protected set of each task it admits (admissionStore), as `check` does. */
+  protection?: ProtectionStore;
   limits?: Partial<TaskLimits>;
   /** Existing task folders an admitted candidate must not duplicate. */
   pool?: string[];
@@ -420,6 +423,7 @@ class CandidateRunner {
       outDir: path.join(this.workRoot, 'work', s.id, `check-${s.round}`),
       repeat: this.options.repeat ?? 2,
       probes: this.options.probes ?? 'all',
+      protection: this.options.protection,
       concurrency: 1,
       signal: this.options.signal,
     });

@@ -58,6 +58,8 @@ export interface TrialOptions {
    * tests' reports do not support 0; `harbor` lets the reward file's number stand (recorded on the trial).
    */
   grading?: GradingPolicy;
+  /** The file `protection` was read from (ProtectionStore.find), named on the result's `admission`. */
+  admissionFile?: string | null;
   /** Receives the protected set this trial's grading recorded (an oracle trial's: admission). */
   onProtectionRecord?: (record: ProtectionRecord) => void;
   /**

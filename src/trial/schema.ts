@@ -78,6 +78,15 @@ export const StepResultSchema = z.object({
 });
 export type StepResult = z.infer<typeof StepResultSchema>;
 
+/** Which admission record a grade used: its task content, when it was recorded, and the file it was read from. */
+export const AdmissionRefSchema = z.object({
+  checksum: z.string(),
+  recordedAt: z.string(),
+  /** Null when the record was handed over in memory (the library), not read from a store. */
+  file: z.string().nullable(),
+});
+export type AdmissionRef = z.infer<typeof AdmissionRefSchema>;
+
 export const TrialResultSchema = z.object({
   schemaVersion: z.literal(1),
   trialId: z.string(),
@@ -124,6 +133,8 @@ export const TrialResultSchema = z.object({
     .default([]),
   /** The protected set the tamper scan used: the task's from admission, or the fixed rules only. */
   protection: ProtectionMode.default('rules'),
+  /** The admission record the trial was graded against (`protection: admission`); null with the fixed rules only. */
+  admission: AdmissionRefSchema.nullable().default(null),
   /**
    * Where a graded trial's reward disagrees with the verifier's other evidence (a full reward with
    * failed tests; reward.json and reward.txt that differ). The reward is kept; this flags it.

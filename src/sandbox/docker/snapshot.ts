@@ -264,6 +264,23 @@ async function listChanges(target: OverlayLayers, limit: number): Promise<FsChan
   }
 }
 
+/** A verifier container created (not started) with the agent's layer copied into its own; closed when the copy fails. */
+async function copiedVerifier(
+  host: CopyHost,
+  how: { info: Docker.ContainerInspectInfo; running: boolean; command?: VerifierCommand; bounds: Bounds },
+): Promise<{ verifier: CreatedContainer; target: OverlayLayers }> {
+  const verifier = await host.createVerifier(how.running ? how.info.Id : null, how.command);
+  try {
+    // What lies below is the agent's image for both; the agent's lower list is the one its changes were judged against.
+    const target = { upper: await upperOf(verifier), lowers: host.layers.lowers };
+    await copyFrozen(host, how.info.State, target.upper, how.bounds);
+    return { verifier, target };
+  } catch (err) {
+    await verifier.sandbox.close();
+    throw err;
+  }
+}
+
 /**
  * On this machine: a verifier container is created (not started) from the agent's image, in the
  * agent sandbox's network and pids, and the agent's layer is copied into the verifier's while the
@@ -282,16 +299,7 @@ export async function snapshotByCopy(
   const bounds = boundsOf(given);
   const info = await container.inspect();
   const running = Boolean(info.State.Running);
-  let verifier = await host.createVerifier(running ? container.id : null, command);
-  let target: OverlayLayers;
-  try {
-    // What lies below is the agent's image for both; the agent's lower list is the one its changes were judged against.
-    target = { upper: await upperOf(verifier), lowers: host.layers.lowers };
-    await copyFrozen(host, info.State, target.upper, bounds);
-  } catch (err) {
-    await verifier.sandbox.close();
-    throw err;
-  }
+  let { verifier, target } = await copiedVerifier(host, { info, running, command, bounds });
   // Listed now, before anything is added for the verifier: the scan judges the agent's files only.
   const listing = listChanges(target, bounds.maxChanges);
   listing.catch(() => undefined);

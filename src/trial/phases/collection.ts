@@ -7,6 +7,7 @@ import { summarizeTests } from '../../verifier/schema.js';
 import { INFRA_ERROR_CLASSES } from '../accounting.js';
 import type { TrialError, TrialResult } from '../schema.js';
 import { timed, type TrialState } from '../state.js';
+import { admissionRefOf } from './verification.js';
 
 /**
  * Teardown, on every path: the sandbox closed (never throws: Sandbox.close), or its removal handed
@@ -34,6 +35,7 @@ export function resultOf(state: TrialState): TrialResult {
   const { task, options, errors, usage, prepared } = state;
   const v = state.verdict;
   const reward = v?.reward ?? null;
+  const protection = v?.protection ?? protectionModeOf(options.protection);
   return {
     schemaVersion: 1,
     trialId: state.trialId,
@@ -58,7 +60,8 @@ export function resultOf(state: TrialState): TrialResult {
     tokens: usage.tokens,
     costUsd: usage.costUsd,
     tampering: v?.tampering ?? [],
-    protection: v?.protection ?? protectionModeOf(options.protection),
+    protection,
+    admission: protection === 'admission' ? admissionRefOf(options.protection, options.admissionFile) : null,
     findings: v?.findings ?? [],
     evidence: v?.evidence ?? null,
     image: prepared?.image ?? null,

@@ -1,9 +1,12 @@
-import type { Sandbox } from '../../sandbox/sandbox.js';
+import type { Sandbox, SandboxProvider, SnapshotBounds } from '../../sandbox/sandbox.js';
 import type { Task } from '../../task/task.js';
 import { EngineLostError, GradingStepError, errorMessage } from '../../util/errors.js';
+import type { GradingPolicy } from '../../verifier/evidence.js';
+import type { ProtectionRecord } from '../../verifier/protection.js';
 import type { VerifierOutcome } from '../../verifier/schema.js';
 import { gradeSandbox } from '../../verifier/verify.js';
 import { diskLimitMb } from '../disk-watch.js';
+import type { AdmissionRef } from '../schema.js';
 import { cancelled, fail, timed, type TrialState } from '../state.js';
 import { setPhaseNetwork } from './network.js';
 
@@ -13,7 +16,67 @@ export interface GradingDirs {
   artifacts: string;
 }
 
-/** One grading on the protected path (snapshot, scan, fresh verifier sandbox); null when the engine failed it. */
+/**
+ * What every grading of an agent's sandbox applies, whichever command grades it (`run`,
+ * `run-trial`, `serve`'s sessions and episodes): the task's admission record, the evidence policy,
+ * the verifier's timeout multiplier, the engine's health for a step that failed. One function.
+ */
+export interface GradingContext {
+  provider: Pick<SandboxProvider, 'health'>;
+  /** The task's admission record; null: the fixed rules only (the outcome says `rules`). */
+  protection: ProtectionRecord | null;
+  /** Multiplies the verifier's timeout (--timeout-multiplier); default 1. */
+  verifierMultiplier?: number;
+  signal?: AbortSignal;
+  /** Receives the protected set this grading recorded (the reference solution's: admission). */
+  onRecord?: (record: ProtectionRecord) => void;
+  /** How the reward is held against the tests' own evidence; default `evidence` (verifier/evidence.ts). */
+  grading?: GradingPolicy;
+  /** A multi-step task's step being graded (its own tests: no admission evidence of its own). */
+  step?: string;
+  /** What grading takes on at most (files, bytes, copy time); default the task's disk limit and the scan's own limits. */
+  bounds?: SnapshotBounds;
+}
+
+/** One grading on the protected path (snapshot, scan, fresh verifier sandbox) in its context; engine failures throw. */
+export function gradeAgentSandbox(
+  box: Sandbox,
+  view: Task,
+  dirs: GradingDirs,
+  testsDirs: string[] | undefined,
+  timeoutSec: number,
+  context: GradingContext,
+): Promise<VerifierOutcome> {
+  const grading = {
+    hostLogsDir: dirs.logs,
+    hostArtifactsDir: dirs.artifacts,
+    testsDirs,
+    timeoutSec: timeoutSec * (context.verifierMultiplier ?? 1),
+    signal: context.signal,
+    protection: context.protection,
+    onRecord: context.onRecord,
+    policy: context.grading,
+    step: context.step,
+    bounds: context.bounds,
+  };
+  return gradeSandbox(box, view, grading, context.provider);
+}
+
+/** A grading that threw: the engine was lost (the work runs again elsewhere), or the verifier crashed. */
+export function gradingFailureClass(err: unknown): 'environment_error' | 'verifier_crash' {
+  const lost = err instanceof GradingStepError ? err.cause instanceof EngineLostError : err instanceof EngineLostError;
+  return lost ? 'environment_error' : 'verifier_crash';
+}
+
+/** The admission record a grade used, as results name it; null when it had none. */
+export function admissionRefOf(
+  record: ProtectionRecord | null | undefined,
+  file: string | null | undefined,
+): AdmissionRef | null {
+  return record ? { checksum: record.checksum, recordedAt: record.recordedAt, file: file ?? null } : null;
+}
+
+/** One grading of a trial: on the verifier phase's network, in the trial's context; null when the engine failed it. */
 export function verificationPhase(
   state: TrialState,
   box: Sandbox,
@@ -27,32 +90,27 @@ export function verificationPhase(
   return timed(state, 'verification', async () => {
     if (!(await setPhaseNetwork(state, box, state.networks.verifier, 'verification'))) return null;
     try {
-      const grading = {
-        hostLogsDir: dirs.logs,
-        hostArtifactsDir: dirs.artifacts,
-        testsDirs,
-        timeoutSec: timeoutSec * (state.timeouts.verifierMultiplier ?? 1),
-        signal: options.signal,
+      const v = await gradeAgentSandbox(box, view, dirs, testsDirs, timeoutSec, {
+        provider: options.provider,
         protection: options.protection ?? null,
+        verifierMultiplier: state.timeouts.verifierMultiplier,
+        signal: options.signal,
         onRecord: options.onProtectionRecord,
         // The disk limit holds at grading too: the files the agent left are measured before they are copied.
         bounds: {
           ...options.gradingBounds,
           maxBytes: options.gradingBounds?.maxBytes ?? diskLimitMb(state.task, state.timeouts) * 1024 * 1024,
         },
-        policy: options.grading,
+        grading: options.grading,
         // A step's grading (label names it) has no admission evidence of its own yet.
         step: label === '' ? undefined : label,
-      };
-      const v = await gradeSandbox(box, view, grading, options.provider);
+      });
       if (v.error) fail(state, v.error.class, 'verification', label + v.error.message);
       return v;
     } catch (err) {
       if (cancelled(state, err)) throw err;
       // The engine failed while grading: a lost engine's trial runs again elsewhere.
-      const lost =
-        err instanceof GradingStepError ? err.cause instanceof EngineLostError : err instanceof EngineLostError;
-      fail(state, lost ? 'environment_error' : 'verifier_crash', 'verification', label + errorMessage(err));
+      fail(state, gradingFailureClass(err), 'verification', label + errorMessage(err));
       return null;
     }
   });
