@@ -142,6 +142,7 @@ async function runProbes(ctx: CheckContext, reasons: ReasonCode[], nop: TrialRes
     options.provider,
     path.join(options.outDir, 'probes', safeName(ctx.taskPath)),
     options.signal,
+    options.timeouts?.verifierMultiplier,
   );
   ctx.emit({ type: 'phase', path: ctx.taskPath, phase: 'probes' });
   const nopLogs = path.join(options.outDir, 'trials', nop.trialId, 'verifier');

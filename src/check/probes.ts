@@ -6,7 +6,8 @@ import type { Task } from '../task/task.js';
 import { readTextIfThere } from '../util/files.js';
 import { walk } from '../util/walk.js';
 import { parseRewardFiles } from '../verifier/reward.js';
-import { verify, TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
+import { TESTS_DIR, VERIFIER_LOGS } from '../verifier/verify.js';
+import { gradeAgentSandbox } from '../trial/phases/verification.js';
 import {
   instructionLeak,
   isOutputPath,
@@ -80,6 +81,7 @@ export class TaskProber {
     private readonly provider: SandboxProvider,
     private readonly logsDir: string,
     private readonly signal?: AbortSignal,
+    private readonly verifierMultiplier?: number,
   ) {}
 
   private async sandbox(): Promise<Sandbox> {
@@ -137,11 +139,22 @@ export class TaskProber {
 
   /** The task's verifier with every protection, as `run` grades (with the admission record when given). */
   private async grade(s: Sandbox, protection?: ProtectionRecord | null): Promise<Graded> {
-    const v = await verify(s, this.task, {
-      hostLogsDir: path.join(this.logsDir, `grade-${++this.n}`),
-      signal: this.signal,
-      protection,
-    });
+    // The one grading function every command uses (trial/phases/verification.ts): the same policy,
+    // record, timeout multiplier and rule for a step the sandbox's content broke (graded 0).
+    const dir = path.join(this.logsDir, `grade-${++this.n}`);
+    const v = await gradeAgentSandbox(
+      s,
+      this.task,
+      { logs: dir, artifacts: path.join(dir, 'artifacts') },
+      undefined,
+      this.task.config.verifier.timeout_sec,
+      {
+        provider: this.provider,
+        protection: protection ?? null,
+        signal: this.signal,
+        verifierMultiplier: this.verifierMultiplier,
+      },
+    );
     return {
       passed:
         v.reward !== null && v.reward >= 1 && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'),
