@@ -4,8 +4,8 @@ import { SYSTEM_PATH } from '../sandbox/sandbox.js';
 export const TEST_OUTPUT_HEAD_BYTES = 8 * 1024 * 1024;
 /** Bytes kept from its end, past the head (pytest's summary of the tests comes last). */
 export const TEST_OUTPUT_TAIL_BYTES = 1024 * 1024;
-/** Seconds the output is read on once test.sh ended, while a process it left running holds it open. */
-const GRACE_TENTHS = 20;
+/** Hundredths of a second the output is read on once test.sh ended, while a process it left running holds it open (polled each hundredth: a coarser poll cost every grading up to its step). */
+const GRACE_HUNDREDTHS = 200;
 
 const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -17,7 +17,7 @@ const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
  * `run`'s.
  * - The output goes through a FIFO to a reader, not a pipe the shell waits on: a process test.sh
  *   left running that holds the output open cannot keep the verifier from ending. Once test.sh
- *   ends the reader gets GRACE_TENTHS/10 s to finish, then it is killed and the file says so.
+ *   ends the reader gets GRACE_HUNDREDTHS/100 s to finish, then it is killed and the file says so.
  * - The reader is `cat` under a file size limit (written as read, nothing lost if it is killed),
  *   then `tail`; it runs in a session of its own (setsid) so that it can be killed whole.
  * - Only programs from the system folders, which the tamper scan watches (mkfifo, setsid, cat,
@@ -28,7 +28,7 @@ export function cappedOutput(run: string, file: string): string {
   const f = `${file}.fifo`;
   const blocks = TEST_OUTPUT_HEAD_BYTES / 512;
   const cutNote = `\\n[termgrade: test output cut: its first ${TEST_OUTPUT_HEAD_BYTES} bytes above, at most its last ${TEST_OUTPUT_TAIL_BYTES} bytes below, what came between left out]\\n`;
-  const openNote = `\\n[termgrade: the rest of the test output was not read: still open ${GRACE_TENTHS / 10} s after test.sh ended (a process it started holds it)]\\n`;
+  const openNote = `\\n[termgrade: the rest of the test output was not read: still open ${GRACE_HUNDREDTHS / 100} s after test.sh ended (a process it started holds it)]\\n`;
   const reader = `trap "" XFSZ; (ulimit -f ${blocks}; cat > "$1" 2>/dev/null); tail -c ${TEST_OUTPUT_TAIL_BYTES} > "$2"; : > "$3"`;
   return [
     `P=${SYSTEM_PATH}; o=${quote(file)}; f=${quote(f)}`,
@@ -39,7 +39,7 @@ export function cappedOutput(run: string, file: string): string {
     `  r=$!`,
     `  { ${run}; } > "$f" 2>&1`,
     `  c=$?`,
-    `  i=0; while [ ! -e "$f.done" ] && [ $i -lt ${GRACE_TENTHS} ]; do PATH=$P sleep 0.1; i=$((i + 1)); done`,
+    `  i=0; while [ ! -e "$f.done" ] && [ $i -lt ${GRACE_HUNDREDTHS} ]; do PATH=$P sleep 0.01; i=$((i + 1)); done`,
     `  if [ ! -e "$f.done" ]; then kill -s KILL -- -$r $r 2>/dev/null; printf '${openNote}' >> "$o"`,
     `  elif [ "$(PATH=$P wc -c < "$o")" -ge ${TEST_OUTPUT_HEAD_BYTES} ]; then printf '${cutNote}' >> "$o"; PATH=$P cat "$f.tail" >> "$o"; fi`,
     `  PATH=$P rm -f "$f" "$f.tail" "$f.done"`,
