@@ -26,6 +26,7 @@ const admitted = {
 };
 const seen = (over: Partial<GradingEvidence>): GradingEvidence => ({
   claimed: 1,
+  source: 'reward.txt',
   rewardFiles: ['reward.txt'],
   jsonAboveTxt: false,
   reports: { 'pytest-rA': passedAll },
@@ -64,7 +65,11 @@ describe('a reward against the evidence admission recorded (pure)', () => {
   });
 
   it('a reward file test.sh never wrote at admission is reward_not_from_tests', () => {
-    const c = checkEvidence(seen({ rewardFiles: ['reward.json', 'reward.txt'] }), admitted, 'evidence');
+    const c = checkEvidence(
+      seen({ source: 'reward.json', rewardFiles: ['reward.json', 'reward.txt'] }),
+      admitted,
+      'evidence',
+    );
     assert.equal(c.verdict, 'reward_not_from_tests');
     assert.match(c.message!, /reward\.json, which test\.sh never wrote/);
   });
@@ -78,7 +83,11 @@ describe('a reward against the evidence admission recorded (pure)', () => {
   });
 
   it('without a record, a reward.json above the reward.txt beside it is reward_files_disagree', () => {
-    const c = checkEvidence(seen({ rewardFiles: ['reward.json', 'reward.txt'], jsonAboveTxt: true }), null, 'evidence');
+    const c = checkEvidence(
+      seen({ source: 'reward.json', rewardFiles: ['reward.json', 'reward.txt'], jsonAboveTxt: true }),
+      null,
+      'evidence',
+    );
     assert.equal(c.verdict, 'reward_files_disagree');
   });
 

@@ -73,6 +73,8 @@ export type EvidenceCheck = z.infer<typeof EvidenceCheckSchema>;
 export interface GradingEvidence {
   /** The reward the files give (reward.json's if present, else reward.txt's); null when none could be read. */
   claimed: number | null;
+  /** The file the reward was taken from (reward.ts's rule: reward.json wins). */
+  source: RewardFileName;
   rewardFiles: RewardFileName[];
   /** Both reward files written and readable, and reward.json (which wins) claims more than reward.txt. */
   jsonAboveTxt: boolean;
@@ -127,7 +129,7 @@ function judge(seen: GradingEvidence, admitted: AdmissionEvidence | null): Judge
   const claimed = seen.claimed ?? 0;
   if (admitted) {
     const foreign = seen.rewardFiles.filter((f) => !admitted.rewardFiles.includes(f));
-    const winner = seen.rewardFiles.includes('reward.json') ? 'reward.json' : 'reward.txt';
+    const winner = seen.source;
     if (foreign.includes(winner))
       return {
         verdict: 'reward_not_from_tests',

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { rewardFindingsOf } from './consistency.js';
+import { rewardFindings } from './consistency.js';
 import {
   admissionEvidence,
   checkEvidence,
@@ -128,10 +128,12 @@ export async function outcomeFromLogs(
     const message = `${parsed.message} (test.sh exit code ${run.exitCode}; graded 0)`;
     return { outcome: { ...base, ...none, error: { class: cls, message } }, evidence: null };
   }
-  const findings = rewardFindingsOf(files.json, files.txt, tests);
+  // Each file parsed once, for the findings and the evidence alike.
   const each = parseEachRewardFile(files.json, files.txt);
+  const findings = rewardFindings({ files: each, tests });
   const seen: GradingEvidence = {
     claimed: parsed.reward,
+    source: parsed.source,
     rewardFiles: [
       ...(files.json !== null ? ['reward.json' as const] : []),
       ...(files.txt !== null ? ['reward.txt' as const] : []),
