@@ -184,6 +184,11 @@ export interface SnapshotOptions {
   bounds?: SnapshotBounds;
   /** The verifier's whole work as one shell command, when the caller needs nothing else of it (see runVerifier). */
   verifier?: VerifierCommand;
+  /**
+   * Ports the tests bind (admission saw them bind each): a backend that can see the agent's
+   * sockets refuses to start the verifier while an agent process holds one (GradingStepError).
+   */
+  ports?: number[];
 }
 
 export interface VerifierCommand {
@@ -209,11 +214,6 @@ export interface VerifierStartOptions {
   /** The verifier's environment, for the commands that prepare the folders where the backend runs any. */
   env?: Record<string, string>;
   signal?: AbortSignal;
-  /**
-   * Ports the tests bind (admission saw them bind each): a backend that can see the agent's
-   * sockets refuses to start the verifier while an agent process holds one (GradingStepError).
-   */
-  ports?: number[];
 }
 
 /** A `whole` copy out of a sandbox that passed its limit: nothing of it is to be kept. */

@@ -157,7 +157,14 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   const bounds = { ...options.bounds, maxBytes: options.bounds?.maxBytes ?? diskLimitMb(task, {}) * 1024 * 1024 };
   let snap: SandboxSnapshot;
   try {
-    snap = await sandbox.snapshot({ signal, bounds, ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}) });
+    // Ports the tests bind: an agent process holding one refuses the grading (see SnapshotOptions).
+    const ports = options.protection?.boundPorts ?? [];
+    snap = await sandbox.snapshot({
+      signal,
+      bounds,
+      ports,
+      ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}),
+    });
   } catch (err) {
     const refused = refusedOutcome(err, mode);
     if (refused) return refused;
@@ -248,8 +255,6 @@ async function runTests(
     tests: options.testsDirs ?? [task.testsDir],
     env: task.config.verifier.env,
     signal,
-    // Ports the tests bind: an agent process holding one refuses the grading (see VerifierStartOptions).
-    ports: options.protection?.boundPorts ?? [],
   };
   if (snap.runVerifier) {
     // Not a step as a whole: the backend names its own steps up to test.sh's start (GradingStepError);

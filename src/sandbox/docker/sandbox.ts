@@ -359,8 +359,8 @@ export class DockerSandbox implements Sandbox {
     };
     const layers = await this.upperLayers();
     if (layers)
-      return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier, options.bounds);
-    return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options.bounds);
+      return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options);
+    return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options);
   }
 
   /** Closes the helper shell (its process is about to die with the container's): the next use opens a new one. */
