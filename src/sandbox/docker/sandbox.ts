@@ -28,6 +28,7 @@ import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type Overl
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 import type { EngineTurns, Turn } from './turns.js';
 import { CancelledError, TermgradeError } from '../../util/errors.js';
+import { causeOf, log } from '../../util/log.js';
 
 /**
  * How a Docker sandbox reaches its container: `shell` (default) through a helper shell and reads
@@ -322,24 +323,51 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
-  private local: Promise<boolean> | null = null;
+  private local: boolean | null = null;
 
-  /** Whether the container's processes run on this machine (its init is in our /proc, in its cgroup): a remote engine's are not. */
-  private onThisMachine(): Promise<boolean> {
-    this.local ??= (async () => {
-      const pid = (await this.container.inspect()).State.Pid;
-      if (!pid) return false;
-      const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
-      return cgroup.includes(this.container.id);
-    })().catch(() => false);
+  /**
+   * Whether the container's processes run on this machine (its init is in our /proc, in its
+   * cgroup): a remote engine's are not. Kept once known; an engine that does not answer (or a
+   * container not running) leaves it unknown, asked again next time, so that a passing fault never
+   * turns tracing and layer reads off for the sandbox's life.
+   */
+  private async onThisMachine(): Promise<boolean> {
+    if (this.local !== null) return this.local;
+    let pid = 0;
+    try {
+      pid = (await this.container.inspect()).State.Pid;
+    } catch (err) {
+      log.warn('could not tell whether a sandbox runs on this machine (asked again next time)', {
+        container: this.container.id.slice(0, 12),
+        cause: causeOf(err),
+      });
+      return false;
+    }
+    if (!pid) return false;
+    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => ''); // not in our /proc: another machine's
+    this.local = cgroup.includes(this.container.id);
     return this.local;
   }
 
-  private layers: Promise<OverlayLayers | null> | null = null;
+  private layers: OverlayLayers | null | undefined;
 
-  /** The container's overlay layers when readable from here (not for a remote engine, another storage driver). */
-  upperLayers(): Promise<OverlayLayers | null> {
-    this.layers ??= this.execVia === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
+  /**
+   * The container's overlay layers when readable from here (not for a remote engine, another
+   * storage driver). Kept once known; an engine that does not answer leaves it unknown (the
+   * engine's slower paths serve this call), asked again next time.
+   */
+  async upperLayers(): Promise<OverlayLayers | null> {
+    if (this.execVia === 'engine') return null;
+    if (this.layers !== undefined) return this.layers;
+    try {
+      this.layers = await overlayLayers(this.container);
+    } catch (err) {
+      log.warn("could not read a sandbox's layers from the engine (asked again next time)", {
+        container: this.container.id.slice(0, 12),
+        cause: causeOf(err),
+      });
+      return null;
+    }
     return this.layers;
   }
 
