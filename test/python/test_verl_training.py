@@ -135,6 +135,7 @@ LAYOUTS = {
     "a failure first in the second worker only": [[1, 0, 1, 1], [F, 0, 1, 1]],
     "a failure last in the first worker only": [[1, 1, 1, F], [0, 0, 1, 0]],
     "a failure retried into a grade": [[(None, 1), 0, 1, 1], [F, F, 1, 0]],
+    "every row of one worker failed": [[1, 0, 0, 1], [F, F, F, F]],
 }
 
 
