@@ -149,9 +149,9 @@ class TermgradeAgentLoop(AgentLoopBase):
         if not self.curriculum or split == "validation":
             return await self._open(self.client.session, named, policy)
         if uid is None:
-            return await self._open(self.client.session, AUTO, policy, "train")
+            return await self._open(self.client.session, AUTO, policy)
         try:
-            return await self._open(self.client.group_member, str(uid), AUTO, self.group_size, policy, "train")
+            return await self._open(self.client.group_member, str(uid), AUTO, self.group_size, policy)
         except TermgradeAPIError as e:
             if e.status != 409:
                 raise
