@@ -93,17 +93,7 @@ export interface Sandbox {
   ): Promise<void>;
   /** One file's content read by the backend (no program in the sandbox runs); null if absent. */
   readFile(path: string, maxBytes: number): Promise<Buffer | null>;
-  /**
-   * Ends every process in the sandbox, whatever the agent did (killed them, forked without end,
-   * killed the sandbox's own main process), and leaves a live sandbox with its filesystem as it
-   * was. Run before grading, so nothing the agent started can touch the verifier's files.
-   */
-  endProcesses(): Promise<void>;
-  /**
-   * Filesystem changes since the sandbox started from its image (tamper detection, disk use).
-   * Asked while endProcesses() is under way, it answers once every process has ended (the sandbox
-   * need not be usable again yet): the grader scans while the sandbox comes back.
-   */
+  /** Filesystem changes since the sandbox started from its image (tamper detection, disk use). */
   changes(): Promise<FsChange[]>;
   /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
   diskUsage(): Promise<number | null>;

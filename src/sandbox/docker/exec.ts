@@ -10,7 +10,7 @@ import type { DockerShell } from './shell.js';
 import type { Turn } from './turns.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
-/** Where commands spool their output; a sandbox may move it (see DockerSandbox.endProcesses). */
+/** Where commands spool their output (a verifier's sandbox uses a name of its own: see DockerSandbox.spoolDir). */
 export const DEFAULT_SPOOL_DIR = '/tmp/.termgrade-exec';
 
 /**

@@ -102,9 +102,8 @@ export class DockerSandbox implements Sandbox {
     return !this.shellBusy && !this.closing && this.execVia !== 'engine';
   }
   /**
-   * Where commands spool their output. After endProcesses it moves to a new name on the fresh
-   * tmpfs /dev/shm: whatever the agent did to the old place (a file where the folder was, say)
-   * cannot stop the verifier's commands, and the agent could not have prepared the new one.
+   * Where commands spool their output. A verifier's sandbox spools under a new name on its own
+   * tmpfs /dev/shm, which nothing of the agent's could have prepared.
    */
   private spoolDir = DEFAULT_SPOOL_DIR;
 
@@ -270,45 +269,6 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  /** Set while processes are being ended: settles once none is left (before the restart). */
-  private quiet: Promise<void> | null = null;
-
-  /**
-   * Kills the container's main process, which takes every process in its namespace with it (no
-   * escape by forking or ignoring signals), then starts it again: the filesystem is kept, and a
-   * container the agent had already brought down comes back the same way.
-   */
-  async endProcesses(): Promise<void> {
-    this.dropHelper();
-    // Grading begins: this trial now waits on the engine, from here in the line.
-    this.place = this.turns.place();
-    // Set before the first await, so a changes() asked right after this call waits for it.
-    let stopped!: () => void;
-    let failed!: (err: unknown) => void;
-    this.quiet = new Promise<void>((resolve, reject) => {
-      stopped = resolve;
-      failed = reject;
-    });
-    this.quiet.catch(() => undefined);
-    // One turn for the stop, the start and the helper shell the grading's commands will use: the
-    // engine finishes this trial's set-up before it takes up the next trial's.
-    await this.turn(async () => {
-      try {
-        await this.stopAll();
-        stopped();
-      } catch (err) {
-        failed(err);
-        throw err;
-      }
-      await this.container.start();
-      this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
-      if (this.execVia !== 'engine') {
-        this.helper = DockerShell.open(this.docker, this.container, (request) => request()); // already in its turn
-        await this.helper.catch(() => undefined); // a helper that fails to open is opened again on demand
-      }
-    });
-  }
-
   /** Every process gone: the container killed (its init, so the whole pid namespace) and stopped. */
   private async stopAll(): Promise<void> {
     // A process held frozen for the tests cannot be killed (cgroup v1): the container would not stop.
@@ -445,9 +405,6 @@ export class DockerSandbox implements Sandbox {
   }
 
   async changes(): Promise<FsChange[]> {
-    // Asked while processes are being ended: answered once none is left, not after the restart
-    // (the stopped container's layer holds exactly what the agent wrote; nothing runs to change it).
-    if (this.quiet) await this.quiet;
     const layers = await this.upperLayers();
     if (layers) {
       try {
