@@ -11,7 +11,7 @@ import { mapPool } from '../util/pool.js';
 import { makeScrub, scrubValue } from '../util/scrub.js';
 import { partHash, publish, writeCandidate, type TaskLimits } from './assemble.js';
 import { funnel } from './funnel.js';
-import { isFatalModelError, type Generator } from './generator.js';
+import { isFatalModelError, REPORT_EXAMPLES, type Generator } from './generator.js';
 import { readExemplars } from './exemplar.js';
 import { lintEnvironment } from './lint.js';
 import { recordEnvironmentState, runSolution } from './observe.js';
@@ -81,6 +81,9 @@ interface StageOutcome {
   usage?: { calls: number; malformed: number; prompt: number; completion: number; costUsd: number | null };
   detail: Record<string, unknown>;
 }
+
+/** The evidence of an admissible task whose test.sh printed no per-test line termgrade reads. */
+const NO_TEST_REPORT = `test.sh printed no per-test result termgrade can read: print one line per test exactly like "${REPORT_EXAMPLES[0]}" or "${REPORT_EXAMPLES[1]}"`;
 
 export const candidateId = (seedId: string, i: number, perSeed: number): string =>
   perSeed === 1 ? seedId : `${seedId}-${i + 1}`;
@@ -431,6 +434,8 @@ class CandidateRunner {
     const checked = report.tasks[0]!;
     s.tests = checked.tests;
     const detail = { verdict: checked.verdict, tests: checked.tests.length, findings: checked.findings };
+    if (checked.verdict === 'admissible' && checked.tests.length === 0)
+      return this.failed(s, 'check', ['no_test_report'], [NO_TEST_REPORT], detail);
     if (checked.verdict === 'admissible') {
       s.plan = ['write'];
       return { outcome: 'passed', state: s, detail };
