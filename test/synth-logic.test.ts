@@ -222,6 +222,7 @@ describe('synth: the funnel', () => {
       rejected: status === 'rejected' ? ['rounds_exhausted', 'build_failed'] : [],
       tests,
       admittedPath: status === 'admitted' ? `/out/${id}` : null,
+      waiting: null,
     }) as CandidateState;
   const row = (
     candidateId: string,
@@ -273,6 +274,38 @@ describe('synth: the funnel', () => {
     assert.deepEqual(f.tokens, { prompt: 100, completion: 50, calls: 1, malformedReplies: 0 });
     assert.equal(f.costUsd, 0.001);
     assert.deepEqual(f.rejections, { rounds_exhausted: 1, build_failed: 1 });
+  });
+
+  it('lists every candidate with its seed, state, reason and rounds, and counts those waiting on the generator', () => {
+    const waiting: CandidateState = {
+      ...state('w', 'active', []),
+      plan: ['tests', 'check'],
+      waiting: { on: 'generator', why: 'the generator did not answer' },
+    };
+    const f = funnel(
+      [
+        state('a', 'admitted', [], ['t1']),
+        state('c', 'rejected', [{ round: 1, part: 'environment', reasons: [] }]),
+        waiting,
+        { ...state('i', 'active', []), plan: ['build'] },
+      ],
+      [row('a', 'write', 0, 'passed', 1), row('c', 'build', 1, 'failed', 1)],
+      '/out',
+      { elapsedMs: 1234, resumed: 2 },
+    );
+    assert.equal(f.unfinished, 2);
+    assert.equal(f.waitingOnGenerator, 1);
+    assert.equal(f.elapsedMs, 1234);
+    assert.equal(f.resumed, 2);
+    assert.deepEqual(
+      f.candidateList.map((c) => [c.candidate, c.state, c.reason, c.rounds, c.stage]),
+      [
+        ['a', 'admitted', null, 0, 'write'],
+        ['c', 'rejected', 'rounds_exhausted, build_failed', 1, 'build'],
+        ['w', 'waiting_generator', 'the generator did not answer', 0, 'tests'],
+        ['i', 'unfinished', 'interrupted: run the same command again', 0, 'build'],
+      ],
+    );
   });
 
   it('is published as schemas/synth.schema.json and a funnel validates against it', () => {

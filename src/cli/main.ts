@@ -148,6 +148,8 @@ program
   .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--json', 'print the funnel as one JSON object (schema: schemas/synth.schema.json)')
   .option('--jsonl', 'print each stage event as a JSON line, then {"type":"funnel","report":...}')
+  .option('--candidates', 'after the funnel, one line per candidate: its seed, state, rounds, stage and why')
+  .option('--no-preflight', "skip asking the generator's endpoint for its model list before anything starts")
   .option('-q, --quiet', 'no progress output')
   .action(async (opts) => {
     const { synthCommand } = await import('./synth-command.js');

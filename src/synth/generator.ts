@@ -3,6 +3,7 @@ import { ModelClient, type Message } from '../model/client.js';
 import type { ModelConfig } from '../model/config.js';
 import { ModelError } from '../model/errors.js';
 import { CancelledError } from '../util/errors.js';
+import { ENDPOINT_FAILURE_KINDS } from '../trial/accounting.js';
 import { summaryLine } from '../verifier/test-report.js';
 
 /** What one part's generation cost and returned (value null: the model never gave a valid one). */
@@ -164,6 +165,14 @@ function readProblem(
     return { ok: false, why: `field ${issue.path.join('.') || '(root)'}: ${issue.message}` };
   }
   return { ok: true, value: parsed.data };
+}
+
+/**
+ * The endpoint's failure, not the request's: the kinds a trial counts as the endpoint's
+ * (ENDPOINT_FAILURE_KINDS), less the fatal ones that end the job. The client has retried them.
+ */
+export function isEndpointOutage(err: unknown): boolean {
+  return err instanceof ModelError && ENDPOINT_FAILURE_KINDS.has(err.kind) && !isFatalModelError(err);
 }
 
 /** Model errors that end the whole job rather than one candidate: every later call would fail too. */
