@@ -91,6 +91,14 @@ program
     "do not grade verifiers that fetch their tools (Terminal-Bench 2's uvx pytest) with termgrade's offline toolchain",
   )
   .option(
+    '--verifier-wheels <dir>',
+    "wheels for uvx -w requirements the offline toolchain lacks (tried before Debian's package of them)",
+  )
+  .option(
+    '--network <name>',
+    'check tasks that ask for the internet online on this isolated network (the rules of run --network); others stay offline',
+  )
+  .option(
     '--job <name>',
     'a resumable check: every verdict recorded as it is reached; run again to go on where a killed check stopped',
   )
