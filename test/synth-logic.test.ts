@@ -6,7 +6,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { readFileSync } from 'node:fs';
 import { ModelConfigSchema } from '../src/model/config.js';
 import { funnel } from '../src/synth/funnel.js';
-import { Generator } from '../src/synth/generator.js';
+import { Generator, REPORT_EXAMPLES, SYSTEM_PROMPT } from '../src/synth/generator.js';
+import { parsePytestSummary, summaryLine } from '../src/verifier/test-report.js';
 import { lintEnvironment } from '../src/synth/lint.js';
 import { FIRST_PLAN, repairPlan, routeFailure } from '../src/synth/route.js';
 import { EnvironmentPartSchema, ScenarioSchema, type CandidateState } from '../src/synth/schema.js';
@@ -57,6 +58,84 @@ describe('synth: the Dockerfile is refused before any build when it cannot parse
   });
   it('keeps heredoc bodies out of the instruction check', () => {
     assert.deepEqual(lintEnvironment(env('FROM debian:bookworm-slim\nRUN <<EOF\nnot an instruction\nEOF\n')), []);
+  });
+});
+
+describe('synth: lint reads COPY as Docker does', () => {
+  const files = [
+    { path: 'share/bin/build.sh', content: 'x' },
+    { path: 'site/index.html', content: 'x' },
+    { path: 'site/app.js', content: 'x' },
+    { path: 'a.txt', content: 'x' },
+  ];
+  const lint = (lines: string): string[] =>
+    lintEnvironment(env(`FROM debian:bookworm-slim\nARG DIR=site\n${lines}\n`, files));
+  it('accepts every form Docker accepts for files written', () => {
+    for (const line of [
+      'COPY share/ /srv/share/',
+      'COPY ./share/ /srv/share/',
+      'COPY ./share /srv/share',
+      'COPY share/bin/ /usr/local/bin/',
+      'COPY site/*.html /srv/',
+      'COPY s?te/ /srv/site/',
+      'COPY * /srv/',
+      'COPY [ab].txt /srv/',
+      'COPY --chown=app:app --chmod=755 share/ /srv/share/',
+      'COPY --chmod=u+x share/bin/build.sh /usr/local/bin/build',
+      'COPY --link a.txt /a.txt',
+      'COPY ["site/", "/srv/site/"]',
+      'COPY --chown=1000:1000 ["a.txt", "/srv/a.txt"]',
+      'COPY a.txt site/app.js /srv/',
+      'COPY /a.txt /a.txt',
+      'COPY . /src',
+      'COPY ./ /src/',
+      'COPY $DIR/ /srv/site/',
+      'COPY ${DIR}/index.html /srv/',
+      'COPY $FROM_BUILD_ARG /srv/',
+      'COPY --from=builder /out /out',
+      'ADD --chmod=644 a.txt /a.txt',
+    ])
+      assert.deepEqual(lint(line), [], line);
+  });
+  it('refuses what Docker would refuse, saying why', () => {
+    const cases: Array<[string, RegExp]> = [
+      [
+        'COPY shared/ /srv/',
+        /source shared\/ is not among the files written, so Docker's build would fail \("shared": not found\)/,
+      ],
+      ['COPY a.txt/ /srv/', /ends with \/ but a.txt is a file written, not a folder/],
+      [
+        'COPY site/*.css /srv/',
+        /matches none of the files written, and Docker fails a COPY whose pattern matches nothing/,
+      ],
+      ['COPY a.txt site/app.js /srv', /2 sources go into \/srv, which does not end with \//],
+      ['COPY --own=app a.txt /a', /--own is not a COPY flag \(Docker refuses it as unknown\)/],
+      ['COPY --chown a.txt /a', /--chown needs a value/],
+      ['COPY --chmod=999 a.txt /a', /--chmod=999 is neither an octal mode/],
+      ['COPY ../a.txt /a', /outside the build context/],
+      ['COPY https://example.com/x /x', /is a URL, which Docker refuses for COPY/],
+      ['COPY a.txt', /needs a source and a destination/],
+      ['COPY ["a.txt", /a]', /source \["a.txt", has a \[ that no \] closes/],
+    ];
+    for (const [line, want] of cases) assert.match(lint(line).join('\n'), want, line);
+  });
+});
+
+describe('synth: what the prompt asks test.sh to print is what the parser reads', () => {
+  it('parses every report line the system prompt shows, to a named test with its status', () => {
+    const shown = SYSTEM_PROMPT.split('\n').filter((l) => /^(PASSED|FAILED) /.test(l));
+    assert.deepEqual(shown, [...REPORT_EXAMPLES]);
+    for (const line of shown) {
+      const tests = parsePytestSummary(line);
+      assert.equal(tests.length, 1, line);
+      assert.equal(tests[0]!.status, line.startsWith('PASSED') ? 'passed' : 'failed');
+      assert.match(tests[0]!.name, /^test_outputs\.py::test_/);
+    }
+    assert.equal(parsePytestSummary(REPORT_EXAMPLES[1]).at(0)?.message, 'expected 42, got 41');
+    assert.throws(() => summaryLine('PASSED', 'no id'), /not a test id/);
+  });
+  it('routes an admissible task with no per-test result to the tests', () => {
+    assert.equal(routeFailure('check', ['no_test_report'], []), 'tests');
   });
 });
 
@@ -143,6 +222,7 @@ describe('synth: the funnel', () => {
       rejected: status === 'rejected' ? ['rounds_exhausted', 'build_failed'] : [],
       tests,
       admittedPath: status === 'admitted' ? `/out/${id}` : null,
+      waiting: null,
     }) as CandidateState;
   const row = (
     candidateId: string,
@@ -194,6 +274,38 @@ describe('synth: the funnel', () => {
     assert.deepEqual(f.tokens, { prompt: 100, completion: 50, calls: 1, malformedReplies: 0 });
     assert.equal(f.costUsd, 0.001);
     assert.deepEqual(f.rejections, { rounds_exhausted: 1, build_failed: 1 });
+  });
+
+  it('lists every candidate with its seed, state, reason and rounds, and counts those waiting on the generator', () => {
+    const waiting: CandidateState = {
+      ...state('w', 'active', []),
+      plan: ['tests', 'check'],
+      waiting: { on: 'generator', why: 'the generator did not answer' },
+    };
+    const f = funnel(
+      [
+        state('a', 'admitted', [], ['t1']),
+        state('c', 'rejected', [{ round: 1, part: 'environment', reasons: [] }]),
+        waiting,
+        { ...state('i', 'active', []), plan: ['build'] },
+      ],
+      [row('a', 'write', 0, 'passed', 1), row('c', 'build', 1, 'failed', 1)],
+      '/out',
+      { elapsedMs: 1234, resumed: 2 },
+    );
+    assert.equal(f.unfinished, 2);
+    assert.equal(f.waitingOnGenerator, 1);
+    assert.equal(f.elapsedMs, 1234);
+    assert.equal(f.resumed, 2);
+    assert.deepEqual(
+      f.candidateList.map((c) => [c.candidate, c.state, c.reason, c.rounds, c.stage]),
+      [
+        ['a', 'admitted', null, 0, 'write'],
+        ['c', 'rejected', 'rounds_exhausted, build_failed', 1, 'build'],
+        ['w', 'waiting_generator', 'the generator did not answer', 0, 'tests'],
+        ['i', 'unfinished', 'interrupted: run the same command again', 0, 'build'],
+      ],
+    );
   });
 
   it('is published as schemas/synth.schema.json and a funnel validates against it', () => {

@@ -39,6 +39,7 @@ function state(
     rejected,
     tests,
     admittedPath: status === 'admitted' ? `/out/${id}` : null,
+    waiting: null,
   };
 }
 

@@ -49,12 +49,25 @@ describe('what a verifier fetches, read from test.sh', () => {
   });
 
   it('says what the toolchain cannot serve: a requirement it lacks, pip, uv run, another download', async () => {
+    // A requirement the base set lacks is asked of Debian (python3-NAME), or of a wheel given.
     const httpx = planOf(verifierNeeds(await templateOf('word-count-httpx')));
-    assert.equal(httpx.kind, 'needs-network');
     assert.ok(
-      httpx.kind === 'needs-network' && httpx.unmet.some((u) => /httpx==0\.28\.1/.test(u)),
+      httpx.kind === 'toolchain' &&
+        httpx.extras.debs.httpx === 'python3-httpx' &&
+        httpx.substituted.includes('httpx==0.28.1 -> Debian python3-httpx'),
       JSON.stringify(httpx),
     );
+    const wheel = planOf(verifierNeeds(await templateOf('word-count-httpx')), {
+      httpx: '/w/httpx-0.28.1-py3-none-any.whl',
+    });
+    assert.ok(
+      wheel.kind === 'toolchain' &&
+        wheel.extras.wheels.httpx === '/w/httpx-0.28.1-py3-none-any.whl' &&
+        Object.keys(wheel.extras.debs).length === 0,
+      JSON.stringify(wheel),
+    );
+    const url = planOf(verifierNeeds('uvx -w git+https://example.com/x.git pytest /tests\n'));
+    assert.ok(url.kind === 'needs-network' && /neither a package name/.test(url.unmet.join()), JSON.stringify(url));
     const pip = planOf(
       verifierNeeds(
         '#!/bin/bash\npip3 install --break-system-packages pytest==8.4.1 pytest-json-ctrf==0.3.5\npytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n',
@@ -89,7 +102,12 @@ describe('what a verifier fetches, read from test.sh', () => {
     assert.deepEqual(planOf(verifierNeeds(guarded)), {
       kind: 'toolchain',
       commands: verifierNeeds(guarded).commands,
-      substituted: ['pytest==8.4.1 -> python3-pytest', 'pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)'],
+      substituted: [
+        'python 3.13 -> Debian python3',
+        'pytest==8.4.1 -> python3-pytest',
+        'pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)',
+      ],
+      extras: { debs: {}, wheels: {} },
       aptPackages: [],
     });
     // Packages the tests use, installed with apt: served only if the image has them (the oracle decides).
@@ -219,14 +237,18 @@ describe('Terminal-Bench 2 template graded offline (real Docker)', () => {
     assert.match(detail, /line 3 \(apt\): apt-get update.*line 6 \(download\): curl .*astral\.sh.*line 16 \(uv\): uvx/);
     assert.match(detail, /its log shows: /);
 
-    const httpx = await checkTasks([path.join(TB2, 'word-count-httpx')], {
+    // A requirement Debian has no package of: the toolchain says so, with the next step.
+    const mteb = await checkTasks([path.join(TB2, 'word-count-mteb')], {
       provider: docker(),
       outDir: await tempDir(),
       repeat: 1,
       probes: 'none',
     });
-    const h = httpx.tasks[0]!;
-    assert.deepEqual(h.reasons, ['verifier_needs_network'], h.details.join('\n'));
-    assert.match(h.details.join('\n'), /requirement httpx==0\.28\.1 is not in the offline toolchain/);
+    const m = mteb.tasks[0]!;
+    assert.deepEqual(m.reasons, ['verifier_needs_network'], m.details.join('\n'));
+    assert.match(
+      m.details.join('\n'),
+      /mteb==1\.38\.0: Debian has no package python3-mteb; next step: .*--verifier-wheels DIR.*--network NAME/,
+    );
   });
 });

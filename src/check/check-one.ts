@@ -34,6 +34,8 @@ function emptyCheck(taskPath: string): CheckedTask {
     hacks: [],
     review: null,
     probeMs: null,
+    substitutions: [],
+    probesNotRun: [],
     durationMs: 0,
   };
 }
@@ -76,10 +78,15 @@ async function planVerifier(
 ): Promise<{ task: Task; plan: VerifierPlan } | null> {
   let plan: VerifierPlan;
   try {
-    plan = await verifierPlan(task);
+    plan = await verifierPlan(task, { wheelsDir: options.verifierWheels });
   } catch (err) {
     result.details.push(`tests/test.sh: ${errorMessage(err)}`);
     return null;
+  }
+  // Checked online (--network, a task that asks for the internet): its verifier fetches its own tools.
+  if (options.network && task.limits.network) {
+    result.details.push(`verifier: checked online on network ${options.network}: test.sh fetches its own tools`);
+    return { task, plan };
   }
   if (plan.kind !== 'toolchain' || options.verifierToolchain === false) return { task, plan };
   const substituted = plan.substituted.length ? ` (${plan.substituted.join(', ')})` : '';

@@ -30,8 +30,13 @@ export interface CheckContext {
 /** A task folder's name as a file name. */
 export const safeName = (p: string): string => path.basename(p).replace(/[^A-Za-z0-9._-]+/g, '-') || 'task';
 
+/** A task that asks for the internet, checked with `--network NAME`: its trials join NAME. */
+export const checkedOnline = (ctx: Pick<CheckContext, 'task' | 'options'>): boolean =>
+  Boolean(ctx.options.network && ctx.task.limits.network);
+
 /**
- * One admission trial, always offline (network null), whatever the task asks for. The reference
+ * One admission trial, offline (network null) unless the task asks for the internet and check
+ * was given `--network NAME` (run --network's isolation rules apply to NAME). The reference
  * solution's grading records the task's protected set (kept once it passed). A cancel is thrown.
  */
 async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt: number): Promise<TrialResult> {
@@ -47,7 +52,7 @@ async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt:
     attempt,
     timeouts: options.timeouts,
     signal: options.signal,
-    network: null,
+    network: checkedOnline(ctx) ? options.network! : null,
     prepare: () =>
       options.provider.prepare(task, {
         signal: options.signal,
@@ -102,28 +107,65 @@ async function oracleRuns(ctx: CheckContext): Promise<TrialResult[]> {
   return runs;
 }
 
+/** The verifier log of a run kept under the check's trials. */
+const verifierLog = (ctx: CheckContext, r: TrialResult | undefined): Promise<string | null> =>
+  r
+    ? readTextIfThere(path.join(ctx.options.outDir, 'trials', r.trialId, 'verifier', 'test-stdout.txt'))
+    : Promise.resolve(null);
+
+/** What the offline toolchain says of itself in a verifier log: what it served, and why it could not. */
+const TOOLCHAIN_SAYS = /^termgrade offline verifier toolchain: (.*)$/gm;
+
+/**
+ * What stood in for what the task asked: the toolchain's own words in the oracle's log (with
+ * Debian's versions); the plan's reading of test.sh when there is no log.
+ */
+async function substitutions(ctx: CheckContext, runs: TrialResult[]): Promise<string[]> {
+  if (ctx.plan.kind !== 'toolchain' || !ctx.task.verifierLayer) return [];
+  const log = await verifierLog(ctx, runs[0]);
+  // No log: the plan's reading. A log without these lines: the toolchain served nothing (it refused).
+  if (log === null) return ctx.plan.substituted;
+  return [
+    ...new Set(
+      [...log.matchAll(TOOLCHAIN_SAYS)]
+        .map((m) => /^served (.*) with (.*)$/.exec(m[1]!))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => `${m[1]} -> ${m[2]}`),
+    ),
+  ];
+}
+
 /**
  * An oracle that failed because test.sh could not fetch its tools: named as such, with the
- * commands, when the verifier's log confirms a download failed. With the toolchain, only the apt
- * packages it cannot install can still be wanting.
+ * commands, when the verifier's log confirms a download failed, or when the offline toolchain
+ * said what it could not serve (a requirement Debian has no package of), with the next step.
  */
 async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: TrialResult[]): Promise<void> {
-  const { plan, task, options } = ctx;
+  const { plan, task } = ctx;
   const blamed = reasons.find((r) => r === 'oracle_failed' || r === 'verifier_error');
   if (plan.kind === 'offline' || !blamed) return;
+  const log = await verifierLog(
+    ctx,
+    runs.find((r) => !oracleRunPassed(r)),
+  );
+  const unserved = [...(log ?? '').matchAll(TOOLCHAIN_SAYS)].map((m) => m[1]!).find((m) => !m.startsWith('served '));
+  if (task.verifierLayer && unserved) {
+    reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
+    ctx.result.details.push(
+      `verifier_needs_network: the offline verifier toolchain could not serve what test.sh asks: ${unserved}`,
+    );
+    return;
+  }
   if (task.verifierLayer && !(plan.kind === 'toolchain' && plan.aptPackages.length > 0)) return;
-  const failed = runs.find((r) => !oracleRunPassed(r));
-  const log = failed
-    ? await readTextIfThere(path.join(options.outDir, 'trials', failed.trialId, 'verifier', 'test-stdout.txt'))
-    : null;
   const seen = log ? downloadFailure(log) : null;
   if (!seen) return;
   reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
-  const why =
-    plan.kind === 'needs-network'
-      ? ` (the offline toolchain cannot serve it: ${plan.unmet.join('; ')})`
+  const why = checkedOnline(ctx)
+    ? ` (checked online on network ${ctx.options.network}: the fetch failed there; give NAME a way out, a router or proxy container of your own)`
+    : plan.kind === 'needs-network'
+      ? ` (the offline toolchain cannot serve it: ${plan.unmet.join('; ')}; next step: check it online with --network NAME, an isolated network as run --network takes)`
       : task.verifierLayer
-        ? ` (the offline toolchain served uvx, but not the apt package(s) ${plan.aptPackages.join(', ')}, which the image lacks)`
+        ? ` (the offline toolchain served uvx, but not the apt package(s) ${plan.aptPackages.join(', ')}, which the image lacks; next step: install them in the task's Dockerfile, or check it online with --network NAME)`
         : ' (the offline toolchain was turned off)';
   ctx.result.details.push(
     `verifier_needs_network: test.sh fetches from the network: ${describeCommands(plan.commands)}${why}; its log shows: ${seen}`,
@@ -182,15 +224,38 @@ export async function checkRuns(ctx: CheckContext): Promise<ReasonCode[]> {
   result.nop = { reward: nop.reward };
   if (nop.passed) result.details.push(`nop: reward ${nop.reward}: the tests pass with no work done`);
   const reasons = judge(runs, nop);
+  result.substitutions = await substitutions(ctx, runs);
   await blameNetwork(ctx, reasons, runs);
   const level = options.probes ?? 'fast';
   // The probes replay the task's own solution/ against its own tests/: a multi-step task's steps
   // (each with its solution and tests) are not what they would judge, so they are not run on it.
   const steps = task.steps?.length ?? 0;
+  result.probesNotRun = probesNotRun(level, steps, reasons.length > 0);
+  if (checkedOnline(ctx) && level !== 'none' && reasons.length === 0) {
+    // The probes grade offline: an online verifier would fail them all for want of its network.
+    result.probesNotRun = [
+      `all probes: the task was checked online (--network ${options.network}), and the probes grade offline`,
+    ];
+    return [...new Set(reasons)];
+  }
   if (steps > 0 && level !== 'none' && reasons.length === 0)
     result.details.push(
       `probes not run: a multi-step task (${steps} steps) is admitted by its oracle and do-nothing runs only`,
     );
   if (reasons.length === 0 && level !== 'none' && steps === 0) await runProbes(ctx, reasons, nop);
   return [...new Set(reasons)];
+}
+
+/** The probes left out for this task, each with why. */
+function probesNotRun(level: 'none' | 'fast' | 'all', steps: number, rejected: boolean): string[] {
+  const fast = ['reward_forgeable', 'solution_leaked', 'verifier_nondeterministic'];
+  const all = ['weak_tests', 'reward_hackable'];
+  const why = rejected
+    ? 'the oracle and do-nothing runs already rejected the task'
+    : steps > 0
+      ? `a multi-step task (${steps} steps) is judged by its oracle and do-nothing runs only`
+      : null;
+  if (level === 'none') return [`${[...fast, ...all].join(', ')}: --probes none`];
+  if (why) return [`${[...fast, ...(level === 'all' ? all : [])].join(', ')}: ${why}`];
+  return level === 'fast' ? [`${all.join(', ')}: --probes fast (--probes all runs them)`] : [];
 }

@@ -32,6 +32,17 @@ export interface CheckOptions {
    */
   verifierToolchain?: boolean;
   /**
+   * A folder of wheels (`check --verifier-wheels`): a `-w` requirement the toolchain lacks is served
+   * from its wheel here before Debian's package is tried.
+   */
+  verifierWheels?: string;
+  /**
+   * A network for tasks that ask for the internet (`check --network NAME`): their trials join it,
+   * with run --network's isolation rules, and their verifier fetches its own tools (no toolchain).
+   * Tasks that do not ask stay offline.
+   */
+  network?: string;
+  /**
    * A durable record (`check --job NAME`): tasks it already holds are not checked again, and each
    * task's verdict is written to it whole as soon as the task is done, so a killed check resumes.
    */

@@ -41,6 +41,13 @@ export const CheckedTaskSchema = z.object({
       }),
     )
     .default([]),
+  /**
+   * What stood in for what the task asked (the offline verifier toolchain's Python, pytest, Debian
+   * packages or wheels for pinned requirements): `asked -> served`, from the oracle's run.
+   */
+  substitutions: z.array(z.string()).default([]),
+  /** Probes that did not run on this task, each with why (`weak_tests: --probes fast`). */
+  probesNotRun: z.array(z.string()).default([]),
   /** Time spent probing, ms (null when no probe ran). */
   probeMs: z.number().nullable().default(null),
   durationMs: z.number(),

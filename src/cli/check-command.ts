@@ -11,6 +11,7 @@ import { poolEventLine } from './job-progress.js';
 import { checkProgress, stdoutIsStderr } from './progress.js';
 import { EXIT, handleSignals } from './signals.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
+import { wheelsIn } from '../verifier/toolchain/plan.js';
 
 export interface CheckFlags {
   engine?: string[];
@@ -33,37 +34,48 @@ export interface CheckFlags {
   /** --admission-dir: where admission records are written (see admissionStore). */
   admissionDir?: string;
   buildNetwork?: string;
+  /** --verifier-wheels DIR: wheels served for requirements the toolchain lacks. */
+  verifierWheels?: string;
+  /** --network NAME: tasks that ask for the internet are checked online on NAME. */
+  network?: string;
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
+
+/** --review's model configuration (undefined without --review); bad flags are a usage error. */
+function reviewConfig(flags: CheckFlags): ModelConfig | undefined {
+  if (!flags.review) return undefined;
+  if (!flags.reviewModel || !flags.reviewBaseUrl)
+    throw new TermgradeError('usage', '--review needs --review-model and --review-base-url');
+  const parsed = ModelConfigSchema.safeParse({
+    baseUrl: flags.reviewBaseUrl,
+    model: flags.reviewModel,
+    apiKeyEnv: flags.reviewApiKeyEnv,
+    temperature: 0,
+  });
+  if (!parsed.success)
+    throw new TermgradeError(
+      'usage',
+      `review model: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+    );
+  return parsed.data;
+}
 
 export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<number> {
   const log = (msg: string): void => {
     if (!flags.quiet) process.stderr.write(`${msg}\n`);
   };
-  let review: ModelConfig | undefined;
-  if (flags.review) {
-    if (!flags.reviewModel || !flags.reviewBaseUrl)
-      throw new TermgradeError('usage', '--review needs --review-model and --review-base-url');
-    const parsed = ModelConfigSchema.safeParse({
-      baseUrl: flags.reviewBaseUrl,
-      model: flags.reviewModel,
-      apiKeyEnv: flags.reviewApiKeyEnv,
-      temperature: 0,
-    });
-    if (!parsed.success)
-      throw new TermgradeError(
-        'usage',
-        `review model: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
-      );
-    review = parsed.data;
-  }
+  const review = reviewConfig(flags);
   const taskDirs = await findTaskDirs(dirs);
+  if (flags.verifierWheels) await wheelsIn(flags.verifierWheels);
   const provider = providerFor(enginesFromFlags(flags.engine), {
     buildNetwork: resolveBuildNetwork(flags.buildNetwork),
     onEvent: (e) => log(poolEventLine(e)),
   });
   for (const w of await provider.ping()) log(`warning: ${w}`);
+  // Refused now (exit 2), not per task: NAME must be isolated as run --network requires.
+  if (flags.network) await provider.checkNetwork(flags.network);
+
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by earlier runs that were killed`);
 
@@ -97,6 +109,8 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
       timeouts: { agentMultiplier: flags.timeoutMultiplier, verifierMultiplier: flags.timeoutMultiplier },
       forceBuild: flags.forceBuild,
       verifierToolchain: flags.verifierToolchain !== false,
+      verifierWheels: flags.verifierWheels,
+      network: flags.network,
       probes: flags.probes,
       review,
       store,

@@ -25,6 +25,9 @@ export function taskBlock(t: CheckedTask): string[] {
   for (const d of t.details.filter((x) => CONFIG_WARNING.test(x))) lines.push(`       ${d}`);
   // Warnings: what a probe suspected but execution did not confirm (never a rejection).
   for (const f of t.findings.filter((x) => !x.rejects).slice(0, 3)) lines.push(`       warning: ${f.probe}: ${f.saw}`);
+  // What stood in for what the task asked, and the probes left out: said for every task.
+  if (t.substitutions.length) lines.push(`       substituted: ${t.substitutions.join('; ')}`);
+  for (const p of t.probesNotRun) lines.push(`       probes not run: ${p}`);
   return lines;
 }
 

@@ -91,6 +91,14 @@ program
     "do not grade verifiers that fetch their tools (Terminal-Bench 2's uvx pytest) with termgrade's offline toolchain",
   )
   .option(
+    '--verifier-wheels <dir>',
+    "wheels for uvx -w requirements the offline toolchain lacks (tried before Debian's package of them)",
+  )
+  .option(
+    '--network <name>',
+    'check tasks that ask for the internet online on this isolated network (the rules of run --network); others stay offline',
+  )
+  .option(
     '--job <name>',
     'a resumable check: every verdict recorded as it is reached; run again to go on where a killed check stopped',
   )
@@ -148,6 +156,8 @@ program
   .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--json', 'print the funnel as one JSON object (schema: schemas/synth.schema.json)')
   .option('--jsonl', 'print each stage event as a JSON line, then {"type":"funnel","report":...}')
+  .option('--candidates', 'after the funnel, one line per candidate: its seed, state, rounds, stage and why')
+  .option('--no-preflight', "skip asking the generator's endpoint for its model list before anything starts")
   .option('-q, --quiet', 'no progress output')
   .action(async (opts) => {
     const { synthCommand } = await import('./synth-command.js');

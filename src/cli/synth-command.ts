@@ -6,6 +6,9 @@ import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { readExemplars } from '../synth/exemplar.js';
 import { formatFunnel } from '../synth/funnel.js';
+import type { SynthReport } from '../synth/schema.js';
+import { preflightModels } from '../model/preflight.js';
+import { table } from './table.js';
 import { Generator } from '../synth/generator.js';
 import { readSeeds, synthesize, type SynthEvent } from '../synth/synth.js';
 import { TermgradeError } from '../util/errors.js';
@@ -34,6 +37,10 @@ export interface SynthFlags {
   json?: boolean;
   jsonl?: boolean;
   quiet?: boolean;
+  /** --candidates: the per-candidate table after the funnel. */
+  candidates?: boolean;
+  /** --no-preflight sets it false: skip asking the generator's endpoint for its model list. */
+  preflight?: boolean;
 }
 
 /** A model configuration file (JSON, the ModelConfig shape): errors name the file and the field. */
@@ -68,6 +75,9 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   // Bad exemplar folders are bad input, said before any engine is contacted.
   if (flags.exemplars) await readExemplars(flags.exemplars);
   const config = await readModelConfig(flags.model);
+  // Like run: a refused key, an unknown model or an endpoint that does not answer is said (exit 2)
+  // before any engine is contacted or any image built.
+  if (flags.preflight !== false) for (const w of await preflightModels([config])) log(`warning: ${w}`);
   const outDir = path.resolve(flags.out);
   const held = await holdJobFolder(path.join(outDir, '.synth'), `synth job in ${outDir}`);
   const provider = providerFor(enginesFromFlags(flags.engine), {
@@ -80,6 +90,12 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   const signals = handleSignals(provider, log);
   const onEvent = (e: SynthEvent): void => {
     if (flags.jsonl) process.stdout.write(`${JSON.stringify(e)}\n`);
+    else if (e.type === 'job-start' && e.resuming > 0)
+      log(
+        `resuming ${e.resuming} candidate${e.resuming === 1 ? '' : 's'}${e.waitingOnGenerator ? ` (${e.waitingOnGenerator} waited on the generator)` : ''} of ${e.candidates}`,
+      );
+    else if (e.type === 'candidate-waiting')
+      log(`${e.candidate} round ${e.round}: ${e.stage} waits on the generator, not rejected (${e.why})`);
     else if (e.type === 'stage-done')
       log(
         `${e.candidate} round ${e.round}: ${e.stage} ${e.outcome}${e.reasons.length ? ` (${e.reasons.join(', ')})` : ''}`,
@@ -114,7 +130,31 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   if (flags.jsonl) process.stdout.write(`${JSON.stringify({ type: 'funnel', report })}\n`);
   else if (flags.json) process.stdout.write(`${JSON.stringify(report)}\n`);
   else process.stdout.write(`${formatFunnel(report)}\n`);
+  if (flags.candidates && !flags.json && !flags.jsonl) process.stdout.write(`\n${candidatesTable(report)}\n`);
   const interrupted = signals.exitCode();
   if (interrupted !== null) return interrupted;
+  // An outage is infrastructure: the job is not done, and nothing was decided for those candidates.
+  if (report.waitingOnGenerator > 0) {
+    log(
+      `${report.waitingOnGenerator} candidate(s) wait on the generator (${config.baseUrl} did not answer); run the same command again when it is back`,
+    );
+    return EXIT.engine;
+  }
   return report.unfinished === 0 && report.admitted > 0 ? EXIT.ok : EXIT.rejected;
+}
+
+/** `--candidates`: one row per candidate, its seed, state, rounds, stage and reason. */
+export function candidatesTable(r: SynthReport): string {
+  return table(
+    ['candidate', 'seed', 'state', 'rounds', 'stage', 'tests', 'reason'],
+    r.candidateList.map((c) => [
+      c.candidate,
+      c.seed,
+      c.state,
+      c.rounds,
+      c.stage ?? '-',
+      c.tests,
+      c.reason ?? (c.path ? `admitted: ${c.path}` : '-'),
+    ]),
+  );
 }

@@ -25,6 +25,7 @@ export async function readSynthFunnel(target: string): Promise<SynthReport> {
       store.candidates(),
       store.stages(),
       isDir ? path.resolve(target) : path.dirname(path.dirname(path.resolve(file))),
+      { elapsedMs: store.elapsedMs(), resumed: 0 },
     );
   } finally {
     store.close();

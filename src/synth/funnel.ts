@@ -1,4 +1,11 @@
-import { RepairablePart, STAGES, type CandidateState, type SynthReport } from './schema.js';
+import {
+  RepairablePart,
+  STAGES,
+  type CandidateOutcome,
+  type CandidateState,
+  type StageName,
+  type SynthReport,
+} from './schema.js';
 import type { StageRecord } from './store.js';
 
 /**
@@ -6,7 +13,12 @@ import type { StageRecord } from './store.js';
  * rounds ran it; it passed if any round got through. A repair succeeded when its candidate was
  * admitted in the end (a later repair of another part may also have been needed).
  */
-export function funnel(candidates: CandidateState[], stages: StageRecord[], outDir: string): SynthReport {
+export function funnel(
+  candidates: CandidateState[],
+  stages: StageRecord[],
+  outDir: string,
+  job: { elapsedMs: number; resumed: number } = { elapsedMs: 0, resumed: 0 },
+): SynthReport {
   const totalMs = stages.reduce((a, s) => a + s.durationMs, 0);
   const byStage = STAGES.map((stage) => {
     const rows = stages.filter((s) => s.stage === stage);
@@ -43,6 +55,8 @@ export function funnel(candidates: CandidateState[], stages: StageRecord[], outD
     admitted: admitted.length,
     rejected: rejected.length,
     unfinished: candidates.length - admitted.length - rejected.length,
+    waitingOnGenerator: candidates.filter((c) => c.status === 'active' && c.waiting !== null).length,
+    resumed: job.resumed,
     endToEndYield: candidates.length ? admitted.length / candidates.length : null,
     stages: byStage,
     repairs,
@@ -60,6 +74,8 @@ export function funnel(candidates: CandidateState[], stages: StageRecord[], outD
     },
     costUsd: costs.length ? costs.reduce((a, b) => a + b, 0) : null,
     wallMs: totalMs,
+    elapsedMs: job.elapsedMs,
+    candidateList: candidates.map((c) => candidateOutcome(c, stages)),
     admittedTasks: admitted.map((c) => ({
       candidate: c.id,
       seed: c.seedId,
@@ -68,6 +84,30 @@ export function funnel(candidates: CandidateState[], stages: StageRecord[], outD
       tests: c.tests.length,
     })),
     outDir,
+  };
+}
+
+/** One candidate's line of the funnel: where it is or ended, and why. */
+function candidateOutcome(c: CandidateState, stages: StageRecord[]): CandidateOutcome {
+  const last = stages.filter((r) => r.candidateId === c.id).at(-1);
+  const stage: StageName | null = c.status === 'active' ? (c.plan[0] ?? null) : (last?.stage ?? null);
+  const state =
+    c.status !== 'active' ? c.status : c.waiting !== null ? ('waiting_generator' as const) : ('unfinished' as const);
+  const reason =
+    c.status === 'rejected'
+      ? c.rejected.join(', ')
+      : c.status === 'active'
+        ? (c.waiting?.why ?? 'interrupted: run the same command again')
+        : null;
+  return {
+    candidate: c.id,
+    seed: c.seedId,
+    state,
+    reason,
+    rounds: c.round,
+    stage,
+    tests: c.tests.length,
+    path: c.admittedPath,
   };
 }
 
@@ -91,8 +131,9 @@ export function formatFunnel(r: SynthReport): string {
       ]),
     );
   lines.push('');
+  const waiting = r.waitingOnGenerator ? ` (${r.waitingOnGenerator} waiting on the generator)` : '';
   lines.push(
-    `candidates ${r.candidates}: admitted ${r.admitted}, rejected ${r.rejected}${r.unfinished ? `, unfinished ${r.unfinished} (run again to resume)` : ''}; end-to-end yield ${pct(r.endToEndYield)}`,
+    `candidates ${r.candidates}: admitted ${r.admitted}, rejected ${r.rejected}${r.unfinished ? `, unfinished ${r.unfinished}${waiting} (run the same command again to resume)` : ''}; end-to-end yield ${pct(r.endToEndYield)}`,
   );
   lines.push(
     `repairs: ${r.repairs.map((p) => `${p.part} ${p.attempts} on ${p.candidates} candidate(s), ${p.admitted} admitted`).join(', ')}`,
@@ -108,6 +149,9 @@ export function formatFunnel(r: SynthReport): string {
   );
   lines.push(
     `generator: ${r.tokens.calls} calls, ${r.tokens.prompt} prompt + ${r.tokens.completion} completion tokens, ${r.tokens.malformedReplies} malformed replies, cost ${r.costUsd === null ? 'unknown (no price)' : `$${r.costUsd.toFixed(4)}`}`,
+  );
+  lines.push(
+    `elapsed ${(r.elapsedMs / 1000).toFixed(1)} s over every run of the job; stage time ${(r.wallMs / 1000).toFixed(1)} s summed over candidates`,
   );
   lines.push(`admitted tasks in ${r.outDir}`);
   return lines.join('\n');

@@ -3,6 +3,8 @@ import { ModelClient, type Message } from '../model/client.js';
 import type { ModelConfig } from '../model/config.js';
 import { ModelError } from '../model/errors.js';
 import { CancelledError } from '../util/errors.js';
+import { ENDPOINT_FAILURE_KINDS } from '../trial/accounting.js';
+import { summaryLine } from '../verifier/test-report.js';
 
 /** What one part's generation cost and returned (value null: the model never gave a valid one). */
 export interface Generated<T> {
@@ -22,7 +24,19 @@ export interface GeneratorOptions {
   concurrency?: number;
 }
 
-const SYSTEM = `You write one part of a terminal task for a benchmark: an instruction an agent is given, an environment (a Dockerfile and its files) the agent works in offline, a reference solution (solve.sh) and a verifier (tests/test.sh, which prints "PASSED name" or "FAILED name - why" per test and writes 1 or 0 to /logs/verifier/reward.txt).
+/**
+ * The per-test lines test.sh is asked to print, made by the parser's own grammar (summaryLine):
+ * a task written exactly as asked has per-test results.
+ */
+export const REPORT_EXAMPLES = [
+  summaryLine('PASSED', 'test_outputs.py::test_report_exists'),
+  summaryLine('FAILED', 'test_outputs.py::test_total_is_42', 'expected 42, got 41'),
+] as const;
+
+export const SYSTEM_PROMPT = `You write one part of a terminal task for a benchmark: an instruction an agent is given, an environment (a Dockerfile and its files) the agent works in offline, a reference solution (solve.sh) and a verifier (tests/test.sh).
+tests/test.sh prints one line per test, the status word, a space, the test's id (FILE::NAME, no spaces), and for a failure " - " and why, exactly like these two lines:
+${REPORT_EXAMPLES.join('\n')}
+and writes 1 (every test passed) or 0 to /logs/verifier/reward.txt.
 Every part you write must rest on the facts given in the request: the recorded state of the built environment and what the reference solution really did. Never guess a value the request records.
 Reply with exactly one JSON object matching the JSON Schema given, and nothing else.`;
 
@@ -96,7 +110,7 @@ export class Generator {
     const client = this.client(name, schema);
     const jsonSchema = JSON.stringify(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }));
     const messages: Message[] = [
-      { role: 'system', content: `${SYSTEM}\nJSON Schema of your reply: ${jsonSchema}` },
+      { role: 'system', content: `${SYSTEM_PROMPT}\nJSON Schema of your reply: ${jsonSchema}` },
       { role: 'user', content: JSON.stringify(request) },
     ];
     const out: Generated<z.infer<S>> = {
@@ -151,6 +165,14 @@ function readProblem(
     return { ok: false, why: `field ${issue.path.join('.') || '(root)'}: ${issue.message}` };
   }
   return { ok: true, value: parsed.data };
+}
+
+/**
+ * The endpoint's failure, not the request's: the kinds a trial counts as the endpoint's
+ * (ENDPOINT_FAILURE_KINDS), less the fatal ones that end the job. The client has retried them.
+ */
+export function isEndpointOutage(err: unknown): boolean {
+  return err instanceof ModelError && ENDPOINT_FAILURE_KINDS.has(err.kind) && !isFatalModelError(err);
 }
 
 /** Model errors that end the whole job rather than one candidate: every later call would fail too. */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { parseDockerfile } from '../task/dockerfile.js';
+import { parseDockerfile, substitute, type Instruction } from '../task/dockerfile.js';
 import type { EnvironmentPart } from './schema.js';
 
 /** Every instruction keyword the Dockerfile reference defines. */
@@ -55,36 +55,199 @@ export function lintEnvironment(env: EnvironmentPart): string[] {
   if (!first) problems.push('Dockerfile: no instruction at all');
   else if (first.keyword !== 'FROM')
     problems.push(`Dockerfile line ${first.line}: the first instruction (after ARGs) is ${first.keyword}, not FROM`);
-  const written = new Set(env.files.map((f) => path.posix.normalize(f.path)));
   for (const f of env.files) {
     if (path.posix.normalize(f.path) === 'Dockerfile')
       problems.push('files: names Dockerfile, which is the dockerfile field');
   }
+  problems.push(
+    ...copyProblems(
+      instructions,
+      env.files.map((f) => f.path),
+    ),
+  );
+  return problems;
+}
+
+/** The flags COPY and ADD take (Dockerfile reference); any other is refused by Docker as unknown. */
+const COPY_FLAGS: Readonly<Record<string, ReadonlySet<string>>> = {
+  COPY: new Set(['from', 'chown', 'chmod', 'link', 'parents', 'exclude']),
+  ADD: new Set(['chown', 'chmod', 'link', 'keep-git-dir', 'checksum', 'exclude']),
+};
+/** Flags that take no value (`--link`, or `--link=true`). */
+const BOOLEAN_FLAGS = new Set(['link', 'parents', 'keep-git-dir']);
+
+/** One COPY or ADD read the way Docker reads it: its flags, sources and destination. */
+interface CopyArgs {
+  flags: Map<string, string | null>;
+  sources: string[];
+  dest: string;
+}
+
+/** Splits a COPY/ADD's arguments: leading `--flag[=value]` words, then JSON (exec) or shell form. */
+function readCopyArgs(args: string): CopyArgs | string {
+  const flags = new Map<string, string | null>();
+  let rest = args.trim();
+  for (
+    let m = /^--([A-Za-z-]+)(?:=(\S*))?(?:\s+|$)/.exec(rest);
+    m;
+    m = /^--([A-Za-z-]+)(?:=(\S*))?(?:\s+|$)/.exec(rest)
+  ) {
+    flags.set(m[1]!, m[2] ?? null);
+    rest = rest.slice(m[0].length);
+  }
+  // Docker reads the JSON form when the rest parses as a JSON array of strings, else the shell form.
+  const json = jsonWords(rest);
+  const words =
+    json ??
+    rest
+      .split(/\s+/)
+      .filter((w) => w !== '')
+      .map((w) => w.replace(/^(["'])(.*)\1$/, '$2'));
+  if (words.length < 2) return 'needs a source and a destination';
+  return { flags, sources: words.slice(0, -1), dest: words.at(-1)! };
+}
+
+function jsonWords(text: string): string[] | null {
+  if (!text.startsWith('[')) return null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) && parsed.every((w) => typeof w === 'string') ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Why Docker refuses a flag, or null: unknown flags, flags missing their value, a bad --chmod. */
+function flagProblem(keyword: string, name: string, value: string | null): string | null {
+  if (!COPY_FLAGS[keyword]!.has(name)) return `--${name} is not a ${keyword} flag (Docker refuses it as unknown)`;
+  if (BOOLEAN_FLAGS.has(name))
+    return value === null || /^(true|false)$/.test(value) ? null : `--${name}=${value} is not true or false`;
+  if (value === null || value === '') return `--${name} needs a value (--${name}=...)`;
+  if (name === 'chmod' && !/^[0-7]{3,4}$/.test(value) && !/^([ugoa]*[-+=][rwxXst]*,?)+$/.test(value))
+    return `--chmod=${value} is neither an octal mode (755) nor a symbolic one (u+x)`;
+  if (name === 'chown' && !/^[A-Za-z0-9_.$-]+(:[A-Za-z0-9_.$-]+)?$/.test(value))
+    return `--chown=${value} is not USER, USER:GROUP, UID or UID:GID`;
+  return null;
+}
+
+/**
+ * A Go `filepath.Match` pattern (what Docker matches COPY sources with) as a regular expression over
+ * a whole context path: `*` and `?` stay within one path segment, `[...]` is a class (`^` negates),
+ * `\` escapes.
+ */
+function globRegExp(pattern: string): RegExp | null {
+  let re = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '*') re += '[^/]*';
+    else if (ch === '?') re += '[^/]';
+    else if (ch === '\\' && i + 1 < pattern.length) re += `\\${pattern[++i]}`;
+    else if (ch === '[') {
+      const end = pattern.indexOf(']', i + 2);
+      if (end < 0) return null;
+      else {
+        re += `[${pattern.slice(i + 1, end)}]`;
+        i = end;
+      }
+    } else re += ch.replace(/[.+^${}()|/]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+/** The build context's entries: every file written and every folder above one. */
+function contextEntries(files: string[]): { files: Set<string>; dirs: Set<string> } {
+  const out = { files: new Set<string>(), dirs: new Set<string>() };
+  for (const f of files) {
+    const norm = path.posix.normalize(f).replace(/^\.\//, '').replace(/\/$/, '');
+    out.files.add(norm);
+    for (let d = path.posix.dirname(norm); d !== '.'; d = path.posix.dirname(d)) out.dirs.add(d);
+  }
+  return out;
+}
+
+/**
+ * Every COPY and ADD checked as Docker would run it against a context holding only the files
+ * written: flags Docker knows (`--chown`, `--chmod`, `--link` ...; `--from` copies from elsewhere),
+ * sources relative to the context (`./x`, `/x` and `x` alike; `x/` a folder; Go globs that must
+ * match something), several sources only into a folder (`/dest/`). Each problem says why.
+ */
+function copyProblems(instructions: Instruction[], written: string[]): string[] {
+  const problems: string[] = [];
+  const entries = contextEntries(written);
+  const vars = new Map<string, string>();
   for (const ins of instructions) {
-    if (ins.keyword !== 'COPY' && ins.keyword !== 'ADD') continue;
-    if (ins.heredocs.length) continue;
-    const args = ins.args.split(/\s+/).filter((a) => a !== '');
-    if (args.some((a) => a.startsWith('--from'))) continue;
-    const sources = args.filter((a) => !a.startsWith('--')).slice(0, -1);
-    if (sources.length === 0)
-      problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} needs a source and a destination`);
-    for (const src of sources) {
-      if (/^[a-z]+:\/\//i.test(src)) {
-        problems.push(
-          `Dockerfile line ${ins.line}: ${ins.keyword} from a URL (${src}) fetches at build time; write the file instead`,
-        );
-        continue;
-      }
-      const norm = path.posix.normalize(src.replace(/^\.\//, ''));
-      if (norm.startsWith('..') || src.startsWith('/')) {
-        problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} source ${src} is outside the build context`);
-        continue;
-      }
-      if (/[*?[]/.test(norm) || norm === '.') continue;
-      const covered = written.has(norm) || [...written].some((w) => w.startsWith(`${norm}/`));
-      if (!covered)
-        problems.push(`Dockerfile line ${ins.line}: ${ins.keyword} source ${src} is not among the files written`);
+    if (ins.keyword === 'ARG' || ins.keyword === 'ENV') readVariables(ins, vars);
+    if (ins.keyword === 'FROM') vars.clear();
+    if ((ins.keyword !== 'COPY' && ins.keyword !== 'ADD') || ins.heredocs.length) continue;
+    const at = `Dockerfile line ${ins.line}: ${ins.keyword}`;
+    const read = readCopyArgs(ins.args);
+    if (typeof read === 'string') {
+      problems.push(`${at} ${read}`);
+      continue;
+    }
+    for (const [name, value] of read.flags) {
+      const why = flagProblem(ins.keyword, name, value);
+      if (why) problems.push(`${at}: ${why}`);
+    }
+    if (read.sources.length > 1 && !read.dest.endsWith('/'))
+      problems.push(
+        `${at}: ${read.sources.length} sources go into ${read.dest}, which does not end with / (Docker copies several sources only into a folder written as /dest/)`,
+      );
+    if (read.flags.has('from')) continue;
+    for (const src of read.sources) {
+      const why = sourceProblem(src, entries, vars, ins.keyword);
+      if (why) problems.push(`${at} source ${src} ${why}`);
     }
   }
   return problems;
+}
+
+/** ARG name[=default] and ENV name=value / ENV name value, as later COPY sources may use them. */
+function readVariables(ins: Instruction, vars: Map<string, string>): void {
+  const legacy = /^([A-Za-z_][A-Za-z0-9_]*)\s+([^=]*)$/.exec(ins.args.trim());
+  if (ins.keyword === 'ENV' && legacy) {
+    vars.set(legacy[1]!, legacy[2]!.trim());
+    return;
+  }
+  for (const m of ins.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|\S*)/g))
+    vars.set(m[1]!, m[2]!.replace(/^(["'])(.*)\1$/, '$2'));
+}
+
+/** Why Docker would not find this source among the files written (null: it would). */
+function sourceProblem(
+  raw: string,
+  entries: { files: Set<string>; dirs: Set<string> },
+  vars: Map<string, string>,
+  keyword: string,
+): string | null {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) || /^git@/.test(raw))
+    return keyword === 'COPY'
+      ? 'is a URL, which Docker refuses for COPY; write the file instead'
+      : 'is a URL: ADD would fetch it from a URL at build time, which a task must not need; write the file instead';
+  const names = [...raw.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!);
+  // A variable the Dockerfile does not define comes from --build-arg: nothing to check it against.
+  if (names.some((n) => !vars.has(n))) return null;
+  const src = substitute(raw, vars);
+  const wantsDir = /\/\.?$/.test(src);
+  const norm = path.posix.normalize(src.replace(/^\/+/, '')).replace(/\/$/, '');
+  if (norm === '..' || norm.startsWith('../'))
+    return 'is outside the build context (Docker refuses a source above it; only the files written are in it)';
+  if (norm === '.' || norm === '') return null;
+  const listing = (): string => {
+    const all = [...entries.files].sort();
+    return all.length
+      ? ` (written: ${all.slice(0, 12).join(', ')}${all.length > 12 ? ', ...' : ''})`
+      : ' (no file was written)';
+  };
+  if (/(^|[^\\])[*?[]/.test(norm)) {
+    const re = globRegExp(norm);
+    if (!re) return 'has a [ that no ] closes: not a valid pattern (Docker: syntax error in pattern)';
+    const pool = wantsDir ? [...entries.dirs] : [...entries.files, ...entries.dirs];
+    if (pool.some((p) => re.test(p))) return null;
+    return `matches none of the files written, and Docker fails a COPY whose pattern matches nothing${listing()}`;
+  }
+  if (entries.dirs.has(norm)) return null;
+  if (entries.files.has(norm))
+    return wantsDir ? `ends with / but ${norm} is a file written, not a folder (Docker: not a directory)` : null;
+  return `is not among the files written, so Docker's build would fail ("${norm}": not found)${listing()}`;
 }

@@ -4,7 +4,7 @@ import { STAGES, type Failure, type RepairablePart } from './schema.js';
  * Which part a failure is the fault of (pure). Build and parse errors are the environment's; a
  * solution that exits non-zero, times out or leaves a named output untouched is the solution's;
  * an oracle that fails a state the solution did produce, a do-nothing agent that passes, weak,
- * flaky, forgeable, hackable or nondeterministic tests are the tests'; a leaked answer is the instruction's
+ * flaky, forgeable, hackable or nondeterministic tests, and tests that report no per-test result, are the tests'; a leaked answer is the instruction's
  * when the instruction carries it, else the environment's. A duplicate, or what termgrade itself
  * could not do, is no part's: not repairable.
  */
@@ -28,6 +28,7 @@ export function routeFailure(stage: Failure['stage'], reasons: string[], evidenc
       'verifier_nondeterministic',
       'reward_hackable',
       'verifier_error',
+      'no_test_report',
     ].some(has)
   )
     return 'tests';

@@ -174,6 +174,14 @@ export const CandidateStateSchema = z.strictObject({
   rejected: z.array(z.string()),
   tests: z.array(z.string()),
   admittedPath: z.string().nullable(),
+  /**
+   * Left unfinished because the generator's endpoint did not answer (after the client's retries):
+   * an outage, not an outcome. The same command resumes it; the next recorded stage clears this.
+   */
+  waiting: z
+    .strictObject({ on: z.literal('generator'), why: z.string() })
+    .nullable()
+    .default(null),
 });
 export type CandidateState = z.infer<typeof CandidateStateSchema>;
 
@@ -194,13 +202,34 @@ export const FunnelStageSchema = z.strictObject({
   timeShare: z.number(),
 });
 
+/** Where one candidate ended (so far): the funnel's per-candidate listing. */
+export const CandidateOutcomeSchema = z.strictObject({
+  candidate: z.string(),
+  seed: z.string(),
+  /** waiting_generator: left unfinished by a generator outage; unfinished: interrupted. Both resume. */
+  state: z.enum(['admitted', 'rejected', 'waiting_generator', 'unfinished']),
+  /** Why it was rejected (its reasons, joined), or what it waits on; null when admitted. */
+  reason: z.string().nullable(),
+  /** Repair rounds run. */
+  rounds: Count,
+  /** The stage it is at (unfinished) or ended in. */
+  stage: StageName.nullable(),
+  tests: Count,
+  path: z.string().nullable(),
+});
+export type CandidateOutcome = z.infer<typeof CandidateOutcomeSchema>;
+
 /** `synth --json`: the funnel. */
 export const SynthReportSchema = z.strictObject({
   candidates: Count,
   admitted: Count,
   rejected: Count,
-  /** Not finished (interrupted): resumed by running the same command again. */
+  /** Not finished (interrupted, or waiting on the generator): resumed by running the same command again. */
   unfinished: Count,
+  /** Of the unfinished, those left so by a generator outage (the endpoint did not answer after retries). */
+  waitingOnGenerator: Count,
+  /** Candidates this run of the command took up where an earlier run left them (0 outside a run). */
+  resumed: Count,
   endToEndYield: z.number().nullable(),
   stages: z.array(FunnelStageSchema),
   /** Per part: repairs run, candidates repaired, and how many of those were admitted in the end. */
@@ -214,7 +243,12 @@ export const SynthReportSchema = z.strictObject({
   }),
   tokens: z.strictObject({ prompt: Count, completion: Count, calls: Count, malformedReplies: Count }),
   costUsd: z.number().nullable(),
+  /** Stage time summed over candidates (above the elapsed time when candidates run side by side). */
   wallMs: z.number(),
+  /** The job's elapsed (wall-clock) time, summed over every run of the command. */
+  elapsedMs: z.number(),
+  /** Every candidate: seed, state, reason, rounds. */
+  candidateList: z.array(CandidateOutcomeSchema),
   admittedTasks: z.array(
     z.strictObject({ candidate: z.string(), seed: z.string(), path: z.string(), rounds: Count, tests: Count }),
   ),

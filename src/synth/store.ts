@@ -155,6 +155,28 @@ export class SynthStore {
     this.write(() => tx());
   }
 
+  /**
+   * Rewrites a candidate's state with no stage recorded: a candidate left waiting (the stage it was
+   * in did not finish, so it runs again when the job resumes).
+   */
+  saveState(state: CandidateState): void {
+    this.write(() =>
+      this.db
+        .prepare('UPDATE candidates SET status = ?, state_json = ?, updated_at = ? WHERE id = ?')
+        .run(state.status, JSON.stringify(state), new Date().toISOString(), state.id),
+    );
+  }
+
+  /** The job's elapsed wall-clock time over every run of the command so far. */
+  elapsedMs(): number {
+    return Number(this.getMeta('elapsed_ms') ?? 0);
+  }
+
+  /** Adds one run's elapsed time. */
+  addElapsed(ms: number): void {
+    this.setMeta('elapsed_ms', String(this.elapsedMs() + ms));
+  }
+
   stages(): StageRecord[] {
     const rows = this.db.prepare('SELECT * FROM stages ORDER BY started_at, candidate_id').all() as Array<
       Record<string, unknown>

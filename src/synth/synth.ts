@@ -11,7 +11,7 @@ import { mapPool } from '../util/pool.js';
 import { makeScrub, scrubValue } from '../util/scrub.js';
 import { partHash, publish, writeCandidate, type TaskLimits } from './assemble.js';
 import { funnel } from './funnel.js';
-import { isFatalModelError, type Generator } from './generator.js';
+import { isEndpointOutage, isFatalModelError, REPORT_EXAMPLES, type Generator } from './generator.js';
 import { readExemplars } from './exemplar.js';
 import { lintEnvironment } from './lint.js';
 import { recordEnvironmentState, runSolution } from './observe.js';
@@ -72,7 +72,11 @@ export type SynthEvent =
       durationMs: number;
       reasons: string[];
     }
-  | { type: 'candidate-done'; candidate: string; status: 'admitted' | 'rejected'; rounds: number; reasons: string[] };
+  | { type: 'candidate-done'; candidate: string; status: 'admitted' | 'rejected'; rounds: number; reasons: string[] }
+  /** The job starts: how many candidates an earlier run left unfinished and this one takes up. */
+  | { type: 'job-start'; candidates: number; resuming: number; waitingOnGenerator: number }
+  /** A generation stage found the generator's endpoint down (after retries): left unfinished, not rejected. */
+  | { type: 'candidate-waiting'; candidate: string; stage: StageName; round: number; why: string };
 
 /** What a stage's run decided, before it is recorded. */
 interface StageOutcome {
@@ -81,6 +85,9 @@ interface StageOutcome {
   usage?: { calls: number; malformed: number; prompt: number; completion: number; costUsd: number | null };
   detail: Record<string, unknown>;
 }
+
+/** The evidence of an admissible task whose test.sh printed no per-test line termgrade reads. */
+const NO_TEST_REPORT = `test.sh printed no per-test result termgrade can read: print one line per test exactly like "${REPORT_EXAMPLES[0]}" or "${REPORT_EXAMPLES[1]}"`;
 
 export const candidateId = (seedId: string, i: number, perSeed: number): string =>
   perSeed === 1 ? seedId : `${seedId}-${i + 1}`;
@@ -105,6 +112,7 @@ function freshState(id: string, seedId: string, seed: Seed): CandidateState {
     rejected: [],
     tests: [],
     admittedPath: null,
+    waiting: null,
   };
 }
 
@@ -131,10 +139,23 @@ export async function synthesize(options: SynthOptions): Promise<SynthReport> {
   const workRoot = path.join(outDir, '.synth');
   await mkdir(workRoot, { recursive: true });
   const store = SynthStore.open(path.join(workRoot, 'synth.db'));
+  const started = performance.now();
+  let elapsedAdded = false;
+  const addElapsed = (): void => {
+    if (!elapsedAdded) store.addElapsed(performance.now() - started);
+    elapsedAdded = true;
+  };
   try {
     const perSeed = options.candidatesPerSeed ?? 1;
     store.setMeta('model', options.generator.config.model);
     const seeds = await withExemplars(options.seeds, options.exemplars ?? []);
+    const earlier = store.candidates().filter((c) => c.status === 'active');
+    options.onEvent?.({
+      type: 'job-start',
+      candidates: seeds.length * perSeed,
+      resuming: earlier.length,
+      waitingOnGenerator: earlier.filter((c) => c.waiting !== null).length,
+    });
     store.addCandidates(
       seeds.flatMap(({ id, seed }) =>
         Array.from({ length: perSeed }, (_, i) => freshState(candidateId(id, i, perSeed), id, seed)),
@@ -144,8 +165,14 @@ export async function synthesize(options: SynthOptions): Promise<SynthReport> {
     const runner = new CandidateRunner({ ...options, pool }, store, outDir, workRoot);
     const active = store.candidates().filter((c) => c.status === 'active');
     await mapPool(active, options.concurrency ?? 2, (c) => runner.advance(c), options.signal);
-    return funnel(store.candidates(), store.stages(), outDir);
+    addElapsed();
+    return funnel(store.candidates(), store.stages(), outDir, {
+      elapsedMs: store.elapsedMs(),
+      resumed: earlier.length,
+    });
   } finally {
+    // An interrupted or failed run's time counts too.
+    addElapsed();
     store.close();
   }
 }
@@ -188,12 +215,13 @@ class CandidateRunner {
       } catch (err) {
         // Stopping: the stage is not recorded, so a resumed job runs it (once) again.
         if (err instanceof CancelledError || this.options.signal?.aborted) return;
+        if (err instanceof GeneratorOutage) return this.leaveWaiting(state, stage, err.message);
         throw err;
       }
       const durationMs = performance.now() - t0;
       // Nothing the store keeps may hold the generator's key (a model can echo what it was sent).
       const scrub = makeScrub([this.options.generator.secret()]);
-      const next = scrubValue(result.state, scrub);
+      const next = { ...scrubValue(result.state, scrub), waiting: null };
       const u = result.usage;
       if (u) {
         next.tokens = { prompt: next.tokens.prompt + u.prompt, completion: next.tokens.completion + u.completion };
@@ -234,6 +262,17 @@ class CandidateRunner {
         });
       state = next;
     }
+  }
+
+  /**
+   * The generator's endpoint did not answer (after the client's retries): an outage, not the
+   * candidate's outcome. Its stage is not recorded (it runs again on resume); its state says what
+   * it waits on, for the funnel.
+   */
+  private leaveWaiting(state: CandidateState, stage: StageName, why: string): void {
+    const scrub = makeScrub([this.options.generator.secret()]);
+    this.store.saveState({ ...state, waiting: { on: 'generator', why: scrub(why) } });
+    this.emit({ type: 'candidate-waiting', candidate: state.id, stage, round: state.round, why: scrub(why) });
   }
 
   private run(stage: StageName, s: CandidateState): Promise<StageOutcome> {
@@ -335,6 +374,8 @@ class CandidateRunner {
       );
     } catch (err) {
       if (err instanceof CancelledError || isFatalModelError(err)) throw err;
+      if (isEndpointOutage(err))
+        throw new GeneratorOutage(`the generator did not answer (${errorMessage(err)}); run the same command again`);
       return this.reject(s, ['generator_error'], { reasons: ['generator_error'], evidence: [errorMessage(err)] });
     }
     const usage = {
@@ -431,6 +472,8 @@ class CandidateRunner {
     const checked = report.tasks[0]!;
     s.tests = checked.tests;
     const detail = { verdict: checked.verdict, tests: checked.tests.length, findings: checked.findings };
+    if (checked.verdict === 'admissible' && checked.tests.length === 0)
+      return this.failed(s, 'check', ['no_test_report'], [NO_TEST_REPORT], detail);
     if (checked.verdict === 'admissible') {
       s.plan = ['write'];
       return { outcome: 'passed', state: s, detail };
@@ -538,6 +581,9 @@ export async function readSeeds(file: string): Promise<Array<{ id: string; seed:
   if (out.length === 0) throw new SeedError(`${file}: no seeds`);
   return out;
 }
+
+/** A generation the endpoint could not serve: the candidate waits, it is not rejected. */
+class GeneratorOutage extends Error {}
 
 /** Bad seeds are bad input (exit 2), named by file and line. */
 export class SeedError extends TermgradeError {

@@ -51,7 +51,7 @@ export function parseDockerfile(text: string): Instruction[] {
 }
 
 /** `$VAR`, `${VAR}`, `${VAR:-default}` with the given values; unknown variables become empty. */
-function substitute(text: string, vars: Map<string, string>): string {
+export function substitute(text: string, vars: Map<string, string>): string {
   return text.replace(
     /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
     (_m, a: string | undefined, def: string | undefined, b: string | undefined) => {

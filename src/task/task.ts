@@ -31,7 +31,12 @@ export interface Task {
    * `withVerifierToolchain` when test.sh would fetch its tools from the network and the toolchain
    * serves what it asks for); built into the image with the agent's layer.
    */
-  verifierLayer?: { lines: string; toolchainImage: string };
+  verifierLayer?: {
+    lines: string;
+    toolchainImage: string;
+    /** What this task's toolchain serves beyond the base set (see ToolchainExtras in src/verifier/toolchain). */
+    extras?: { debs: Record<string, string>; wheels: Record<string, string> };
+  };
   /** A multi-step task's steps, in order; absent or empty for a single-step task. */
   steps?: TaskStep[];
   /** `[task].version` (schema 1.4), null when not given. */

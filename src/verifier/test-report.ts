@@ -133,6 +133,16 @@ export function splitSummaryLine(rest: string): { id: string; message: string | 
   return /\s/.test(rest) ? null : { id: rest, message: null };
 }
 
+/**
+ * One line of pytest's `-rA` summary as `parsePytestSummary` reads it: the writer's side of that
+ * grammar, so what termgrade asks a test.sh to print (synth's prompts) is what it parses. The id is
+ * `file::name` with no whitespace outside brackets; a failure's reason follows ` - `.
+ */
+export function summaryLine(status: 'PASSED' | 'FAILED', id: string, why?: string): string {
+  if (!splitSummaryLine(id)) throw new Error(`${id} is not a test id the summary parser reads (file::name)`);
+  return why === undefined ? `${status} ${id}` : `${status} ${id} - ${why}`;
+}
+
 /** A file pytest could not collect (an import error, say): `ERROR tests/test_x.py - ModuleNotFoundError: ...`. */
 const COLLECTION_ERROR_LINE = /^ERROR\s+(\S+\.py)(?:\s+-\s+(.*))?$/;
 

@@ -429,7 +429,7 @@ export class ImageBuilder {
       `image-${tag}`,
       async () => {
         if (await imageExists(this.docker, tag)) return done(true, '');
-        const context = await packEntries(toolchainContext());
+        const context = await packEntries(toolchainContext(task.verifierLayer?.extras));
         // The recipe installs packages: its own build timeout, not the task's.
         const recipeTask = {
           ...task,

@@ -2,7 +2,16 @@ import path from 'node:path';
 import type { Task } from '../../task/task.js';
 import { readTextIfThere } from '../../util/files.js';
 import { verifierNeeds, type NetworkCommand, type VerifierNeeds } from './needs.js';
-import { PROVIDED, toolchainLayer, toolchainTag } from './recipe.js';
+import {
+  debianPackageOf,
+  OFFLINE_FETCH_ENV,
+  PROVIDED,
+  toolchainLayer,
+  toolchainTag,
+  type ToolchainExtras,
+} from './recipe.js';
+import { readdir } from 'node:fs/promises';
+import { TermgradeError, errorMessage } from '../../util/errors.js';
 
 /**
  * How a task's verifier grades with no network:
@@ -17,7 +26,10 @@ export type VerifierPlan =
   | {
       kind: 'toolchain';
       commands: NetworkCommand[];
+      /** What stands in for each pinned requirement (`pandas==2.2.3 -> Debian python3-pandas`). */
       substituted: string[];
+      /** What the toolchain serves beyond its base set, for this task: Debian packages and the user's wheels. */
+      extras: ToolchainExtras;
       /**
        * Packages test.sh installs with apt beyond the uv installer's: the toolchain cannot install
        * them, so the tests pass offline only when the image already has them (the oracle decides).
@@ -33,8 +45,13 @@ const requirementName = (req: string): string =>
     .replace(/[-_.]+/g, '-')
     .toLowerCase();
 
-/** The toolchain's answer to what test.sh fetches. Pure. */
-export function planOf(needs: VerifierNeeds): VerifierPlan {
+/**
+ * The toolchain's answer to what test.sh fetches. Pure. A `-w` requirement the base set lacks is
+ * served from a wheel of the user's folder (`wheels`: requirement name -> file) when it has one,
+ * else from Debian's package of it (whether Debian has one is known once the toolchain is built:
+ * uvx then names it and the next step).
+ */
+export function planOf(needs: VerifierNeeds, wheels: Record<string, string> = {}): VerifierPlan {
   if (needs.commands.length === 0) return { kind: 'offline' };
   const unmet: string[] = [];
   for (const c of needs.commands) {
@@ -44,11 +61,24 @@ export function planOf(needs: VerifierNeeds): VerifierPlan {
     unmet.push(`line ${c.line}: its failure offline ends test.sh before it grades (set -e or || exit): ${c.command}`);
   for (const c of needs.otherUv) unmet.push(`line ${c.line}: only uvx ... pytest runs offline: ${c.command}`);
   const substituted: string[] = [];
+  const extras: ToolchainExtras = { debs: {}, wheels: {} };
   for (const run of needs.uvxPytest) {
+    if (run.python) substituted.push(`python ${run.python} -> Debian python3`);
     for (const req of run.with) {
-      if (!(requirementName(req) in PROVIDED))
-        unmet.push(`line ${run.line}: requirement ${req} is not in the offline toolchain`);
-      else if (/[<>=!~]/.test(req)) substituted.push(`${req} -> ${PROVIDED[requirementName(req)]}`);
+      const name = requirementName(req);
+      const pinned = /[<>=!~]/.test(req);
+      if (name in PROVIDED) {
+        if (pinned) substituted.push(`${req} -> ${PROVIDED[name]}`);
+      } else if (wheels[name]) {
+        extras.wheels[name] = wheels[name];
+        substituted.push(`${req} -> wheel ${path.basename(wheels[name])}`);
+      } else if (/^[a-z0-9][a-z0-9-]*$/.test(name) && !/[@:/]/.test(req)) {
+        extras.debs[name] = debianPackageOf(name);
+        substituted.push(`${req} -> Debian ${extras.debs[name]}`);
+      } else
+        unmet.push(
+          `line ${run.line}: requirement ${req} is neither a package name Debian could serve nor a wheel given`,
+        );
     }
     for (const f of run.unknownFlags) unmet.push(`line ${run.line}: uvx ${f} has no offline equivalent`);
   }
@@ -59,22 +89,46 @@ export function planOf(needs: VerifierNeeds): VerifierPlan {
   }
   if (needs.uvxPytest.length === 0) unmet.push('no uvx ... pytest run for the toolchain to serve');
   if (unmet.length) return { kind: 'needs-network', commands: needs.commands, unmet };
-  return { kind: 'toolchain', commands: needs.commands, substituted, aptPackages: needs.aptPackages };
+  return { kind: 'toolchain', commands: needs.commands, substituted, extras, aptPackages: needs.aptPackages };
 }
 
 /** The plan for a loaded task, from its tests/test.sh. */
-export async function verifierPlan(task: Task): Promise<VerifierPlan> {
+export async function verifierPlan(task: Task, options: { wheelsDir?: string } = {}): Promise<VerifierPlan> {
   const script = await readTextIfThere(path.join(task.testsDir, 'test.sh'));
   // Only a multi-step task may have none (each step brings its own): nothing to serve at the root.
   if (script === null) return { kind: 'offline' };
-  return planOf(verifierNeeds(script));
+  return planOf(verifierNeeds(script), options.wheelsDir ? await wheelsIn(options.wheelsDir) : {});
+}
+
+/**
+ * The wheels of a folder the user names, by requirement name (from the wheel's file name,
+ * `NAME-VERSION-...whl`). A folder that cannot be read is bad input.
+ */
+export async function wheelsIn(dir: string): Promise<Record<string, string>> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    throw new TermgradeError('bad_input', `--verifier-wheels ${dir}: ${errorMessage(err)}`);
+  }
+  const out: Record<string, string> = {};
+  for (const f of names.filter((n) => n.endsWith('.whl')).sort())
+    out[requirementName(f.split('-', 1)[0]!)] = path.resolve(dir, f);
+  if (Object.keys(out).length === 0)
+    throw new TermgradeError('bad_input', `--verifier-wheels ${dir}: no .whl file there`);
+  return out;
 }
 
 /** The task to grade offline: with the toolchain's layer when the plan uses it, else unchanged. */
 export function withVerifierToolchain(task: Task, plan: VerifierPlan): Task {
   if (plan.kind !== 'toolchain') return task;
-  const tag = toolchainTag();
-  return { ...task, verifierLayer: { lines: toolchainLayer(tag), toolchainImage: tag } };
+  const tag = toolchainTag(plan.extras);
+  const verifier = { ...task.config.verifier, env: { ...OFFLINE_FETCH_ENV, ...task.config.verifier.env } };
+  return {
+    ...task,
+    config: { ...task.config, verifier },
+    verifierLayer: { lines: toolchainLayer(tag), toolchainImage: tag, extras: plan.extras },
+  };
 }
 
 /** One line per fetching command, for a reason's details. */

@@ -29,16 +29,77 @@ export const PROVIDED: Readonly<Record<string, string>> = {
   pyyaml: 'python3-yaml',
 };
 
+/**
+ * The Debian package a Python requirement's name is packaged as (bookworm's naming: python3-NAME,
+ * with the exceptions where Debian names the import, not the distribution). Pure.
+ */
+export function debianPackageOf(name: string): string {
+  return DEBIAN_NAMES[name] ?? `python3-${name.replace(/^python-/, '')}`;
+}
+const DEBIAN_NAMES: Readonly<Record<string, string>> = {
+  pyyaml: 'python3-yaml',
+  beautifulsoup4: 'python3-bs4',
+  'scikit-learn': 'python3-sklearn',
+  pillow: 'python3-pil',
+  'opencv-python': 'python3-opencv',
+  'opencv-python-headless': 'python3-opencv',
+  pyzmq: 'python3-zmq',
+  attrs: 'python3-attr',
+  pyjwt: 'python3-jwt',
+  'python-dateutil': 'python3-dateutil',
+  'typing-extensions': 'python3-typing-extensions',
+  pycryptodome: 'python3-pycryptodome',
+  protobuf: 'python3-protobuf',
+  markdown: 'python3-markdown',
+  pygments: 'python3-pygments',
+  'psycopg2-binary': 'python3-psycopg2',
+};
+
+/**
+ * What a toolchain serves beyond the base set: Debian packages for requirements the base lacks
+ * (installed over the build network; one Debian lacks is recorded, not fatal), and wheels from a
+ * folder the user names. Each requirement name maps to what serves it.
+ */
+export interface ToolchainExtras {
+  /** Requirement name -> Debian package. */
+  debs: Record<string, string>;
+  /** Requirement name -> wheel file on the host. */
+  wheels: Record<string, string>;
+}
+
+const NO_EXTRAS: ToolchainExtras = { debs: {}, wheels: {} };
+
 const FILES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'files');
 const file = (name: string): string => readFileSync(path.join(FILES_DIR, name), 'utf8');
 
+/** The build stage's extra steps: Debian's packages (a missing one recorded), then the wheels unpacked. */
+function extraSteps(extras: ToolchainExtras): string[] {
+  const debs = [...new Set(Object.values(extras.debs))].sort();
+  const steps: string[] = [];
+  if (debs.length)
+    steps.push(
+      `RUN apt-get update && for p in ${debs.join(' ')}; do apt-get install -y --no-install-recommends "$p" || echo "$p" >> /tmp/debian-missing; done; rm -rf /var/lib/apt/lists/*`,
+    );
+  return steps;
+}
+
 /** The toolchain image's build context: a Dockerfile and the files it copies. */
-export function toolchainContext(): Array<{ path: string; content: string; mode?: number }> {
+export function toolchainContext(
+  extras: ToolchainExtras = NO_EXTRAS,
+): Array<{ path: string; content: string | Buffer; mode?: number }> {
   const debs = [...new Set(Object.values(PROVIDED).filter((p) => p.startsWith('python3-')))].sort();
   const root = `${TOOLCHAIN_PREFIX}/root`;
+  const wheels = Object.entries(extras.wheels).sort();
+  const served = [
+    ...Object.entries(PROVIDED),
+    ...Object.entries(extras.debs),
+    ...wheels.map(([name, f]) => [name, `wheel:${path.basename(f)}`]),
+  ].sort();
+  const allDebs = [...new Set(['python3', ...debs, ...Object.values(extras.debs)])].sort();
   const dockerfile = [
     `FROM ${TOOLCHAIN_BASE} AS build`,
     `RUN apt-get update && apt-get install -y --no-install-recommends python3 ${debs.join(' ')} && rm -rf /var/lib/apt/lists/*`,
+    ...extraSteps(extras),
     // The interpreter, its standard library and Debian's dist-packages, the loader and the shared
     // libraries, under one prefix: it runs there through its own loader, whatever the image holds.
     `RUN set -e; R=${root}; mkdir -p $R/usr/bin $R/usr/lib $R/lib64; ` +
@@ -50,6 +111,16 @@ export function toolchainContext(): Array<{ path: string; content: string; mode?
     `COPY uvx.sh ${TOOLCHAIN_PREFIX}/bin/uvx`,
     `COPY uv.sh ${TOOLCHAIN_PREFIX}/bin/uv`,
     `COPY uvx.py ctrf_report.py PROVIDED ${TOOLCHAIN_PREFIX}/lib/`,
+    `COPY apt-offline.conf wgetrc ${TOOLCHAIN_PREFIX}/etc/`,
+    ...(wheels.length
+      ? [
+          `COPY wheels/ /tmp/wheels/`,
+          `RUN mkdir -p ${TOOLCHAIN_PREFIX}/wheels && for w in /tmp/wheels/*.whl; do python3 -m zipfile -e "$w" ${TOOLCHAIN_PREFIX}/wheels/; done`,
+        ]
+      : []),
+    // What stood in, with Debian's versions, and what Debian lacked: uvx says both when it runs.
+    `RUN touch /tmp/debian-missing && cp /tmp/debian-missing ${TOOLCHAIN_PREFIX}/lib/DEBIAN-MISSING && ` +
+      `(dpkg-query -W -f '\${Package} \${Version}\\n' ${allDebs.join(' ')} 2>/dev/null || true) > ${TOOLCHAIN_PREFIX}/lib/VERSIONS`,
     `RUN chmod 755 ${TOOLCHAIN_PREFIX}/bin/* && ${TOOLCHAIN_PREFIX}/bin/python3 -c "import pytest, sys; sys.path.insert(0, '${TOOLCHAIN_PREFIX}/lib'); import ctrf_report, uvx; print('toolchain python', sys.version.split()[0], 'pytest', pytest.__version__)"`,
     'FROM scratch',
     `COPY --from=build ${TOOLCHAIN_PREFIX} ${TOOLCHAIN_PREFIX}`,
@@ -62,14 +133,22 @@ export function toolchainContext(): Array<{ path: string; content: string; mode?
     { path: 'uv.sh', content: file('uv.sh'), mode: 0o755 },
     { path: 'uvx.py', content: file('uvx.py') },
     { path: 'ctrf_report.py', content: file('ctrf_report.py') },
-    { path: 'PROVIDED', content: `${Object.keys(PROVIDED).sort().join('\n')}\n` },
+    // Requirement name and what serves it (a Debian package, or wheel:FILE), one a line.
+    { path: 'PROVIDED', content: `${served.map(([n, by]) => `${n} ${by}`).join('\n')}\n` },
+    // Fetchers fail at once with no network: apt's retries wait 1 + 2 + 4 s before it gives up.
+    {
+      path: 'apt-offline.conf',
+      content: 'Acquire::Retries "0";\nAcquire::http::Timeout "2";\nAcquire::https::Timeout "2";\n',
+    },
+    { path: 'wgetrc', content: 'tries = 1\ntimeout = 2\n' },
+    ...wheels.map(([, f]) => ({ path: `wheels/${path.basename(f)}`, content: readFileSync(f) })),
   ];
 }
 
-/** The toolchain image's tag: named by its recipe, so a changed recipe builds a new one. */
-export function toolchainTag(): string {
+/** The toolchain image's tag: named by its recipe (extras and wheels' content included), so a changed one builds anew. */
+export function toolchainTag(extras: ToolchainExtras = NO_EXTRAS): string {
   const h = createHash('sha256');
-  for (const f of toolchainContext()) h.update(`${f.path}\0${f.content}\0`);
+  for (const f of toolchainContext(extras)) h.update(`${f.path}\0`).update(f.content).update('\0');
   return `${TOOLCHAIN_REPO}:${h.digest('hex').slice(0, 16)}`;
 }
 
@@ -81,3 +160,17 @@ export function toolchainLayer(tag: string): string {
     `COPY --from=${tag} ${TOOLCHAIN_PREFIX}/bin/uv /usr/local/bin/uv`,
   ].join('\n');
 }
+
+/**
+ * The verifier's environment when it grades offline with the toolchain: the fetching lines test.sh
+ * keeps (apt-get, wget, pip, uv) give up at their first failure instead of retrying with backoff
+ * (TB2's template waited 7 s on apt-get update's retries alone). The task's own [verifier] env wins.
+ */
+export const OFFLINE_FETCH_ENV: Readonly<Record<string, string>> = {
+  APT_CONFIG: `${TOOLCHAIN_PREFIX}/etc/apt-offline.conf`,
+  WGETRC: `${TOOLCHAIN_PREFIX}/etc/wgetrc`,
+  PIP_RETRIES: '0',
+  PIP_TIMEOUT: '2',
+  UV_HTTP_RETRIES: '0',
+  UV_HTTP_TIMEOUT: '2',
+};

@@ -2,8 +2,10 @@
 
 Runs pytest from the toolchain (Debian's python3-pytest) with termgrade's CTRF plugin, in place
 of the pinned pytest uvx would download. Requirements (-w) must be ones the toolchain provides
-(PROVIDED, written at build time); any other, or a tool other than pytest, fails loudly with
-exit 2, naming it, so the grade never silently differs from what the task asked for.
+(PROVIDED, written at build time: Debian's packages, or wheels from a folder the user named); any
+other, one whose Debian package did not exist (DEBIAN-MISSING), or a tool other than pytest, fails
+loudly with exit 2, naming it and the next step, so the grade never silently differs from what the
+task asked for. What stood in for each requirement (with Debian's version) is said on stderr.
 """
 import os
 import re
@@ -24,9 +26,30 @@ def requirement_name(req):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+NEXT_STEP = (
+    "next step: put its wheel (and its dependencies' wheels) in a folder and check with "
+    "--verifier-wheels DIR, or check the task online with --network NAME (an isolated network, as run --network)"
+)
+
+
+def read_lines(name):
+    try:
+        with open(os.path.join(HERE, name)) as f:
+            return [line.strip() for line in f if line.strip()]
+    except OSError:
+        return []
+
+
+def say(message):
+    sys.stderr.write("termgrade offline verifier toolchain: %s\n" % message)
+
+
 def main(argv):
-    with open(os.path.join(HERE, "PROVIDED")) as f:
-        provided = {line.strip() for line in f if line.strip()}
+    # Requirement name -> what serves it: a Debian package, or wheel:FILE from the user's folder.
+    provided = dict((line.split(" ", 1) + [""])[:2] for line in read_lines("PROVIDED"))
+    debian_missing = set(read_lines("DEBIAN-MISSING"))
+    versions = dict((line.split(" ", 1) + [""])[:2] for line in read_lines("VERSIONS"))
+    python = None
     wanted = []
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
@@ -38,6 +61,8 @@ def main(argv):
                 i += 1
             if flag in ("-w", "--with"):
                 wanted.extend(v for v in value.split(",") if v.strip())
+            elif flag in ("-p", "--python"):
+                python = value
             elif flag not in HARMLESS:
                 fail("uvx option %s %s has no offline equivalent" % (flag, value))
         elif flag not in HARMLESS:
@@ -49,7 +74,25 @@ def main(argv):
         fail("only `uvx ... pytest ...` runs offline; asked for %r" % (argv[i] if i < len(argv) else ""))
     missing = [r for r in wanted if requirement_name(r) not in provided]
     if missing:
-        fail("requirement(s) %s are not in the toolchain (it provides %s)" % (", ".join(missing), ", ".join(sorted(provided))))
+        fail("requirement(s) %s are not in the toolchain (it provides %s); %s" % (", ".join(missing), ", ".join(sorted(provided)), NEXT_STEP))
+    lacking = [r for r in wanted if provided[requirement_name(r)] in debian_missing]
+    if lacking:
+        fail("requirement(s) %s: Debian has no package %s; %s" % (
+            ", ".join(lacking), ", ".join(provided[requirement_name(r)] for r in lacking), NEXT_STEP))
+    # What stands in for what was asked, said once per run (check reads these lines).
+    if python:
+        say("served python %s with Debian python3 %s" % (python, versions.get("python3", sys.version.split()[0])))
+    for r in wanted:
+        by = provided[requirement_name(r)]
+        if by.startswith("wheel:"):
+            say("served %s with %s" % (r, by))
+        elif by.startswith("python3-"):
+            say("served %s with Debian %s %s" % (r, by, versions.get(by, "?")))
+        else:
+            say("served %s with %s" % (r, by))
+    wheels = os.path.join(os.path.dirname(HERE), "wheels")
+    if os.path.isdir(wheels):
+        sys.path.insert(0, wheels)
     sys.path.insert(0, HERE)
     import pytest
     import ctrf_report

@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { CheckReportSchema } from '../src/check/schema.js';
+import { INHIBIT_IPV4 } from '../src/sandbox/docker/trial-network.js';
+import { ROOT, runCli, tempDir } from './helpers.js';
+
+const run = promisify(execFile);
+const TB2 = path.join(ROOT, 'test', 'fixtures', 'tb2');
+
+/** A copy of the TB2 template whose uvx asks for `req` and whose tests import `module`. */
+async function templateAsking(req: string, module: string): Promise<string> {
+  const dir = path.join(await tempDir('termgrade-tb2-'), `word-count-${module}`);
+  await cp(path.join(TB2, 'word-count'), dir, { recursive: true });
+  const sh = path.join(dir, 'tests', 'test.sh');
+  await writeFile(
+    sh,
+    (await readFile(sh, 'utf8')).replace(
+      '-w pytest-json-ctrf==0.3.5 \\',
+      `-w pytest-json-ctrf==0.3.5 \\\n  -w ${req} \\`,
+    ),
+  );
+  // Its own instruction: check compares the tasks it is given for duplicates.
+  await writeFile(
+    path.join(dir, 'instruction.md'),
+    `Count the words of /app/input.txt into /app/count.txt (${module} edition).\n`,
+  );
+  const py = path.join(dir, 'tests', 'test_outputs.py');
+  await writeFile(
+    py,
+    `${await readFile(py, 'utf8')}\n\ndef test_${module}_is_served():\n    import ${module}\n    assert ${module}.ANSWER == 42\n`,
+  );
+  return dir;
+}
+
+/** A pure-Python wheel, as pip would find it in a folder: NAME-VERSION-py3-none-any.whl. */
+async function makeWheel(dir: string, name: string): Promise<void> {
+  const script = `
+import zipfile, sys
+d, n = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(f"{d}/{n}-1.0-py3-none-any.whl", "w") as z:
+    z.writestr(f"{n}/__init__.py", "ANSWER = 42\\n")
+    z.writestr(f"{n}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\\nName: {n}\\nVersion: 1.0\\n")
+    z.writestr(f"{n}-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr(f"{n}-1.0.dist-info/RECORD", "")
+`;
+  await run('python3', ['-c', script, dir, name]);
+}
+
+describe('TB2 offline with a way forward (the real binary, real Docker)', () => {
+  it("serves what the toolchain lacks from Debian's package or a wheel folder, names the substitutions and the probes not run, and names the next step for what Debian lacks", async () => {
+    const wheels = await tempDir('termgrade-wheels-');
+    await makeWheel(wheels, 'tgdemo');
+    const wheelTask = await templateAsking('tgdemo==1.0', 'tgdemo');
+    const out = await tempDir('termgrade-tb2-check-');
+    const r = await runCli([
+      'check',
+      path.join(TB2, 'word-count-httpx'),
+      path.join(TB2, 'word-count-mteb'),
+      wheelTask,
+      '-r',
+      '1',
+      '--probes',
+      'fast',
+      '--verifier-wheels',
+      wheels,
+      '--out',
+      out,
+    ]);
+    assert.equal(r.status, 1, r.stderr);
+    const text = r.stdout;
+    // httpx: Debian's python3-httpx stood in for 0.28.1, with its version, and the tests importing it passed.
+    assert.match(text, /^ok {3}word-count-httpx {2}\(3 tests/m);
+    assert.match(
+      text,
+      /substituted: python 3\.13 -> Debian python3 3\.11[^;]*; pytest==8\.4\.1 -> Debian python3-pytest 7\.2[^;]*; pytest-json-ctrf==0\.3\.5 -> \(termgrade ctrf_report plugin\); httpx==0\.28\.1 -> Debian python3-httpx 0\.2\d/,
+    );
+    assert.match(text, /probes not run: weak_tests, reward_hackable: --probes fast \(--probes all runs them\)/);
+    // The wheel folder served tgdemo.
+    assert.match(text, /^ok {3}word-count-tgdemo {2}\(3 tests/m);
+    assert.match(text, /tgdemo==1\.0 -> wheel:tgdemo-1\.0-py3-none-any\.whl/);
+    // mteb: Debian has none; the reason and the next step.
+    assert.match(text, /^FAIL word-count-mteb \[verifier_needs_network\]/m);
+    assert.match(
+      text,
+      /Debian has no package python3-mteb; next step: put its wheel .* --verifier-wheels DIR, or check the task online with --network NAME/,
+    );
+    assert.match(
+      text,
+      /probes not run: reward_forgeable, solution_leaked, verifier_nondeterministic: the oracle and do-nothing runs already rejected the task/,
+    );
+  });
+
+  describe('a task that truly needs the network, checked online', () => {
+    const net = `tg-check-net-${process.pid}`;
+    before(async () => {
+      await run('docker', [
+        'network',
+        'create',
+        '--internal',
+        '--subnet',
+        '100.64.93.0/24',
+        '-o',
+        `${INHIBIT_IPV4}=true`,
+        net,
+      ]);
+    });
+    after(async () => {
+      await run('docker', ['network', 'rm', net]).catch(() => undefined);
+    });
+
+    it('runs its trials on the isolated network NAME with no toolchain (run --network rules), and refuses a network that is not isolated', async () => {
+      const refused = await runCli(['check', path.join(TB2, 'word-count-mteb'), '--network', 'host']);
+      assert.equal(refused.status, 2, refused.stderr);
+      assert.match(refused.stderr, /network "host" is not an isolated network/);
+      const r = await runCli(['check', path.join(TB2, 'word-count-mteb'), '--network', net, '-r', '1', '--json']);
+      const report = CheckReportSchema.parse(JSON.parse(r.stdout));
+      const t = report.tasks[0]!;
+      assert.ok(
+        t.details.some((d) => d === `verifier: checked online on network ${net}: test.sh fetches its own tools`),
+        t.details.join('\n'),
+      );
+      // This machine's isolated network has no way out: apt-get itself failed on it (not the toolchain).
+      assert.deepEqual(t.reasons, ['verifier_needs_network'], t.details.join('\n'));
+      assert.ok(!t.details.join('\n').includes('offline verifier toolchain'), t.details.join('\n'));
+      assert.deepEqual(t.substitutions, []);
+    });
+  });
+});
