@@ -11,7 +11,10 @@ import { docker, trivialTask } from './helpers.js';
 async function stderrOf(fn: () => Promise<void>): Promise<string> {
   const write = process.stderr.write.bind(process.stderr);
   let seen = '';
-  process.stderr.write = ((chunk: string | Uint8Array) => ((seen += String(chunk)), true)) as typeof process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => (
+    (seen += String(chunk)),
+    true
+  )) as typeof process.stderr.write;
   try {
     await fn();
   } finally {
@@ -49,7 +52,7 @@ describe('a passing engine fault is not remembered as an answer', () => {
     }
   });
 
-  it("a disk-use reading that fails is logged with its cause, not dropped; the watch never aborts for it", async () => {
+  it('a disk-use reading that fails is logged with its cause, not dropped; the watch never aborts for it', async () => {
     let calls = 0;
     const box = {
       diskUsage: async () => {
@@ -64,7 +67,11 @@ describe('a passing engine fault is not remembered as an answer', () => {
       watch.stop();
     });
     assert.match(said, /could not read a sandbox's disk use.*failures=1 cause="inspect size timed out"/);
-    assert.equal(said.match(/could not read a sandbox's disk use/g)?.length, 1, 'a run of failures is said once, then every twelfth');
+    assert.equal(
+      said.match(/could not read a sandbox's disk use/g)?.length,
+      1,
+      'a run of failures is said once, then every twelfth',
+    );
     assert.equal(watch!.over(), false);
   });
 });

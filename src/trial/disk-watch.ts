@@ -48,10 +48,13 @@ export function watchDisk(sandbox: Sandbox, limitMb: number, everyMs = 5000): Di
           // The limit is still held at the end of the turn (the copy measures the layer first), but
           // meanwhile the agent could fill the host's disk: an operator must hear of it.
           if (failures++ % 12 === 0)
-            log.warn("could not read a sandbox's disk use; its disk limit is held only when its turn ends until this passes", {
-              failures,
-              cause: causeOf(err),
-            });
+            log.warn(
+              "could not read a sandbox's disk use; its disk limit is held only when its turn ends until this passes",
+              {
+                failures,
+                cause: causeOf(err),
+              },
+            );
         },
       )
       .finally(() => {

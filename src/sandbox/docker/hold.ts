@@ -138,7 +138,12 @@ export async function holdFrozen(place: HoldPlace, reserved: number[]): Promise<
     const wanted = new Set(reserved);
     // A socket no process holds (inode 0: TIME_WAIT, say) takes no port from the tests.
     const squatted = [...new Set(sockets.filter((s) => s.inode !== '0' && wanted.has(s.port)).map((s) => s.port))];
-    const hold = { held, services, squatted: squatted.sort((a, b) => a - b), release: releaser(containerId, files, child) };
+    const hold = {
+      held,
+      services,
+      squatted: squatted.sort((a, b) => a - b),
+      release: releaser(containerId, files, child),
+    };
     active.set(containerId, hold);
     return hold;
   } catch (err) {

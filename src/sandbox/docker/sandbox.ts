@@ -346,8 +346,7 @@ export class DockerSandbox implements Sandbox {
       dropHelper: () => this.dropHelper(),
     };
     const layers = await this.upperLayers();
-    if (layers)
-      return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options);
+    if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options);
     return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options);
   }
 
