@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { exportHarborJobs } from '../src/harbor/export-job.js';
 import { harborConfigToSpec, isHarborJobConfig } from '../src/harbor/job-config.js';
-import { importHarbor } from '../src/job/import-harbor.js';
+import { importHarbor } from '../src/harbor/import-job.js';
 import { openJob } from '../src/job/job.js';
 import { runJob } from '../src/job/run-job.js';
 import { FakeProvider } from './support/fake-provider.js';

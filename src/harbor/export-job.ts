@@ -1,4 +1,4 @@
-import { cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseEnvFile } from '../agent/env.js';
 import { jobDbOf } from '../job/job.js';
@@ -9,18 +9,27 @@ import { TrialResultSchema, type TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
 import { exists, readTextIfThere } from '../util/files.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
-import { harborJobConfig, harborJobResult, harborTrialResult, uuidOf, type TrialInput } from './layout.js';
+import {
+  harborJobConfig,
+  harborJobResult,
+  harborTrialResult,
+  importedJobConfig,
+  ORIGINALS,
+  rolloutDetailsOf,
+  uuidOf,
+  type JobContext,
+  type TrialInput,
+} from './layout.js';
 import {
   HarborJobConfigSchema,
   HarborJobResultSchema,
-  HarborTrialConfigSchema,
   HarborTrialResultSchema,
   type HarborTrialResult,
 } from './schema.js';
 
 const VERSION = '0.1.0';
-/** What a trial folder holds that Harbor's layout has too: copied as they are. */
-const COPIED = ['agent', 'verifier', 'artifacts'];
+/** What a trial folder holds that is not copied to the export: its record (written anew) and the import's originals. */
+const SKIPPED = new Set(['result.json', 'config.json', ORIGINALS]);
 
 /** A name usable as one folder name: Harbor's trial names are task__id; ours may hold ':' or '/' (imports). */
 const folderName = (s: string): string => s.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200) || 'trial';
@@ -41,14 +50,10 @@ async function secretScrub(spec: JobSpec): Promise<Scrub> {
   return makeScrub(secrets);
 }
 
-function storedSpecOf(store: JobStore, source: string): JobSpec {
+/** The job's spec; null for an imported job (it ran elsewhere: its config is what its trials show). */
+function storedSpecOf(store: JobStore, source: string): JobSpec | null {
   const raw = store.getMeta('spec');
-  if (!raw)
-    throw new TermgradeError(
-      'bad_input',
-      `${source}: the job has no stored spec (an import?); the Harbor layout is written for jobs termgrade ran`,
-    );
-  return parseSpec(JSON.parse(raw), `${source}/job.db`);
+  return raw ? parseSpec(JSON.parse(raw), `${source}/job.db`) : null;
 }
 
 async function readResult(row: TrialRow): Promise<TrialResult | null> {
@@ -64,14 +69,74 @@ async function readResult(row: TrialRow): Promise<TrialResult | null> {
   return parsed.data;
 }
 
+/** A JSON file Harbor wrote, kept by the import (ORIGINALS); null when there is none. */
+async function readOriginal(dir: string | null, name: string): Promise<Record<string, any> | null> {
+  const text = dir ? await readTextIfThere(path.join(dir, ORIGINALS, name)) : null;
+  return text ? (JSON.parse(text) as Record<string, any>) : null;
+}
+
 const json = (v: unknown): string => `${JSON.stringify(v, null, 2)}\n`;
+
+/**
+ * The folder to write the job into. One that holds something is refused, unless `replace` is set
+ * and it is this job's own earlier export (its result.json has this job's id): `run` rewrites its
+ * Harbor folder as trials finish and on every resume.
+ */
+async function claimJobDir(jobDir: string, jobUuid: string, replace: boolean): Promise<void> {
+  if ((await exists(jobDir)) && (await readdir(jobDir)).length) {
+    const was = await readTextIfThere(path.join(jobDir, 'result.json'));
+    const ours = was !== null && (JSON.parse(was) as { id?: string }).id === jobUuid;
+    if (!replace || !ours)
+      throw new TermgradeError(
+        'bad_input',
+        `${jobDir} already exists and is not ${replace ? "this job's Harbor folder" : 'empty'}; export into another --out folder`,
+      );
+    await rm(jobDir, { recursive: true, force: true });
+  }
+  await mkdir(jobDir, { recursive: true });
+}
+
+/** Copies a trial's logs: every file and folder of its trial folder but the record and the import's originals. */
+async function copyTrialFiles(from: string | null, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  if (!from || !(await stat(from).catch(() => null))?.isDirectory()) return;
+  for (const name of await readdir(from))
+    if (!SKIPPED.has(name)) await cp(path.join(from, name), path.join(to, name), { recursive: true });
+}
+
+/**
+ * One trial as Harbor's TrialResult. A trial imported from Harbor is its original record with the
+ * new location (trial_uri, trials_dir): nothing termgrade read from it is lost. Any other is made
+ * from the store's row and the trial's own record, with its token ids from the trajectory.
+ */
+async function trialOf(input: Omit<TrialInput, 'rollout'>, job: JobContext, scrub: Scrub): Promise<HarborTrialResult> {
+  const original = await readOriginal(input.row.trial_dir, 'result.json');
+  if (original) {
+    const config = { ...(original.config ?? {}), trials_dir: `${job.jobsDir}/${job.name}` };
+    return {
+      ...original,
+      trial_name: input.trialName,
+      trial_uri: `file://${input.trialDir}`,
+      config,
+    } as HarborTrialResult;
+  }
+  const trajectory = input.row.trial_dir
+    ? await readTextIfThere(path.join(input.row.trial_dir, 'agent', 'trajectory.json'))
+    : null;
+  const rollout = trajectory ? rolloutDetailsOf(JSON.parse(trajectory)) : null;
+  return scrubValue(HarborTrialResultSchema.parse(harborTrialResult({ ...input, rollout }, job)), scrub);
+}
 
 /**
  * Writes one termgrade job folder as Harbor's job folder, DIR/<job name>/: config.json (JobConfig),
  * result.json (JobResult), and per trial <trial name>/ with result.json (TrialResult), config.json
- * (TrialConfig), exception.txt when it failed, and the trial's agent/, verifier/ and artifacts/.
+ * (TrialConfig), exception.txt when it failed, and every log of the trial (agent/, verifier/, ...).
  */
-async function exportOne(source: string, outDir: string): Promise<{ name: string; dir: string; trials: number }> {
+async function exportOne(
+  source: string,
+  outDir: string,
+  replace: boolean,
+): Promise<{ name: string; dir: string; trials: number }> {
   if (!(await exists(jobDbOf(source))))
     throw new TermgradeError(
       'bad_input',
@@ -80,64 +145,60 @@ async function exportOne(source: string, outDir: string): Promise<{ name: string
   const store = JobStore.open(jobDbOf(source), { readonly: true });
   try {
     const spec = storedSpecOf(store, source);
-    const jobDir = path.join(outDir, spec.name);
-    if ((await exists(jobDir)) && (await readdir(jobDir)).length)
-      throw new TermgradeError(
-        'bad_input',
-        `${jobDir} already exists and is not empty; export into another --out folder`,
-      );
-    await mkdir(jobDir, { recursive: true });
-    const scrub = await secretScrub(spec);
-    const jobUuid = uuidOf(store.jobId());
-    const job = { spec, jobUuid, jobsDir: outDir, version: VERSION };
-    const datasets = new Set(spec.tasks.paths.map((p) => path.resolve(p)));
+    const name = spec?.name ?? path.basename(source);
+    const jobDir = path.join(outDir, name);
+    const originalJob = await readOriginal(source, 'result.json');
+    const originalConfig = await readOriginal(source, 'config.json');
+    const jobUuid = typeof originalJob?.id === 'string' ? originalJob.id : uuidOf(store.jobId());
+    await claimJobDir(jobDir, jobUuid, replace);
+    const scrub = spec ? await secretScrub(spec) : makeScrub([]);
+    const job: JobContext = { name, spec, jobUuid, jobsDir: outDir, version: VERSION };
+    const datasets = new Set((spec?.tasks.paths ?? []).map((p) => path.resolve(p)));
     const taskFolders = new Set<string>();
-    for (const p of spec.tasks.paths) if (await exists(path.join(p, 'task.toml'))) taskFolders.add(p);
+    for (const p of spec?.tasks.paths ?? []) if (await exists(path.join(p, 'task.toml'))) taskFolders.add(p);
 
     const rows = [...store.listTrials()];
     const notRun = rows.filter((r) => r.status === 'not_run').length;
     const trials: HarborTrialResult[] = [];
     const primary = new Map<string, number | null>();
     const used = new Set<string>();
+    const taskPaths: string[] = [];
     for (const row of rows) {
       if (row.status === 'not_run') continue;
-      let trialName = folderName(row.trial_id);
-      for (let i = 2; used.has(trialName); i++) trialName = `${folderName(row.trial_id)}-${i}`;
+      const original = await readOriginal(row.trial_dir, 'result.json');
+      const base = folderName(typeof original?.trial_name === 'string' ? original.trial_name : row.trial_id);
+      let trialName = base;
+      for (let i = 2; used.has(trialName); i++) trialName = `${base}-${i}`;
       used.add(trialName);
       const result = await readResult(row);
+      if (result?.task.path) taskPaths.push(result.task.path);
       const taskParent = result?.task.path ? path.dirname(path.resolve(result.task.path)) : null;
-      const input: TrialInput = {
-        row,
-        result,
-        trialName,
-        trialDir: path.join(jobDir, trialName),
-        source: taskParent && datasets.has(taskParent) ? path.basename(taskParent) : null,
-      };
-      const trial = scrubValue(HarborTrialResultSchema.parse(harborTrialResult(input, job)), scrub);
-      await mkdir(input.trialDir, { recursive: true });
-      for (const sub of COPIED) {
-        const from = row.trial_dir ? path.join(row.trial_dir, sub) : null;
-        if (from && (await stat(from).catch(() => null))?.isDirectory())
-          await cp(from, path.join(input.trialDir, sub), { recursive: true });
-      }
-      await writeFile(path.join(input.trialDir, 'config.json'), json(HarborTrialConfigSchema.parse(trial.config)));
-      if (trial.exception_info)
+      const trialDir = path.join(jobDir, trialName);
+      const source_ = taskParent && datasets.has(taskParent) ? path.basename(taskParent) : null;
+      const trial = await trialOf({ row, result, trialName, trialDir, source: source_ }, job, scrub);
+      await copyTrialFiles(row.trial_dir, trialDir);
+      await writeFile(path.join(trialDir, 'config.json'), json(trial.config));
+      if (trial.exception_info && !(await exists(path.join(trialDir, 'exception.txt'))))
         await writeFile(
-          path.join(input.trialDir, 'exception.txt'),
+          path.join(trialDir, 'exception.txt'),
           `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`,
         );
-      await writeFile(path.join(input.trialDir, 'result.json'), json(trial));
+      await writeFile(path.join(trialDir, 'result.json'), json(trial));
       trials.push(trial);
       primary.set(trialName, row.reward);
     }
     const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
-    const config = scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, outDir, taskFolders)), scrub);
+    const config = spec
+      ? scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, outDir, taskFolders)), scrub)
+      : originalConfig
+        ? { ...originalConfig, job_name: name, jobs_dir: outDir }
+        : HarborJobConfigSchema.parse(importedJobConfig(name, outDir, rows, taskPaths));
     await writeFile(path.join(jobDir, 'config.json'), json(config));
     const result = HarborJobResultSchema.parse(
       harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() }),
     );
     await writeFile(path.join(jobDir, 'result.json'), json(result));
-    return { name: spec.name, dir: jobDir, trials: trials.length };
+    return { name, dir: jobDir, trials: trials.length };
   } finally {
     store.close();
   }
@@ -147,10 +208,11 @@ async function exportOne(source: string, outDir: string): Promise<{ name: string
 export async function exportHarborJobs(
   sources: string[],
   outDir: string,
+  options: { replace?: boolean } = {},
 ): Promise<Array<{ name: string; dir: string; trials: number }>> {
   const out = path.resolve(outDir);
   const done: Array<{ name: string; dir: string; trials: number }> = [];
-  for (const source of sources) done.push(await exportOne(path.resolve(source), out));
+  for (const source of sources) done.push(await exportOne(path.resolve(source), out, options.replace ?? false));
   return done;
 }
 

@@ -359,11 +359,14 @@ export class JobStore {
     return new Map(rows.map((r) => [`${r.config}\u0000${r.task}`, r.next]));
   }
 
-  /** The checksum each task had when its trials were recorded (for refusing changed tasks). */
+  /**
+   * The checksum each task had when its trials were recorded (for refusing changed tasks). Imported
+   * trials keep the checksum Harbor recorded, which another harness computes its own way: not compared.
+   */
   taskChecksums(): Map<string, string> {
     const rows = this.db
       .prepare(
-        "SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run'",
+        "SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run' AND source != 'harbor'",
       )
       .all() as Array<{ task: string; task_checksum: string }>;
     return new Map(rows.map((r) => [r.task, r.task_checksum]));
