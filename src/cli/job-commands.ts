@@ -29,7 +29,8 @@ import { pct, table, wasteLines } from './table.js';
 import { configStats } from '../report/aggregate.js';
 import { loadRecords } from '../records/load.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
-import { readHarborRunFile } from './harbor-run.js';
+import { harborJobsDirOf, readHarborRunFile } from './harbor-run.js';
+import { exportHarborJobs } from '../harbor/export-job.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -75,8 +76,9 @@ export interface RunFlags {
   skipInvalid?: boolean;
   engine?: string[];
   buildNetwork?: string;
-  /** --jobs-dir was not given: a Harbor config's jobs_dir applies. */
-  jobsDirIsDefault?: boolean;
+  /** `harbor`: also keep Harbor's job folder (see harborJobsDirOf); `termgrade`: not. */
+  format?: string;
+  harborJobsDir?: string;
 }
 
 /** `--retry errors` or `--retry cls1,cls2`: validated against the known error classes. */
@@ -167,7 +169,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
       `${flag}: agent settings come from ${file ? `the job file ${file}` : `the stored job "${f.job}"`}; edit ${file ? 'it' : 'a job file'} instead (flags would leave them silently unused)`,
     );
   }
-  if (file) spec = (await readHarborRunFile(file, f)) ?? (await readJobFile(file));
+  if (file) spec = (await readHarborRunFile(file)) ?? (await readJobFile(file));
   else if (!fromFlags) spec = storedSpec(f.jobsDir, f.job!);
   else {
     if (!f.tasks?.length)
@@ -219,6 +221,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
   if (f.forceBuild) spec.forceBuild = true;
   const engines = enginesFromFlags(f.engine);
   if (engines) spec.engines = engines;
+  spec.harborJobsDir = harborJobsDirOf(spec, f);
   const env = Object.fromEntries((f.agentEnv ?? []).map(parseEnvAssignment));
   for (const a of spec.agents) {
     a.env = { ...a.env, ...env };
@@ -366,6 +369,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);
+    if (job.spec.harborJobsDir) await writeHarborFolder(job.jobDir, job.spec.harborJobsDir, flags);
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
     return summary.notRun > 0 ? EXIT.rejected : EXIT.ok;
@@ -381,6 +385,18 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     await job.close();
     signals.dispose();
   }
+}
+
+/**
+ * Rewrites the job's Harbor job folder (the spec's harborJobsDir) from its store, and says where.
+ * A folder there that is not this job's earlier one is refused (exit 2), the store kept.
+ */
+async function writeHarborFolder(jobDir: string, harborJobsDir: string, flags: RunFlags): Promise<void> {
+  const [written] = await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
+  if (written && !flags.quiet && !flags.jsonl)
+    process.stdout.write(
+      `harbor job folder: ${written.dir} (${written.trials} trials; harbor view ${harborJobsDir})\n`,
+    );
 }
 
 /**

@@ -89,7 +89,7 @@ async function claimJobDir(jobDir: string, jobUuid: string, replace: boolean): P
     if (!replace || !ours)
       throw new TermgradeError(
         'bad_input',
-        `${jobDir} already exists and is not ${replace ? "this job's Harbor folder" : 'empty'}; export into another --out folder`,
+        `${jobDir} already exists and is not ${replace ? "this job's Harbor folder" : 'empty'}; choose another folder (${replace ? '--harbor-jobs-dir' : '--out'})`,
       );
     await rm(jobDir, { recursive: true, force: true });
   }
@@ -194,9 +194,15 @@ async function exportOne(
         ? { ...originalConfig, job_name: name, jobs_dir: outDir }
         : HarborJobConfigSchema.parse(importedJobConfig(name, outDir, rows, taskPaths));
     await writeFile(path.join(jobDir, 'config.json'), json(config));
-    const result = HarborJobResultSchema.parse(
-      harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() }),
-    );
+    const made = harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() });
+    // An imported job's start and end are the Harbor job's own (its trials do not say when it began).
+    const when = (s: unknown): string | null =>
+      typeof s === 'string' && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
+    const result = HarborJobResultSchema.parse({
+      ...made,
+      started_at: when(originalJob?.started_at) ?? made.started_at,
+      finished_at: originalJob ? when(originalJob.finished_at) : made.finished_at,
+    });
     await writeFile(path.join(jobDir, 'result.json'), json(result));
     return { name, dir: jobDir, trials: trials.length };
   } finally {

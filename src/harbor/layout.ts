@@ -441,6 +441,7 @@ export function harborJobResult(
   primary: Map<string, number | null>,
   extra: { notRun: number; retries: number; now: string },
 ): HarborJobResult {
+  // A trial imported from Harbor is its original record, where Harbor allows null agent_result and rewards.
   const evals: HarborJobResult['stats']['evals'] = {};
   const groups = new Map<string, HarborTrialResult[]>();
   for (const t of trials) {
@@ -453,7 +454,7 @@ export function harborJobResult(
     const graded: number[] = [];
     for (const t of group) {
       if (t.verifier_result) {
-        for (const [name, value] of Object.entries(t.verifier_result.rewards))
+        for (const [name, value] of Object.entries(t.verifier_result.rewards ?? {}))
           ((rewardStats[name] ??= {})[rewardKey(value)] ??= []).push(t.trial_name);
         const p = primary.get(t.trial_name);
         if (p !== null && p !== undefined) graded.push(p);
@@ -471,12 +472,13 @@ export function harborJobResult(
     };
   }
   const errored = trials.filter((t) => t.exception_info).length;
+  // Harbor writes naive local times (datetime.now()); the job's are written with their offset.
   const starts = trials
-    .map((t) => t.started_at)
+    .map((t) => isoOrNull(t.started_at))
     .filter((s): s is string => !!s)
     .sort();
   const ends = trials
-    .map((t) => t.finished_at)
+    .map((t) => isoOrNull(t.finished_at))
     .filter((s): s is string => !!s)
     .sort();
   return {
@@ -495,10 +497,10 @@ export function harborJobResult(
       n_cancelled_trials: trials.filter((t) => t.exception_info?.exception_type === 'CancelledError').length,
       n_retries: extra.retries,
       evals,
-      n_input_tokens: sum(trials.map((t) => t.agent_result.n_input_tokens)),
-      n_cache_tokens: sum(trials.map((t) => t.agent_result.n_cache_tokens)),
-      n_output_tokens: sum(trials.map((t) => t.agent_result.n_output_tokens)),
-      cost_usd: sum(trials.map((t) => t.agent_result.cost_usd)),
+      n_input_tokens: sum(trials.map((t) => t.agent_result?.n_input_tokens ?? null)),
+      n_cache_tokens: sum(trials.map((t) => t.agent_result?.n_cache_tokens ?? null)),
+      n_output_tokens: sum(trials.map((t) => t.agent_result?.n_output_tokens ?? null)),
+      cost_usd: sum(trials.map((t) => t.agent_result?.cost_usd ?? null)),
     },
     trial_results: [],
   };
