@@ -56,10 +56,15 @@ function storedSpecOf(store: JobStore, source: string): JobSpec | null {
   return raw ? parseSpec(JSON.parse(raw), `${source}/job.db`) : null;
 }
 
+/** A trial folder whose result.json is Harbor's own: a job imported by a version that did not copy trials. */
+const isHarborRecord = (v: Record<string, any>): boolean => v.schemaVersion === undefined && 'trial_name' in v;
+
 async function readResult(row: TrialRow): Promise<TrialResult | null> {
   const text = row.trial_dir ? await readTextIfThere(path.join(row.trial_dir, 'result.json')) : null;
   if (!text) return null;
-  const parsed = TrialResultSchema.safeParse(JSON.parse(text));
+  const raw = JSON.parse(text) as Record<string, any>;
+  if (isHarborRecord(raw)) return null;
+  const parsed = TrialResultSchema.safeParse(raw);
   // A record this version cannot read whole is a failure to say, not a trial to half-export.
   if (!parsed.success)
     throw new TermgradeError(
@@ -73,6 +78,15 @@ async function readResult(row: TrialRow): Promise<TrialResult | null> {
 async function readOriginal(dir: string | null, name: string): Promise<Record<string, any> | null> {
   const text = dir ? await readTextIfThere(path.join(dir, ORIGINALS, name)) : null;
   return text ? (JSON.parse(text) as Record<string, any>) : null;
+}
+
+/** An imported trial's Harbor record: the one the import kept, or the folder's own when it is Harbor's. */
+async function harborOriginalOf(trialDir: string | null): Promise<Record<string, any> | null> {
+  const kept = await readOriginal(trialDir, 'result.json');
+  if (kept || !trialDir) return kept;
+  const text = await readTextIfThere(path.join(trialDir, 'result.json'));
+  const raw = text ? (JSON.parse(text) as Record<string, any>) : null;
+  return raw && isHarborRecord(raw) ? raw : null;
 }
 
 const json = (v: unknown): string => `${JSON.stringify(v, null, 2)}\n`;
@@ -110,7 +124,7 @@ async function copyTrialFiles(from: string | null, to: string): Promise<void> {
  * from the store's row and the trial's own record, with its token ids from the trajectory.
  */
 async function trialOf(input: Omit<TrialInput, 'rollout'>, job: JobContext, scrub: Scrub): Promise<HarborTrialResult> {
-  const original = await readOriginal(input.row.trial_dir, 'result.json');
+  const original = await harborOriginalOf(input.row.trial_dir);
   if (original) {
     const config = { ...(original.config ?? {}), trials_dir: `${job.jobsDir}/${job.name}` };
     return {
@@ -165,7 +179,7 @@ async function exportOne(
     const taskPaths: string[] = [];
     for (const row of rows) {
       if (row.status === 'not_run') continue;
-      const original = await readOriginal(row.trial_dir, 'result.json');
+      const original = await harborOriginalOf(row.trial_dir);
       const base = folderName(typeof original?.trial_name === 'string' ? original.trial_name : row.trial_id);
       let trialName = base;
       for (let i = 2; used.has(trialName); i++) trialName = `${base}-${i}`;
