@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { JobStore } from '../src/store/store.js';
-import { EXAMPLES, ROOT, runCli, tempDir } from './helpers.js';
-import { readHarborJobFolder } from './support/harbor-models.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { CLI, EXAMPLES, ROOT, runCli, tempDir } from './helpers.js';
+import { readHarborJobFolder, TrialResult } from './support/harbor-models.js';
 import { assertSameHarborFolders, assertSameTrials, readJson } from './support/harbor-roundtrip.js';
 
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'harbor', 'job-folder');
@@ -163,5 +166,40 @@ describe('Harbor both ways, through the real binary', () => {
         ?.rollout_details,
     );
     await assertSameHarborFolders(FIXTURE, path.join(cwd, 'again', 'pub'), 'harbor-stats');
+  });
+
+  it("writes each trial's Harbor folder as the trial is recorded, before the run ends; a new job refuses a Harbor folder that is not its own", async () => {
+    const cwd = await tempDir();
+    await symlink(EXAMPLES, path.join(cwd, 'tasks'));
+    await mkdir(path.join(cwd, 'taken', 'inc'), { recursive: true });
+    await writeFile(path.join(cwd, 'taken', 'inc', 'notes.txt'), 'mine\n');
+    const args = ['run', '--name', 'inc', '--tasks', 'tasks', '--agent', 'oracle', '-k', '3', '-c', '1'];
+    const refused = await runCli([...args, '--harbor-jobs-dir', 'taken', '--task', 'csv-summary'], { cwd });
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /taken\/inc already exists and is not this job's Harbor folder/);
+    assert.equal(existsSync(path.join(cwd, '.termgrade', 'jobs', 'inc')), false, 'no job left behind');
+
+    // One trial at a time: when the first trial is recorded, its Harbor folder is there while the rest run.
+    const child = spawn(process.execPath, [CLI, ...args, '--format', 'harbor', '--jsonl', '--task', 'csv-summary'], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const done: string[] = [];
+    let seenMidRun: string[] | null = null;
+    for await (const line of createInterface({ input: child.stdout })) {
+      const e = JSON.parse(line) as { type: string; trialId?: string };
+      if (e.type !== 'trial-done') continue;
+      done.push(e.trialId!);
+      if (done.length === 2 && !seenMidRun) {
+        // The second trial is recorded: the first one's folder was written before it (one writer, in order).
+        const folder = path.join(cwd, 'jobs', 'inc', done[0]!);
+        TrialResult.parse(await readJson(path.join(folder, 'result.json')));
+        seenMidRun = [done[0]!];
+      }
+    }
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(code, 0);
+    assert.deepEqual(seenMidRun, [done[0]]);
+    assert.equal((await readHarborJobFolder(path.join(cwd, 'jobs', 'inc'))).trials.length, 3);
   });
 });

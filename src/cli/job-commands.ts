@@ -1,5 +1,6 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
 import type { Task } from '../task/task.js';
@@ -30,7 +31,8 @@ import { configStats } from '../report/aggregate.js';
 import { loadRecords } from '../records/load.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { harborJobsDirOf, readHarborRunFile } from './harbor-run.js';
-import { exportHarborJobs } from '../harbor/export-job.js';
+import { exportHarborJobs, exportHarborTrial } from '../harbor/export-job.js';
+import type { JobEvent } from '../job/events.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -346,6 +348,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     );
   }
 
+  await refuseForeignHarborFolder(spec, flags.jobsDir);
   const admission = admissionStore({ admissionDir: flags.admissionDir, near: [flags.jobsDir] });
   await announceAdmission(admission, resolved.tasks, log);
   const job = await openJob(spec, flags.jobsDir, resolved, flags.faultStoreWriteDelayMs ?? 0);
@@ -356,6 +359,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   // --skip-invalid: what was left out is said before the run (even with --quiet), and is an event.
   if (skipped.length) announceSkipped(skipped, flags.jsonl, progress.onEvent);
   try {
+    const harbor = harborFolderKeeper(job.jobDir, job.spec.harborJobsDir);
+    await harbor.start();
     const summary = await runJob({
       retry: parseRetry(flags.retry),
       spec: job.spec,
@@ -364,12 +369,15 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
       provider,
       jobDir: job.jobDir,
       signal: signals.signal,
-      onEvent: progress.onEvent,
+      onEvent: (e) => {
+        progress.onEvent(e);
+        harbor.onEvent(e);
+      },
       protection: admission,
     });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);
-    if (job.spec.harborJobsDir) await writeHarborFolder(job.jobDir, job.spec.harborJobsDir, flags);
+    await harbor.finish(flags);
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
     return summary.notRun > 0 ? EXIT.rejected : EXIT.ok;
@@ -387,16 +395,53 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   }
 }
 
-/**
- * Rewrites the job's Harbor job folder (the spec's harborJobsDir) from its store, and says where.
- * A folder there that is not this job's earlier one is refused (exit 2), the store kept.
- */
-async function writeHarborFolder(jobDir: string, harborJobsDir: string, flags: RunFlags): Promise<void> {
-  const [written] = await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
-  if (written && !flags.quiet && !flags.jsonl)
-    process.stdout.write(
-      `harbor job folder: ${written.dir} (${written.trials} trials; harbor view ${harborJobsDir})\n`,
+/** A new job's Harbor folder must not be someone else's: refused before the job exists (a resumed job's is checked by its id). */
+async function refuseForeignHarborFolder(spec: JobSpec, jobsDir: string): Promise<void> {
+  if (!spec.harborJobsDir || existsSync(jobDbOf(jobDirOf(jobsDir, spec.name)))) return;
+  const dir = path.join(spec.harborJobsDir, spec.name);
+  if (existsSync(dir) && (await readdir(dir)).length)
+    throw new TermgradeError(
+      'bad_input',
+      `${dir} already exists and is not this job's Harbor folder; choose another folder (--harbor-jobs-dir, or jobs_dir in the Harbor config)`,
     );
+}
+
+/**
+ * The job's Harbor job folder (the spec's harborJobsDir), kept as Harbor keeps its own: written from
+ * the store when the run starts, each trial's folder as the trial is recorded, and the whole folder
+ * again when the run ends (the job's counts and statistics), which then says where it is. A folder
+ * there that is not this job's earlier one is refused (exit 2) before any trial runs. A trial's
+ * folder that cannot be written is a warning: the end of the run writes every trial again.
+ */
+function harborFolderKeeper(
+  jobDir: string,
+  harborJobsDir: string | undefined,
+): { start(): Promise<void>; onEvent(e: JobEvent): void; finish(flags: RunFlags): Promise<void> } {
+  let queue: Promise<void> = Promise.resolve();
+  return {
+    start: async () => {
+      if (harborJobsDir) await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
+    },
+    onEvent: (e) => {
+      if (!harborJobsDir || e.type !== 'trial-done' || e.status === 'not_run') return;
+      queue = queue
+        .then(() => exportHarborTrial(jobDir, harborJobsDir, e.trialId))
+        .catch((err: unknown) => {
+          process.stderr.write(
+            `termgrade: warning: trial ${e.trialId} not yet in Harbor's job folder (${(err as Error).message}); the end of the run writes it\n`,
+          );
+        });
+    },
+    finish: async (flags) => {
+      await queue;
+      if (!harborJobsDir) return;
+      const [written] = await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
+      if (written && !flags.quiet && !flags.jsonl)
+        process.stdout.write(
+          `harbor job folder: ${written.dir} (${written.trials} trials; harbor view ${harborJobsDir})\n`,
+        );
+    },
+  };
 }
 
 /**

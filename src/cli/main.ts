@@ -283,7 +283,7 @@ program
   .addOption(
     new Option(
       '--format <layout>',
-      "harbor: also keep the job as Harbor's job folder (config.json, result.json, a folder per trial) in --harbor-jobs-dir, rewritten when the run ends; termgrade: not (a Harbor job config sets harbor)",
+      "harbor: also keep the job as Harbor's job folder (config.json, result.json, a folder per trial) in --harbor-jobs-dir, each trial's folder as it is recorded; termgrade: not (a Harbor job config sets harbor)",
     ).choices(['termgrade', 'harbor']),
   )
   .option('--harbor-jobs-dir <dir>', "where Harbor's job folder goes (implies --format harbor; default jobs)")

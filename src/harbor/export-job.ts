@@ -141,6 +141,106 @@ async function trialOf(input: Omit<TrialInput, 'rollout'>, job: JobContext, scru
   return scrubValue(HarborTrialResultSchema.parse(harborTrialResult({ ...input, rollout }, job)), scrub);
 }
 
+/** A job as the export sees it: its spec (null for an import), names, ids and what its trials need. */
+interface ExportContext {
+  spec: JobSpec | null;
+  job: JobContext;
+  /** The job's Harbor folder (outDir/<name>). */
+  jobDir: string;
+  scrub: Scrub;
+  /** The job's dataset folders (absolute): a trial's task from one of them has it as its source. */
+  datasets: Set<string>;
+  taskFolders: Set<string>;
+  originalJob: Record<string, any> | null;
+  originalConfig: Record<string, any> | null;
+}
+
+async function openSource(source: string): Promise<JobStore> {
+  if (!(await exists(jobDbOf(source))))
+    throw new TermgradeError(
+      'bad_input',
+      `${source}: not a termgrade job folder (no job.db); the Harbor layout is written per job`,
+    );
+  return JobStore.open(jobDbOf(source), { readonly: true });
+}
+
+async function contextOf(store: JobStore, source: string, outDir: string): Promise<ExportContext> {
+  const spec = storedSpecOf(store, source);
+  const name = spec?.name ?? path.basename(source);
+  const originalJob = await readOriginal(source, 'result.json');
+  const jobUuid = typeof originalJob?.id === 'string' ? originalJob.id : uuidOf(store.jobId());
+  const taskFolders = new Set<string>();
+  for (const p of spec?.tasks.paths ?? []) if (await exists(path.join(p, 'task.toml'))) taskFolders.add(p);
+  return {
+    spec,
+    job: { name, spec, jobUuid, jobsDir: outDir, version: VERSION },
+    jobDir: path.join(outDir, name),
+    scrub: spec ? await secretScrub(spec) : makeScrub([]),
+    datasets: new Set((spec?.tasks.paths ?? []).map((p) => path.resolve(p))),
+    taskFolders,
+    originalJob,
+    originalConfig: await readOriginal(source, 'config.json'),
+  };
+}
+
+/** A trial's folder name in the export: Harbor's own for an imported trial, else termgrade's id. */
+async function baseNameOf(row: TrialRow): Promise<string> {
+  const original = await harborOriginalOf(row.trial_dir);
+  return folderName(typeof original?.trial_name === 'string' ? original.trial_name : row.trial_id);
+}
+
+/** Writes one trial's folder: result.json (TrialResult), config.json, exception.txt when it failed, its logs. */
+async function writeTrialFolder(
+  ctx: ExportContext,
+  row: TrialRow,
+  trialName: string,
+): Promise<{ trial: HarborTrialResult; taskPath: string | null }> {
+  const result = await readResult(row);
+  const taskParent = result?.task.path ? path.dirname(path.resolve(result.task.path)) : null;
+  const trialDir = path.join(ctx.jobDir, trialName);
+  const source = taskParent && ctx.datasets.has(taskParent) ? path.basename(taskParent) : null;
+  const trial = await trialOf({ row, result, trialName, trialDir, source }, ctx.job, ctx.scrub);
+  await rm(trialDir, { recursive: true, force: true });
+  await copyTrialFiles(row.trial_dir, trialDir);
+  await writeFile(path.join(trialDir, 'config.json'), json(trial.config));
+  if (trial.exception_info && !(await exists(path.join(trialDir, 'exception.txt'))))
+    await writeFile(
+      path.join(trialDir, 'exception.txt'),
+      `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`,
+    );
+  await writeFile(path.join(trialDir, 'result.json'), json(trial));
+  return { trial, taskPath: result?.task.path ?? null };
+}
+
+/** The job's config.json and result.json, from its spec (or what the import kept) and its trials. */
+async function writeJobFiles(
+  ctx: ExportContext,
+  rows: TrialRow[],
+  trials: HarborTrialResult[],
+  primary: Map<string, number | null>,
+  taskPaths: string[],
+): Promise<void> {
+  const { spec, job, originalJob } = ctx;
+  const config = spec
+    ? scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, job.jobsDir, ctx.taskFolders)), ctx.scrub)
+    : ctx.originalConfig
+      ? { ...ctx.originalConfig, job_name: job.name, jobs_dir: job.jobsDir }
+      : HarborJobConfigSchema.parse(importedJobConfig(job.name, job.jobsDir, rows, taskPaths));
+  await writeFile(path.join(ctx.jobDir, 'config.json'), json(config));
+  const notRun = rows.filter((r) => r.status === 'not_run').length;
+  const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
+  const made = harborJobResult(job.jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() });
+  // An imported job's start and end are the Harbor job's own (its trials do not say when it began).
+  const when = (s: unknown): string | null =>
+    typeof s === 'string' && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
+  const result = HarborJobResultSchema.parse({
+    ...made,
+    started_at: when(originalJob?.started_at) ?? made.started_at,
+    finished_at: originalJob ? when(originalJob.finished_at) : made.finished_at,
+  });
+  await writeFile(path.join(ctx.jobDir, 'result.json'), json(result));
+}
+
 /**
  * Writes one termgrade job folder as Harbor's job folder, DIR/<job name>/: config.json (JobConfig),
  * result.json (JobResult), and per trial <trial name>/ with result.json (TrialResult), config.json
@@ -151,74 +251,45 @@ async function exportOne(
   outDir: string,
   replace: boolean,
 ): Promise<{ name: string; dir: string; trials: number }> {
-  if (!(await exists(jobDbOf(source))))
-    throw new TermgradeError(
-      'bad_input',
-      `${source}: not a termgrade job folder (no job.db); the Harbor layout is written per job`,
-    );
-  const store = JobStore.open(jobDbOf(source), { readonly: true });
+  const store = await openSource(source);
   try {
-    const spec = storedSpecOf(store, source);
-    const name = spec?.name ?? path.basename(source);
-    const jobDir = path.join(outDir, name);
-    const originalJob = await readOriginal(source, 'result.json');
-    const originalConfig = await readOriginal(source, 'config.json');
-    const jobUuid = typeof originalJob?.id === 'string' ? originalJob.id : uuidOf(store.jobId());
-    await claimJobDir(jobDir, jobUuid, replace);
-    const scrub = spec ? await secretScrub(spec) : makeScrub([]);
-    const job: JobContext = { name, spec, jobUuid, jobsDir: outDir, version: VERSION };
-    const datasets = new Set((spec?.tasks.paths ?? []).map((p) => path.resolve(p)));
-    const taskFolders = new Set<string>();
-    for (const p of spec?.tasks.paths ?? []) if (await exists(path.join(p, 'task.toml'))) taskFolders.add(p);
-
+    const ctx = await contextOf(store, source, outDir);
+    await claimJobDir(ctx.jobDir, ctx.job.jobUuid, replace);
     const rows = [...store.listTrials()];
-    const notRun = rows.filter((r) => r.status === 'not_run').length;
     const trials: HarborTrialResult[] = [];
     const primary = new Map<string, number | null>();
     const used = new Set<string>();
     const taskPaths: string[] = [];
     for (const row of rows) {
       if (row.status === 'not_run') continue;
-      const original = await harborOriginalOf(row.trial_dir);
-      const base = folderName(typeof original?.trial_name === 'string' ? original.trial_name : row.trial_id);
+      const base = await baseNameOf(row);
       let trialName = base;
       for (let i = 2; used.has(trialName); i++) trialName = `${base}-${i}`;
       used.add(trialName);
-      const result = await readResult(row);
-      if (result?.task.path) taskPaths.push(result.task.path);
-      const taskParent = result?.task.path ? path.dirname(path.resolve(result.task.path)) : null;
-      const trialDir = path.join(jobDir, trialName);
-      const source_ = taskParent && datasets.has(taskParent) ? path.basename(taskParent) : null;
-      const trial = await trialOf({ row, result, trialName, trialDir, source: source_ }, job, scrub);
-      await copyTrialFiles(row.trial_dir, trialDir);
-      await writeFile(path.join(trialDir, 'config.json'), json(trial.config));
-      if (trial.exception_info && !(await exists(path.join(trialDir, 'exception.txt'))))
-        await writeFile(
-          path.join(trialDir, 'exception.txt'),
-          `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`,
-        );
-      await writeFile(path.join(trialDir, 'result.json'), json(trial));
+      const { trial, taskPath } = await writeTrialFolder(ctx, row, trialName);
+      if (taskPath) taskPaths.push(taskPath);
       trials.push(trial);
       primary.set(trialName, row.reward);
     }
-    const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
-    const config = spec
-      ? scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, outDir, taskFolders)), scrub)
-      : originalConfig
-        ? { ...originalConfig, job_name: name, jobs_dir: outDir }
-        : HarborJobConfigSchema.parse(importedJobConfig(name, outDir, rows, taskPaths));
-    await writeFile(path.join(jobDir, 'config.json'), json(config));
-    const made = harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() });
-    // An imported job's start and end are the Harbor job's own (its trials do not say when it began).
-    const when = (s: unknown): string | null =>
-      typeof s === 'string' && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
-    const result = HarborJobResultSchema.parse({
-      ...made,
-      started_at: when(originalJob?.started_at) ?? made.started_at,
-      finished_at: originalJob ? when(originalJob.finished_at) : made.finished_at,
-    });
-    await writeFile(path.join(jobDir, 'result.json'), json(result));
-    return { name, dir: jobDir, trials: trials.length };
+    await writeJobFiles(ctx, rows, trials, primary, taskPaths);
+    return { name: ctx.job.name, dir: ctx.jobDir, trials: trials.length };
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Writes one recorded trial of a job into the job's Harbor folder under outDir (made by an earlier
+ * export of this job): `run` calls it as each trial is recorded, so the folder holds every trial
+ * that finished, as Harbor's does while it runs; the job's own files are rewritten when the run ends.
+ */
+export async function exportHarborTrial(source: string, outDir: string, trialId: string): Promise<void> {
+  const store = await openSource(path.resolve(source));
+  try {
+    const ctx = await contextOf(store, path.resolve(source), path.resolve(outDir));
+    const row = [...store.listTrials()].find((r) => r.trial_id === trialId);
+    if (!row || row.status === 'not_run') return;
+    await writeTrialFolder(ctx, row, await baseNameOf(row));
   } finally {
     store.close();
   }

@@ -78,7 +78,8 @@ export const JobSpecSchema = z.strictObject({
   forceBuild: z.boolean().default(false),
   /**
    * Also keep the job as Harbor's job folder, `<harborJobsDir>/<name>/` (config.json, result.json, a
-   * folder per trial), rewritten when a run ends: `harbor view`, notebooks and trainers that read
+   * folder per trial), each trial's folder written as it is recorded and the whole folder when a run
+   * ends: `harbor view`, notebooks and trainers that read
    * Harbor's folders open it. Set by `run --format harbor` and by a Harbor job config's `jobs_dir`.
    */
   harborJobsDir: z.string().min(1).optional(),
