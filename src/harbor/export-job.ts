@@ -287,7 +287,7 @@ export async function exportHarborTrial(source: string, outDir: string, trialId:
   const store = await openSource(path.resolve(source));
   try {
     const ctx = await contextOf(store, path.resolve(source), path.resolve(outDir));
-    const row = [...store.listTrials()].find((r) => r.trial_id === trialId);
+    const [row] = store.listTrials({ trialId });
     if (!row || row.status === 'not_run') return;
     await writeTrialFolder(ctx, row, await baseNameOf(row));
   } finally {
