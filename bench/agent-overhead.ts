@@ -56,7 +56,6 @@ function timedSandbox(inner: Sandbox, execs: number[]): Sandbox {
     putFiles: (e) => inner.putFiles(e),
     copyOut: (a, b, o) => inner.copyOut(a, b, o),
     readFile: (p, n) => inner.readFile(p, n),
-    endProcesses: () => inner.endProcesses(),
     changes: () => inner.changes(),
     setNetwork: (n) => inner.setNetwork(n),
     snapshot: (o) => inner.snapshot(o),

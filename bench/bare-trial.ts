@@ -11,9 +11,12 @@ import { Writable, type Duplex } from 'node:stream';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { cgroupFreezer } from '../src/sandbox/docker/freezer.js';
+import { holdFrozen, holdPlace } from '../src/sandbox/docker/hold.js';
+import { measureLayer } from '../src/sandbox/docker/layer-copy.js';
 import { containerSpec, verifierSpec } from '../src/sandbox/docker/provider.js';
 import { packDir } from '../src/sandbox/docker/tar.js';
 import type { Task } from '../src/task/task.js';
+import { cappedOutput } from '../src/verifier/test-output.js';
 
 const run = promisify(execFile);
 
@@ -74,25 +77,34 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
   if (protect) {
     // The same guarantees as the harness, by the cheapest sequence known on a local engine: a
     // verifier container created from the image in the agent's network and pids, running the
-    // tests as its own process; the agent's layer copied into its layer while the agent's cgroup
-    // is frozen (changes listed from that copy), /tests and /logs/verifier made in the layer; the
-    // verifier started and waited for (it stops with its command) before its logs are read from
-    // its layer.
+    // tests as its own process with their output capped (the harness's own command for it); the
+    // agent's layer measured against the disk and scan limits and copied into the verifier's layer
+    // while the agent's cgroup is frozen, its processes that are not services held in a frozen
+    // child cgroup under the same freeze until the tests end (changes listed from that copy);
+    // /tests and /logs/verifier made in the layer; the verifier started and waited for (it stops
+    // with its command) before its logs are read from its layer.
     sh.close();
-    const command = { command: 'bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1', env: {} };
-    const v = await docker.createContainer(verifierSpec(task, image, c.id, {}, command));
+    const tests = cappedOutput('bash /tests/test.sh', '/logs/verifier/test-stdout.txt');
+    const v = await docker.createContainer(verifierSpec(task, image, c.id, {}, { command: tests, env: {} }));
     const upper = async (x: Docker.Container): Promise<string> =>
       ((await x.inspect()) as unknown as { GraphDriver: { Data: { UpperDir: string } } }).GraphDriver.Data.UpperDir;
     const [from, to] = [await upper(c), await upper(v)];
-    const freezer = await cgroupFreezer((await c.inspect()).State.Pid, c.id);
+    const pid = (await c.inspect()).State.Pid;
+    const place = await holdPlace(pid, c.id);
+    const freezer = place?.freezer ?? (await cgroupFreezer(pid, c.id));
     await (freezer ? freezer.freeze() : c.pause());
-    await run('cp', ['-a', '--preserve=xattr', '-T', from, to]);
+    const copy = async (): Promise<void> => {
+      await measureLayer(from, { maxChanges: 200_000, maxBytes: 10 * 1024 ** 3 });
+      await run('cp', ['-a', '--preserve=xattr', '-T', from, to]);
+    };
+    const [, hold] = await Promise.all([copy(), place ? holdFrozen(place, []) : null]);
     await (freezer ? freezer.thaw() : c.unpause());
     await readdir(to, { recursive: true });
     await cp(task.testsDir, path.join(to, 'tests'), { recursive: true });
     await mkdir(path.join(to, 'logs/verifier'), { recursive: true });
     await v.start();
     await v.wait({ condition: 'not-running' });
+    await hold?.release();
     for (const f of await readdir(path.join(to, 'logs/verifier'))) await readFile(path.join(to, 'logs/verifier', f));
     await v.remove({ force: true, v: true });
   } else {

@@ -62,11 +62,25 @@ class TermgradeClient:
     def tasks(self):
         return self.request("GET", "/v1/tasks")["tasks"]
 
-    def session(self, task, policy=None):
+    def session(self, task, policy=None, split=None):
         body = {"task": task}
-        if policy is not None:
-            body["policy"] = policy
+        for key, value in (("policy", policy), ("split", split)):
+            if value is not None:
+                body[key] = value
         return Session(self, self.request("POST", "/v1/sessions", body))
+
+    def group_member(self, group_id, task, n, policy=None, split=None):
+        """One member session of the group `group_id` (n sessions of one task, started by the first
+        call for that id, `task` a name or "auto"); `Session.member` is its index, `Session.group_id` its group."""
+        body = {"task": task, "n": n, "group_id": group_id, "member": True}
+        for key, value in (("policy", policy), ("split", split)):
+            if value is not None:
+                body[key] = value
+        return Session(self, self.request("POST", "/v1/groups", body))
+
+    def group(self, group_id):
+        """A group's state: {"group_id", "task", "done", "rewards", "statuses", ...}."""
+        return self.request("GET", f"/v1/groups/{group_id}")
 
     def episode(self, task, agent, model, session_id=None, episode_id=None, policy=None):
         body = {"task": task, "agent": agent, "model": model}
@@ -85,6 +99,8 @@ class Session:
         self.task = info["task"]
         self.instruction = info["instruction"]
         self.tools = info["tools"]
+        self.group_id = info.get("group_id")
+        self.member = info.get("member")
         self.grade = None
 
     def exec(self, command, timeout_sec=180):

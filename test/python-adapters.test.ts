@@ -5,32 +5,79 @@ import { after, before, describe, it } from 'node:test';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
+import { readFile } from 'node:fs/promises';
+import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { ROOT, tempDir, trivialTask } from './helpers.js';
+
+/** Runs one of test/python's files with the machine's python3; its exit code and output. */
+async function python(file: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn('python3', [path.join(ROOT, 'test', 'python', file)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return { code, output };
+}
+
+const SOLVE =
+  '<tool_call>\n{"name": "bash", "arguments": {"command": "echo hello > /app/out.txt"}}\n</tool_call><|end|>';
 
 /** The Python client and verl loop (integrations/) against a live server, run by the machine's python3. */
 describe('python adapters against termgrade serve', () => {
   let server: RunningServer;
+  let dataDir: string;
+  const model = new ScriptedModelServer({
+    solver: [{ reply: { content: SOLVE } }, { reply: { content: 'Done.<|end|>' } }],
+    quitter: [{ reply: { content: 'I give up.<|end|>' } }],
+  });
+  let modelUrl: string;
   before(async () => {
+    modelUrl = await model.start();
+    dataDir = await tempDir();
     const task = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n' });
     server = await startServer({
       provider: new DockerProvider(),
       tasks: await loadServedTasks([task]),
-      dataDir: await tempDir(),
+      dataDir,
       maxSessions: 4,
     });
   });
-  after(() => server.close());
+  after(async () => {
+    await server.close();
+    await model.close();
+  });
 
-  it('the client and the verl agent loop pass their tests', async () => {
-    const child = spawn('python3', [path.join(ROOT, 'test', 'python', 'test_adapter.py')], {
-      env: { ...process.env, TERMGRADE_URL: server.url, TERMGRADE_TOKEN: server.token },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  it('the client and the verl agent loop pass their tests, a curriculum group graded 1 and 0 with its label', async () => {
+    const { code, output } = await python('test_adapter.py', {
+      TERMGRADE_URL: server.url,
+      TERMGRADE_TOKEN: server.token,
+      SCRIPTED_MODEL_URL: modelUrl,
     });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     assert.equal(code, 0, output);
-    assert.match(output, /python adapter tests: 10 ok of 10/);
+    assert.match(output, /python adapter tests: 11 ok of 11/);
+    const grades = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { model?: string; reward?: number | null; group_id?: string | null });
+    const labelled = grades.filter((g) => g.model === 'e2e/ckpt-5');
+    assert.deepEqual(labelled.map((g) => g.reward).sort(), [0, 1], JSON.stringify(grades));
+    assert.ok(
+      labelled.every((g) => g.group_id === 'uid-e2e-1'),
+      JSON.stringify(labelled),
+    );
+  });
+
+  it("a verl step with failed rollouts merges, trains only on graded rows, and the README command passes verl's checks", async () => {
+    for (const [file, summary] of [
+      ['test_verl_training.py', /verl training tests: 9 ok of 9/],
+      ['test_verl_config.py', /verl config tests: 5 ok of 5/],
+    ] as const) {
+      const { code, output } = await python(file, {});
+      assert.equal(code, 0, output);
+      assert.match(output, summary);
+    }
   });
 });

@@ -138,7 +138,6 @@ describe('scheduler accounting (fake provider)', () => {
     try {
       await runJob({ spec, tasks: opened.tasks, store: opened.store, provider, jobDir: opened.jobDir });
       assert.equal(provider.snapshots, 6);
-      assert.equal(provider.processEnds, 0);
     } finally {
       await opened.close();
     }

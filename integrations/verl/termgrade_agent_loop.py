@@ -1,32 +1,29 @@
 """A verl agent loop whose environment is a `termgrade serve` session.
 
-Supported: verl 0.6.0 up to its January 2026 main (agent loops instantiated by
-`hydra.utils.instantiate` with `trainer_config` wrapped in a `DictConfigWrap`, `run(sampling_params,
-**kwargs)` called with keywords). verl 0.5 calls `run` differently and is not supported.
+Supported: verl at volcengine/verl b178a3cd (0.8.0.dev, January 2026) with `main_ppo`; written for
+its agent-loop surface (loops built by `hydra.utils.instantiate` with the trainer config wrapped in
+`DictConfigWrap`, `run(sampling_params, **kwargs)` called with the dataset row's fields).
 
-Register it with verl's agent-loop config (`actor_rollout_ref.rollout.agent.agent_loop_config_path=
-integrations/verl/agent_loops.yaml`) and select it per dataset row with the `agent_name` column,
-which `termgrade export tasks` writes as `termgrade_agent`. The server is found through
-TERMGRADE_URL (and TERMGRADE_TOKEN).
+Register it with `actor_rollout_ref.rollout.agent.agent_loop_config_path=integrations/verl/agent_loops.yaml`;
+rows choose it by `agent_name` (`termgrade export tasks` writes `termgrade_agent`). The server is
+found through TERMGRADE_URL (and TERMGRADE_TOKEN).
 
-One rollout: open a session for the row's task (extra_info.task) at the start of `run()`, then
-generate token-in/token-out through verl's server manager (never re-applying the chat template to
-the model's own tokens), run each bash tool call in the session, append the observation as
-tokens with mask 0 (model tokens have mask 1), and at the end verify: the reward is the session's
-grade; `extra_fields.reward_extra_info.acc` feeds DAPO's filter_groups.
+One rollout: a session on the row's task (`extra_info.task`), or with TERMGRADE_TASK=auto on the
+live curriculum's pick, the n rollouts of one prompt (same verl `uid`) taking the n members of one
+serve group so they share a task; generation token-in/token-out through verl's server manager;
+each bash tool call run in the session, its observation appended with mask 0; then verify.
 
-- verl starts every sample of a batch at once: a session the server has no room for (429) waits
-  for the server's Retry-After and asks again (for at most TERMGRADE_QUEUE_SEC, default 3600 s)
-  instead of failing the step.
-- Every HTTP call runs in a worker thread, so one rollout waiting on the server never holds up the
-  others on the same event loop.
-- The response budget is verl's `rollout.response_length`: each generation asks for at most the
-  tokens left (`max_tokens`), observations are cut to fit, and the loop stops when it is spent.
-- An infrastructure failure (no grade: `reward` None, or the server unreachable) gives reward 0
-  with every response token masked out (`response_mask` all 0) and `extra_fields.is_infra_failure`:
-  its tokens take no part in the policy loss.
-- Logprobs are returned only when the server manager returned them for every generation;
-  otherwise `response_logprobs` is None (never zeros standing in for them).
+Every row has the same shape whatever happened, so verl's per-worker merge and
+`DataProto.concat` never see two kinds of rows: the same `extra_fields` keys (ROW_EXTRA_KEYS), the
+same `reward_extra_info` keys in the same order (REWARD_EXTRA_KEYS), and `response_logprobs` a list
+exactly when `rollout.calculate_log_probs` is on (zeros under mask 0 where no token was generated,
+as verl pads), else None. A rollout that fails for infrastructure (no grade, the server
+unreachable or answering badly, a session expired) is tried again in a fresh session
+(TERMGRADE_INFRA_RETRIES, default 2); what still fails is a row with every response token masked
+(`response_mask` all 0), `reward_extra_info.graded` 0, and reward 0 that the `termgrade_grpo`
+estimator (termgrade_advantage.py) leaves out of its group's mean and standard deviation.
+The policy label sent with every session is `<TERMGRADE_POLICY or trainer.experiment_name>/ckpt-N`,
+N the checkpoint verl last wrote (`latest_checkpointed_iteration.txt` in trainer.default_local_dir).
 """
 import asyncio
 import json
@@ -73,6 +70,31 @@ def _setting(config, path, default):
     return default if node is None else node
 
 
+ROW_EXTRA_KEYS = ("reward_extra_info", "termgrade_status", "is_infra_failure", "infra_reason", "tests", "termgrade_task", "termgrade_policy", "termgrade_group", "termgrade_attempts")
+REWARD_EXTRA_KEYS = ("acc", "graded")
+AUTO = "auto"
+
+
+class RolloutFailed(Exception):
+    """An attempt that ended without a grade; `retry` False when trying again cannot help."""
+
+    def __init__(self, status, reason, retry=True, task=None):
+        super().__init__(reason)
+        self.status, self.reason, self.retry, self.task = status, reason, retry, task
+
+
+def policy_label(base, checkpoint_dir):
+    """`<base>/ckpt-N`: N the last checkpoint verl wrote under checkpoint_dir (0 before the first)."""
+    step = 0
+    if checkpoint_dir:
+        try:
+            with open(os.path.join(str(checkpoint_dir), "latest_checkpointed_iteration.txt")) as f:
+                step = int(f.read().strip())
+        except (OSError, ValueError):
+            step = 0
+    return f"{base}/ckpt-{step}"
+
+
 @register("termgrade_agent")
 class TermgradeAgentLoop(AgentLoopBase):
     def __init__(self, trainer_config, server_manager, tokenizer, **kwargs):
@@ -84,55 +106,115 @@ class TermgradeAgentLoop(AgentLoopBase):
         self.response_length = int(_setting(config, "actor_rollout_ref.rollout.response_length", 0))
         if self.response_length <= 0:
             raise ValueError("termgrade_agent: actor_rollout_ref.rollout.response_length is not set in the trainer config")
+        self.prompt_length = int(_setting(config, "actor_rollout_ref.rollout.prompt_length", 0) or 0)
+        self.want_logprobs = bool(_setting(config, "actor_rollout_ref.rollout.calculate_log_probs", False))
+        self.group_size = int(_setting(config, "actor_rollout_ref.rollout.n", 1) or 1)
+        self.chat_kwargs = dict(_setting(config, "data.apply_chat_template_kwargs", {}) or {})
         self.observation_chars = 10000
         self.queue_sec = float(os.environ.get("TERMGRADE_QUEUE_SEC", "3600"))
+        self.retries = int(os.environ.get("TERMGRADE_INFRA_RETRIES", "2"))
+        self.curriculum = os.environ.get("TERMGRADE_TASK", "") == AUTO
+        self.policy_base = os.environ.get("TERMGRADE_POLICY") or str(_setting(config, "trainer.experiment_name", "verl"))
+        self.checkpoint_dir = _setting(config, "trainer.default_local_dir", None)
         # Templates prepend a default system prompt to a conversation that has none; what they add
         # for an empty conversation is cut from each observation (as verl's own tool loop does).
         try:
-            self.system_prefix = tokenizer.apply_chat_template([{}], add_generation_prompt=False, tokenize=True)
+            self.system_prefix = self._template([{}], add_generation_prompt=False)
         except Exception:
             self.system_prefix = []
+
+    def _template(self, messages, **kwargs):
+        return self.tokenizer.apply_chat_template(messages, tokenize=True, **{**self.chat_kwargs, **kwargs})
 
     async def _call(self, fn, *args):
         """A blocking client call, run in a worker thread so this event loop keeps serving other rollouts."""
         return await asyncio.to_thread(fn, *args)
 
-    async def _open(self, task, policy):
+    async def _open(self, fn, *args):
         """A session, waiting while the server is at capacity (429) rather than failing the batch."""
         deadline = time.monotonic() + self.queue_sec
         while True:
             try:
-                return await self._call(self.client.session, task, policy)
+                return await self._call(fn, *args)
             except TermgradeAPIError as e:
                 wait = over_capacity_wait(e)
                 if wait is None or time.monotonic() + wait > deadline:
                     raise
                 await asyncio.sleep(wait)
 
+    async def _session(self, task, named, split, uid, policy):
+        """This attempt's session: the task this row is bound to, else the row's or the curriculum's."""
+        if task is not None:
+            return await self._open(self.client.session, task, policy)
+        if not self.curriculum or split == "validation":
+            return await self._open(self.client.session, named, policy)
+        if uid is None:
+            return await self._open(self.client.session, AUTO, policy)
+        try:
+            return await self._open(self.client.group_member, str(uid), AUTO, self.group_size, policy)
+        except TermgradeAPIError as e:
+            if e.status != 409:
+                raise
+            # Every member was handed out (an answer lost on the way): a fresh session of the group's task.
+            group = await self._call(self.client.group, str(uid))
+            return await self._open(self.client.session, group["task"], policy)
+
     def _encode_observation(self, content):
         """A tool message's tokens, as the chat template renders it after an assistant turn."""
-        ids = self.tokenizer.apply_chat_template([{"role": "tool", "content": content}], add_generation_prompt=True, tokenize=True)
+        ids = self._template([{"role": "tool", "content": content}], add_generation_prompt=True)
         n = len(self.system_prefix)
         return ids[n:] if n and ids[:n] == self.system_prefix else ids
 
+    def _prompt(self, instruction, tools):
+        """The prompt's tokens, the instruction cut (with a note) until they fit rollout.prompt_length."""
+        text = instruction
+        for _ in range(40):
+            ids = self._template([{"role": "user", "content": text}], tools=tools, add_generation_prompt=True)
+            over = len(ids) - self.prompt_length if self.prompt_length else 0
+            if over <= 0:
+                return ids
+            if not text:
+                break
+            keep = max(0, len(text) - max(over, len(instruction) // 20) - 60)
+            text = instruction[:keep] + "\n[instruction cut to fit the prompt length]" if keep else ""
+        raise RolloutFailed("prompt_too_long", f"the prompt does not fit rollout.prompt_length={self.prompt_length}", retry=False)
+
     async def run(self, sampling_params, **kwargs):
         extra = kwargs.get("extra_info") or {}
-        task = extra.get("task") or (kwargs.get("reward_model") or {}).get("ground_truth")
+        named = extra.get("task") or (kwargs.get("reward_model") or {}).get("ground_truth")
+        split = extra.get("split")
+        policy = policy_label(self.policy_base, self.checkpoint_dir)
         timings = {"generate_sequences": 0.0, "tool_calls": 0.0}
+        task, group, reasons, last = None, "", [], None
+        for attempt in range(1, self.retries + 2):
+            session = None
+            try:
+                session = await self._session(task, named, split, kwargs.get("uid"), policy)
+                task = session.task
+                group = group or session.group_id or ""
+                done = await self._attempt(session, sampling_params, timings)
+            except TermgradeAPIError as e:
+                if e.status in (400, 404) and session is None:
+                    raise  # a wrong task name is the dataset's (or the command's) mistake, not the infrastructure's
+                last = RolloutFailed("infra", f"{e.status} {e.code}: {e.message}")
+            except RolloutFailed as e:
+                last = e
+            except Exception as e:  # noqa: BLE001  an answer cut short, a malformed body, a dead socket: this attempt's
+                last = RolloutFailed("infra", f"{type(e).__name__}: {e}")
+            else:
+                if done["grade"]["reward"] is not None:
+                    return self._row(done, timings, task, policy, group, attempt)
+                last = RolloutFailed(done["grade"]["status"], f"no grade: {done['grade']['status']}", task=done)
+            reasons.append(last.reason)
+            if not last.retry:
+                break
+        return self._failed(last, reasons, timings, task, policy, group, attempt)
+
+    async def _attempt(self, session, sampling_params, timings):
+        """One rollout in one session: generate, run the tool calls, verify. Closes the session."""
         try:
-            session = await self._open(task, kwargs.get("policy"))
-        except TermgradeAPIError as e:
-            if e.status in (400, 404):
-                raise  # a wrong task name is the dataset's mistake, not the infrastructure's
-            return self._infra_output([], f"{e.code}: {e.message}", timings)
-        except OSError as e:
-            return self._infra_output([], f"server unreachable: {e}", timings)
-        prompt_ids = []
-        try:
-            messages = [{"role": "user", "content": session.instruction}]
-            prompt_ids = self.tokenizer.apply_chat_template(messages, tools=session.tools, add_generation_prompt=True, tokenize=True)
+            prompt_ids = self._prompt(session.instruction, session.tools)
             response_ids, response_mask, logprobs_all = [], [], []
-            has_logprobs = True
             turns = 0
             request_id = uuid.uuid4().hex
             while turns < self.max_turns:
@@ -145,12 +227,11 @@ class TermgradeAgentLoop(AgentLoopBase):
                 ids = list(out.token_ids)[:left]
                 logprobs = getattr(out, "log_probs", None)
                 turns += 1
+                if self.want_logprobs and (logprobs is None or len(logprobs) < len(ids)):
+                    raise RolloutFailed("no_logprobs", "rollout.calculate_log_probs is on but the server manager returned no logprobs", retry=False)
                 response_ids += ids
                 response_mask += [1] * len(ids)
-                if logprobs is None:
-                    has_logprobs = False
-                else:
-                    logprobs_all += list(logprobs)[: len(ids)]
+                logprobs_all += list(logprobs or [])[: len(ids)] if self.want_logprobs else []
                 commands = parse_tool_calls(self.tokenizer.decode(ids, skip_special_tokens=False))
                 if not commands or len(response_ids) >= self.response_length:
                     break
@@ -163,44 +244,60 @@ class TermgradeAgentLoop(AgentLoopBase):
                 obs = self._encode_observation("\n".join(outputs))[: self.response_length - len(response_ids)]
                 response_ids += obs
                 response_mask += [0] * len(obs)
-                logprobs_all += [0.0] * len(obs)
+                logprobs_all += [0.0] * len(obs) if self.want_logprobs else []
             grade = await self._call(session.verify)
-        except (TermgradeAPIError, OSError) as e:
-            return self._infra_output(prompt_ids, f"{getattr(e, 'code', 'unreachable')}: {e}", timings)
         finally:
             try:
                 await self._call(session.close)
-            except (TermgradeAPIError, OSError):
-                pass  # the server removes the sandbox itself when the session expires
-        if grade["reward"] is None:
-            return self._infra_output(prompt_ids, grade["status"], timings, response_ids, turns, grade)
+            except Exception:  # noqa: BLE001  the server removes the sandbox itself when the session expires
+                pass
+        return {"prompt_ids": prompt_ids, "response_ids": response_ids, "response_mask": response_mask, "logprobs": logprobs_all, "grade": grade, "turns": turns}
+
+    def _extra(self, acc, graded, status, reason, tests, task, policy, group, attempts):
+        """extra_fields with the one key set and order every row has (see ROW_EXTRA_KEYS)."""
+        values = {
+            "reward_extra_info": {"acc": float(acc), "graded": 1 if graded else 0},
+            "termgrade_status": str(status),
+            "is_infra_failure": not graded,
+            "infra_reason": str(reason)[:500],
+            "tests": list(tests or []),
+            "termgrade_task": task or "",
+            "termgrade_policy": policy,
+            "termgrade_group": group or "",
+            "termgrade_attempts": attempts,
+        }
+        return {key: values[key] for key in ROW_EXTRA_KEYS}
+
+    def _row(self, done, timings, task, policy, group, attempts):
+        grade = done["grade"]
         return AgentLoopOutput(
-            prompt_ids=prompt_ids,
-            response_ids=response_ids,
-            response_mask=response_mask,
-            response_logprobs=logprobs_all if has_logprobs else None,
+            prompt_ids=done["prompt_ids"],
+            response_ids=done["response_ids"],
+            response_mask=done["response_mask"],
+            response_logprobs=done["logprobs"] if self.want_logprobs else None,
             reward_score=float(grade["reward"]),
-            num_turns=turns * 2 + 1,
+            num_turns=done["turns"] * 2 + 1,
             metrics=timings,
-            extra_fields={"reward_extra_info": {"acc": grade["metrics"]["acc"]}, "termgrade_status": grade["status"], "is_infra_failure": False, "tests": grade["tests"]},
+            extra_fields=self._extra(grade["metrics"]["acc"], True, grade["status"], "", grade.get("tests"), task, policy, group, attempts),
         )
 
-    def _infra_output(self, prompt_ids, why, timings, response_ids=None, turns=0, grade=None):
-        """No grade: every token masked out of the loss, the failure said in extra_fields."""
-        ids = list(response_ids or [])
-        if not ids:
-            # verl pads each sample to response_length; one masked token keeps the row well formed.
-            pad = getattr(self.tokenizer, "pad_token_id", None)
-            ids = [pad if pad is not None else 0]
-        if not prompt_ids:
-            prompt_ids = self.tokenizer.apply_chat_template([{"role": "user", "content": ""}], add_generation_prompt=True, tokenize=True)
+    def _failed(self, last, reasons, timings, task, policy, group, attempts):
+        """No grade after every attempt: every token masked out of the loss, the failure said in extra_fields."""
+        done = last.task if isinstance(last.task, dict) else {}
+        pad = getattr(self.tokenizer, "pad_token_id", None)
+        # verl pads each sample to response_length; one masked token keeps the row well formed.
+        ids = [pad if pad is not None else 0]
+        prompt_ids = done.get("prompt_ids") or self._template([{"role": "user", "content": ""}], add_generation_prompt=True)
+        if self.prompt_length:
+            prompt_ids = prompt_ids[-self.prompt_length:]
+        grade = done.get("grade") or {}
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=ids,
-            response_mask=[0] * len(ids),
-            response_logprobs=None,
+            response_mask=[0],
+            response_logprobs=[0.0] if self.want_logprobs else None,
             reward_score=0.0,
-            num_turns=turns * 2 + 1,
+            num_turns=done.get("turns", 0) * 2 + 1,
             metrics=timings,
-            extra_fields={"reward_extra_info": {"acc": 0}, "termgrade_status": (grade or {}).get("status", "infra"), "is_infra_failure": True, "infra_reason": str(why)[:500], "tests": (grade or {}).get("tests", [])},
+            extra_fields=self._extra(0.0, False, last.status, " | ".join(reasons), grade.get("tests"), task, policy, group, attempts),
         )

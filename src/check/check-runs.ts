@@ -7,7 +7,7 @@ import type { TrialResult } from '../trial/schema.js';
 import { clipMessage } from '../util/clip.js';
 import { CancelledError, errorMessage } from '../util/errors.js';
 import { readTextIfThere } from '../util/files.js';
-import type { ProtectionRecord } from '../verifier/protection.js';
+import { mergeStepRecords, type ProtectionRecord } from '../verifier/protection.js';
 import { downloadFailure } from '../verifier/toolchain/needs.js';
 import { describeCommands, type VerifierPlan } from '../verifier/toolchain/plan.js';
 import type { CheckEvent, CheckOptions } from './options.js';
@@ -54,7 +54,8 @@ async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt:
         forceBuild: options.forceBuild,
         agentLayer: agent.imageLayer,
       }),
-    onProtectionRecord: wanted ? (rec) => (recorded.record = rec) : undefined,
+    // A multi-step task's steps each make a record: one record of them all (see mergeStepRecords).
+    onProtectionRecord: wanted ? (rec) => (recorded.record = mergeStepRecords(recorded.record, rec)) : undefined,
   });
   if (recorded.record && oracleRunPassed(r)) {
     ctx.record ??= recorded.record;

@@ -32,7 +32,6 @@ export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
     putFiles: later('putFiles') as Sandbox['putFiles'],
     copyOut: later('copyOut') as Sandbox['copyOut'],
     readFile: later('readFile') as Sandbox['readFile'],
-    endProcesses: later('endProcesses') as Sandbox['endProcesses'],
     changes: later('changes') as Sandbox['changes'],
     diskUsage: later('diskUsage') as Sandbox['diskUsage'],
     snapshot: later('snapshot') as Sandbox['snapshot'],

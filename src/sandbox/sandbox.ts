@@ -93,17 +93,7 @@ export interface Sandbox {
   ): Promise<void>;
   /** One file's content read by the backend (no program in the sandbox runs); null if absent. */
   readFile(path: string, maxBytes: number): Promise<Buffer | null>;
-  /**
-   * Ends every process in the sandbox, whatever the agent did (killed them, forked without end,
-   * killed the sandbox's own main process), and leaves a live sandbox with its filesystem as it
-   * was. Run before grading, so nothing the agent started can touch the verifier's files.
-   */
-  endProcesses(): Promise<void>;
-  /**
-   * Filesystem changes since the sandbox started from its image (tamper detection, disk use).
-   * Asked while endProcesses() is under way, it answers once every process has ended (the sandbox
-   * need not be usable again yet): the grader scans while the sandbox comes back.
-   */
+  /** Filesystem changes since the sandbox started from its image (tamper detection, disk use). */
   changes(): Promise<FsChange[]>;
   /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
   diskUsage(): Promise<number | null>;
@@ -184,6 +174,11 @@ export interface SnapshotOptions {
   bounds?: SnapshotBounds;
   /** The verifier's whole work as one shell command, when the caller needs nothing else of it (see runVerifier). */
   verifier?: VerifierCommand;
+  /**
+   * Ports the tests bind (admission saw them bind each): a backend that can see the agent's
+   * sockets refuses to start the verifier while an agent process holds one (GradingStepError).
+   */
+  ports?: number[];
 }
 
 export interface VerifierCommand {
@@ -209,11 +204,6 @@ export interface VerifierStartOptions {
   /** The verifier's environment, for the commands that prepare the folders where the backend runs any. */
   env?: Record<string, string>;
   signal?: AbortSignal;
-  /**
-   * Ports the tests bind (admission saw them bind each): a backend that can see the agent's
-   * sockets refuses to start the verifier while an agent process holds one (GradingStepError).
-   */
-  ports?: number[];
 }
 
 /** A `whole` copy out of a sandbox that passed its limit: nothing of it is to be kept. */

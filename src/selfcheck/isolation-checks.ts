@@ -75,23 +75,6 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
     },
   },
   {
-    name: 'end-processes',
-    about: 'endProcesses ends every process and keeps the files',
-    needs: ['commands'],
-    run: async (ctx) => {
-      const s = await ctx.sandbox();
-      await s.exec('echo kept > /tmp/file; nohup sleep 1000 >/dev/null 2>&1 & echo started');
-      await s.endProcesses();
-      const r = await s.exec(
-        'cat /tmp/file; for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 1000" || true',
-      );
-      expect(
-        r.stdout.text === 'kept\n0\n',
-        `after endProcesses: ${JSON.stringify(r.stdout.text)} (want the file kept, no sleep left)`,
-      );
-    },
-  },
-  {
     name: 'cleanup',
     about: 'close is idempotent (twice at once, then again) and a closed sandbox runs nothing',
     needs: [],

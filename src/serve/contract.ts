@@ -109,7 +109,9 @@ export const GroupEpisode = EpisodeBody.pick({ agent: true, model: true, max_tur
 /**
  * n rollouts of one task at once (a GRPO group), on `task` or the curriculum's pick: n sessions the
  * trainer drives, or, with `episode`, n episodes the server runs against a served model. A
- * `group_id` (episode groups only) makes the call idempotent: its episodes are `<group_id>.<i>`.
+ * `group_id` makes the call idempotent: an episode group's episodes are `<group_id>.<i>`; with
+ * `member: true` (sessions only) each call with that id answers one member session of the one
+ * group, for trainers whose n rollouts of a prompt each ask for their own (verl's agent loops).
  */
 export const CreateGroupBody = z
   .strictObject({
@@ -118,12 +120,19 @@ export const CreateGroupBody = z
     n: z.number().int().min(1).max(256),
     policy: z.string().max(200).optional(),
     episode: GroupEpisode.optional(),
+    member: z.literal(true).optional(),
     // Short enough that "<group_id>.<i>" is still a safe id.
     group_id: SafeId.refine((id) => id.length <= 120, 'at most 120 characters').optional(),
   })
   .superRefine((b, ctx) => {
-    if (b.group_id !== undefined && !b.episode)
-      ctx.addIssue({ code: 'custom', path: ['group_id'], message: 'only a group of episodes takes a group_id' });
+    if (b.group_id !== undefined && !b.episode && !b.member)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['group_id'],
+        message: 'only a group of episodes or a member call takes a group_id',
+      });
+    if (b.member && (b.episode || b.group_id === undefined))
+      ctx.addIssue({ code: 'custom', path: ['member'], message: 'a member call names a group_id and no episode' });
     const ids = b.episode?.session_ids;
     if (ids && ids.length !== b.n)
       ctx.addIssue({

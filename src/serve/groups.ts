@@ -18,6 +18,10 @@ interface Group {
   createdAt: number;
   /** When its last member was graded; null while one is pending. */
   doneAt: number | null;
+  /** A member group's session answers, handed out one per member call in order. */
+  answers?: Record<string, unknown>[];
+  /** How many of `answers` were handed out. */
+  claimed: number;
 }
 
 /** A complete group is answered this long after its last grade, then forgotten (404). */
@@ -49,7 +53,7 @@ export class GroupBook {
     return `grp-${randomUUID()}`;
   }
 
-  add(g: Omit<Group, 'grades' | 'createdAt' | 'doneAt'>): void {
+  add(g: Omit<Group, 'grades' | 'createdAt' | 'doneAt' | 'claimed'>): void {
     const known = this.groups.get(g.id);
     if (known) {
       // A repeated call (an episode group's group_id): the same group, or a conflict.
@@ -57,7 +61,7 @@ export class GroupBook {
       throw new ServeError('conflict', `group "${g.id}" exists with another task or size`);
     }
     this.sweep(this.now());
-    this.groups.set(g.id, { ...g, grades: new Map(), createdAt: this.now(), doneAt: null });
+    this.groups.set(g.id, { ...g, grades: new Map(), createdAt: this.now(), doneAt: null, claimed: 0 });
     for (const s of g.sessions) this.bySession.set(s, g.id);
   }
 
@@ -90,6 +94,19 @@ export class GroupBook {
   chosen(id: string): { task: string; servedBy: ServedBy } | null {
     const g = this.groups.get(id);
     return g ? { task: g.task, servedBy: g.servedBy } : null;
+  }
+
+  /**
+   * The next member session of a member group (its answer and index), or null when all n were
+   * handed out; a group that is not a member group is a conflict.
+   */
+  claim(id: string): { member: number; answer: Record<string, unknown> } | null {
+    const g = this.groups.get(id);
+    if (!g) throw new ServeError('not_found', `no group "${id.slice(0, 200)}"`);
+    if (!g.answers) throw new ServeError('conflict', `group "${id.slice(0, 200)}" was not made by member calls`);
+    if (g.claimed >= g.answers.length) return null;
+    const member = g.claimed++;
+    return { member, answer: g.answers[member]! };
   }
 
   /** A graded session: completes its group when it is the last one. */

@@ -1,5 +1,5 @@
 import type { Task } from '../task/task.js';
-import type { ProtectionRecord } from '../verifier/protection.js';
+import { mergeStepRecords, recordHasEvidence, type ProtectionRecord } from '../verifier/protection.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
 import type { TrialOptions } from './options.js';
 import type { TrialResult } from './schema.js';
@@ -24,12 +24,14 @@ export async function trialAdmission(
 ): Promise<TrialAdmission> {
   const found = (await store?.find(task)) ?? null;
   const made: { record: ProtectionRecord | null } = { record: null };
-  const records = !!store && !found?.record.evidence && agentName === 'oracle';
+  const steps = (task.steps ?? []).map((s) => s.name);
+  const records = !!store && !(found && recordHasEvidence(found.record, steps)) && agentName === 'oracle';
   return {
     options: {
       protection: found?.record ?? null,
       admissionFile: found?.file ?? null,
-      onProtectionRecord: records ? (rec) => (made.record = rec) : undefined,
+      // A multi-step task's steps each make a record: one record of them all.
+      onProtectionRecord: records ? (rec) => (made.record = mergeStepRecords(made.record, rec)) : undefined,
     },
     keep: async (result) => {
       if (made.record && result.passed && result.errors.length === 0) await store!.save(made.record);

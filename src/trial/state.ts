@@ -6,6 +6,7 @@ import type { PreparedEnvironment, Sandbox } from '../sandbox/sandbox.js';
 import { phaseNetworks } from '../task/network.js';
 import type { Task } from '../task/task.js';
 import { CancelledError } from '../util/errors.js';
+import { causeOf, createLogger, type Logger } from '../util/log.js';
 import { makeScrub, type Scrub } from '../util/scrub.js';
 import { nowIso } from '../util/time.js';
 import type { TestResult, VerifierOutcome } from '../verifier/schema.js';
@@ -35,6 +36,8 @@ export interface TrialState {
   readonly phases: Partial<Record<Phase, PhaseTiming>>;
   readonly errors: TrialError[];
   readonly scrub: Scrub;
+  /** The trial's own log, `trial.log` in its folder (as Harbor's trial keeps one): each phase, each error, the end. */
+  readonly log: Logger;
   readonly usage: AgentUsage;
   prepared: PreparedEnvironment | null;
   sandbox: Sandbox | null;
@@ -81,6 +84,10 @@ export async function openTrial(options: TrialOptions): Promise<TrialState> {
   // can never be given one); each phase then gets its own (setPhaseNetwork).
   const anyPublic = networks.environment === 'public' || networks.agent === 'public' || networks.verifier === 'public';
   const startNetwork = anyPublic ? (options.network ?? null) : null;
+  const scrub = makeScrub(options.secrets ?? []);
+  // JSON lines only (never the terminal: a job runs many trials at once), scrubbed like every record.
+  const log = createLogger({ level: 'debug', file: path.join(trialDir, 'trial.log'), scrub, stream: null });
+  log.info('trial opened', { trial: trialId, task: task.name, agent: agent.name, model: agent.model, attempt });
   return {
     options,
     task,
@@ -94,7 +101,8 @@ export async function openTrial(options: TrialOptions): Promise<TrialState> {
     t0: performance.now(),
     phases: {},
     errors: [],
-    scrub: makeScrub(options.secrets ?? []),
+    scrub,
+    log,
     usage: { turns: 0, tokens: null, costUsd: null },
     prepared: null,
     sandbox: null,
@@ -116,6 +124,7 @@ export async function openTrial(options: TrialOptions): Promise<TrialState> {
 
 export function fail(state: TrialState, cls: TrialErrorClass, phase: Phase, message: string): void {
   state.errors.push({ class: cls, message, phase });
+  state.log.error(message, { class: cls, phase });
 }
 
 /** A cancel: the error says so, or the trial's signal has aborted. */
@@ -130,9 +139,19 @@ export async function timed<T>(state: TrialState, phase: Phase, work: () => Prom
   state.options.onPhase?.(phase);
   const s = nowIso();
   const p0 = performance.now();
+  state.log.info(`${phase} started`, { phase });
+  let failed: unknown = null;
   try {
     return await work();
+  } catch (err) {
+    failed = err;
+    throw err;
   } finally {
+    state.log[failed ? 'error' : 'info'](`${phase} ${failed ? 'threw' : 'ended'}`, {
+      phase,
+      duration_ms: Math.round(performance.now() - p0),
+      ...(failed ? { cause: causeOf(failed) } : {}),
+    });
     const before = state.phases[phase];
     const ms = performance.now() - p0;
     state.phases[phase] = before

@@ -29,10 +29,15 @@ export const ProtectionRecordSchema = z.object({
   boundPorts: z.array(z.number().int().min(1).max(65535)).optional(),
   /**
    * What a pass looked like for the reference solution (see evidence.ts); absent in records made
-   * before it was kept, or for multi-step tasks: their gradings then apply only the rules that need
-   * no record.
+   * before it was kept, and for multi-step tasks (whose steps are graded, see stepEvidence).
    */
   evidence: AdmissionEvidenceSchema.optional(),
+  /**
+   * For a multi-step task, what a pass of each step looked like for its reference solution, by
+   * step name; a step missing here (records made before it was kept) is graded by the rules that
+   * need no record.
+   */
+  stepEvidence: z.record(z.string(), AdmissionEvidenceSchema).optional(),
   /**
    * Python's module searches while the verifier ran: each run of folders a Python process looked
    * in, in order, and the entries it found in the last (`attr/__init__.py`, `six.py`). A name
@@ -42,6 +47,34 @@ export const ProtectionRecordSchema = z.object({
   pythonSearches: z.array(z.object({ path: z.array(z.string()), found: z.array(z.string()) })).optional(),
 });
 export type ProtectionRecord = z.infer<typeof ProtectionRecordSchema>;
+
+/**
+ * One record of a multi-step task's admission from the records its steps' gradings made, in
+ * order: what any step's verifier touched, loaded, bound or searched is protected (the union);
+ * the outputs are the latest (the sandbox carries every step's changes on); each step's evidence
+ * kept under its name.
+ */
+export function mergeStepRecords(earlier: ProtectionRecord | null, later: ProtectionRecord): ProtectionRecord {
+  if (!earlier) return later;
+  const union = <T>(a: T[] | undefined, b: T[] | undefined): T[] => [...new Set([...(a ?? []), ...(b ?? [])])];
+  const ports = union(earlier.boundPorts, later.boundPorts).sort((a, b) => a - b);
+  const stepEvidence = { ...earlier.stepEvidence, ...later.stepEvidence };
+  const searches = [...(earlier.pythonSearches ?? []), ...(later.pythonSearches ?? [])];
+  return {
+    ...later,
+    accessed: union(earlier.accessed, later.accessed).sort(),
+    libraries: { ...earlier.libraries, ...later.libraries },
+    ...(earlier.boundPorts || later.boundPorts ? { boundPorts: ports } : {}),
+    ...(Object.keys(stepEvidence).length ? { stepEvidence } : {}),
+    ...(earlier.pythonSearches || later.pythonSearches ? { pythonSearches: searches } : {}),
+  };
+}
+
+/** Whether a record holds the evidence of every grading of the task (each step's, for a multi-step task). */
+export function recordHasEvidence(record: ProtectionRecord, stepNames: string[]): boolean {
+  if (stepNames.length === 0) return record.evidence !== undefined;
+  return stepNames.every((name) => record.stepEvidence?.[name] !== undefined);
+}
 
 /**
  * How a trial's grade was protected (recorded on the trial): `admission` when the task's protected

@@ -57,8 +57,8 @@ export interface VerifyOptions {
   /** How the reward is held against the tests' own evidence; default `evidence` (see evidence.ts). */
   policy?: GradingPolicy;
   /**
-   * The step of a multi-step task this grading is for. Admission's evidence is kept for the task's
-   * own tests only, so a step's grading applies the rules that need no record (and records none).
+   * The step of a multi-step task this grading is for (its name): held against that step's
+   * evidence from admission (ProtectionRecord.stepEvidence), and recorded under it.
    */
   step?: string;
 }
@@ -157,7 +157,14 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   const bounds = { ...options.bounds, maxBytes: options.bounds?.maxBytes ?? diskLimitMb(task, {}) * 1024 * 1024 };
   let snap: SandboxSnapshot;
   try {
-    snap = await sandbox.snapshot({ signal, bounds, ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}) });
+    // Ports the tests bind: an agent process holding one refuses the grading (see SnapshotOptions).
+    const ports = options.protection?.boundPorts ?? [];
+    snap = await sandbox.snapshot({
+      signal,
+      bounds,
+      ports,
+      ...(alone ? { verifier: { command: TEST_COMMAND, env } } : {}),
+    });
   } catch (err) {
     const refused = refusedOutcome(err, mode);
     if (refused) return refused;
@@ -175,12 +182,17 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     await gradingStep("the verifier's logs could not be copied out", () =>
       verifierBox.copyOut(VERIFIER_LOGS, options.hostLogsDir, { trusted: true }),
     );
-    const admitted = options.step === undefined ? (options.protection?.evidence ?? null) : null;
+    const record = options.protection;
+    const admitted = (options.step === undefined ? record?.evidence : record?.stepEvidence?.[options.step]) ?? null;
     const policy = options.policy ?? 'evidence';
     const graded = await outcomeFromLogs(options.hostLogsDir, { run, collected, mode, timeoutSec, policy, admitted });
     if (options.onRecord && run.trace !== undefined && !run.timedOut) {
-      const evidence = options.step === undefined ? graded.evidence : null;
-      options.onRecord(await record(task, verifierBox, { changes, content, trace: run.trace, evidence }));
+      const made = await recordOf(task, verifierBox, { changes, content, trace: run.trace });
+      options.onRecord(
+        options.step === undefined
+          ? { ...made, ...(graded.evidence ? { evidence: graded.evidence } : {}) }
+          : { ...made, ...(graded.evidence ? { stepEvidence: { [options.step]: graded.evidence } } : {}) },
+      );
     }
     return graded.outcome;
   } finally {
@@ -248,8 +260,6 @@ async function runTests(
     tests: options.testsDirs ?? [task.testsDir],
     env: task.config.verifier.env,
     signal,
-    // Ports the tests bind: an agent process holding one refuses the grading (see VerifierStartOptions).
-    ports: options.protection?.boundPorts ?? [],
   };
   if (snap.runVerifier) {
     // Not a step as a whole: the backend names its own steps up to test.sh's start (GradingStepError);
@@ -291,12 +301,12 @@ async function runTests(
  * The protected set this grading shows: what test.sh touched, what the solution changed, the
  * libraries the loader resolved, and what a pass looked like (the reports and reward files).
  */
-async function record(
+async function recordOf(
   task: Task,
   box: Sandbox,
-  seen: { changes: FsChange[]; content: Map<string, Buffer>; trace: string; evidence: AdmissionEvidence | null },
+  seen: { changes: FsChange[]; content: Map<string, Buffer>; trace: string },
 ): Promise<ProtectionRecord> {
-  const { changes, content, trace, evidence } = seen;
+  const { changes, content, trace } = seen;
   const accessed = tracedPaths(trace);
   const searches = pythonSearches(tracedCalls(trace));
   const cache = content.get(LD_CACHE) ?? (await box.readFile(LD_CACHE, 64 * 1024 * 1024));
@@ -309,7 +319,6 @@ async function record(
     outputs: changes.map((c) => c.path).sort(),
     libraries: librariesUsed(cache ? parseLdCache(cache) : null, accessed),
     boundPorts: boundPorts(trace),
-    ...(evidence ? { evidence } : {}),
     pythonSearches: searches,
   };
 }

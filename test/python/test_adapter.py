@@ -9,7 +9,9 @@ import json
 import os
 import re
 import sys
+import tempfile
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -106,11 +108,11 @@ def agent_loop_entry():
     return name, {"_target_": target}
 
 
-def make_loop(manager, response_length=4096, max_turns=5):
+def make_loop(manager, response_length=4096, max_turns=5, calculate_log_probs=True):
     """The loop as verl builds it: hydra-style instantiate of the config entry, wrapped configs."""
     name, entry = agent_loop_entry()
     assert name == "termgrade_agent" and registered(name)["_target_"].endswith(entry["_target_"].rpartition(".")[2])
-    config = Config({"actor_rollout_ref": {"rollout": {"response_length": response_length, "prompt_length": 4096, "multi_turn": {"max_assistant_turns": max_turns}}}, "data": {}})
+    config = Config({"actor_rollout_ref": {"rollout": {"response_length": response_length, "prompt_length": 4096, "calculate_log_probs": calculate_log_probs, "multi_turn": {"max_assistant_turns": max_turns}}}, "data": {}})
     return instantiate(entry, trainer_config=DictConfigWrap(config), server_manager=manager, tokenizer=CharTokenizer(), processor=None, dataset_cls=None, dataset_config=DictConfigWrap(Config({})))
 
 
@@ -121,6 +123,7 @@ def rollout(loop):
 class VerlLoopTests(unittest.TestCase):
     def run_loop(self, replies, **kw):
         manager = ScriptedServerManager(replies, logprobs=kw.pop("logprobs", True))
+        kw.setdefault("calculate_log_probs", manager.logprobs)
         loop = make_loop(manager, **kw)
         out = asyncio.run(rollout(loop))
         return out, manager
@@ -162,6 +165,10 @@ class VerlLoopTests(unittest.TestCase):
         out, _ = self.run_loop(["I give up.<|end|>"], logprobs=False)
         self.assertIsNone(out.response_logprobs)
         postprocess(out, 4096)
+        # calculate_log_probs on but none came back: the row is not trained on, no logprobs made up
+        out, _ = self.run_loop(["I give up.<|end|>"], logprobs=False, calculate_log_probs=True)
+        self.assertEqual((out.extra_fields["termgrade_status"], set(out.response_mask)), ("no_logprobs", {0}))
+        self.assertEqual(set(out.response_logprobs), {0.0})
 
     def test_a_batch_larger_than_the_server_is_queued_not_crashed(self):
         # Six rollouts at once against a server with room for four sessions: two are told 429 and wait.
@@ -210,8 +217,62 @@ class VerlLoopTests(unittest.TestCase):
             os.environ["TERMGRADE_URL"] = saved
         self.assertTrue(out.extra_fields["is_infra_failure"])
         self.assertEqual(set(out.response_mask), {0})
-        self.assertIsNone(out.response_logprobs)
+        # the same logprob type as a graded row (calculate_log_probs is on): zeros under mask 0, as verl pads
+        self.assertEqual(out.response_logprobs, [0.0] * len(out.response_ids))
+        self.assertEqual(out.extra_fields["termgrade_attempts"], 3)
         postprocess(out, 4096)
+
+
+class ScriptedModelManager:
+    """TEST DOUBLE for verl's server manager, backed by the test tree's scripted OpenAI-compatible
+    server over real HTTP (SCRIPTED_MODEL_URL): the prompt's tokens decoded to text (one token per
+    character), the model's reply encoded back, logprobs given when asked."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def _complete(self, text):
+        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": text}]}).encode()
+        req = urllib.request.Request(os.environ["SCRIPTED_MODEL_URL"] + "/chat/completions", data=body, headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as res:
+            return json.loads(res.read())["choices"][0]["message"]["content"] or ""
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **_):
+        reply = await asyncio.to_thread(self._complete, "".join(chr(t) for t in prompt_ids))
+        ids = [ord(c) for c in reply][: sampling_params["max_tokens"]]
+        return TokenOutput(ids, [-0.5] * len(ids) if sampling_params.get("logprobs") else None)
+
+
+class CurriculumGroupTests(unittest.TestCase):
+    """Two rollouts of one prompt (one verl uid) through the loop with TERMGRADE_TASK=auto: one serve
+    group, one task, graded 1 (the solver) and 0 (the quitter), labelled with the checkpoint."""
+
+    def test_a_group_from_the_live_curriculum(self):
+        checkpoints = tempfile.mkdtemp()
+        with open(os.path.join(checkpoints, "latest_checkpointed_iteration.txt"), "w") as f:
+            f.write("5")
+        os.environ["TERMGRADE_TASK"] = "auto"
+        try:
+            async def both():
+                rows = []
+                for model in ("solver", "quitter"):
+                    config = Config({"actor_rollout_ref": {"rollout": {"response_length": 4096, "prompt_length": 4096, "calculate_log_probs": True, "n": 2, "multi_turn": {"max_assistant_turns": 5}}}, "data": {}, "trainer": {"experiment_name": "e2e", "default_local_dir": checkpoints}})
+                    _, entry = agent_loop_entry()
+                    loop = instantiate(entry, trainer_config=DictConfigWrap(config), server_manager=ScriptedModelManager(model), tokenizer=CharTokenizer(), processor=None, dataset_cls=None, dataset_config=DictConfigWrap(Config({})))
+                    rows.append(loop.run({"temperature": 1.0, "logprobs": True}, extra_info={"task": "ignored-with-auto", "split": "train"}, uid="uid-e2e-1"))
+                return await asyncio.gather(*rows)
+
+            solver, quitter = asyncio.run(both())
+        finally:
+            del os.environ["TERMGRADE_TASK"]
+        self.assertEqual((solver.reward_score, quitter.reward_score), (1.0, 0.0))
+        for row in (solver, quitter):
+            self.assertEqual(row.extra_fields["termgrade_task"], "hello")
+            self.assertEqual(row.extra_fields["termgrade_policy"], "e2e/ckpt-5")
+            self.assertEqual(row.extra_fields["termgrade_group"], "uid-e2e-1")
+            self.assertEqual(len(row.response_logprobs), len(row.response_ids))
+        group = TermgradeClient(URL, TOKEN).group("uid-e2e-1")
+        self.assertEqual((group["task"], group["done"], sorted(group["rewards"])), ("hello", True, [0, 1]))
 
 
 if __name__ == "__main__":

@@ -134,11 +134,6 @@ export class FakeSandbox implements Sandbox {
     return this.files.get(file)?.subarray(0, maxBytes) ?? null;
   }
 
-  async endProcesses(): Promise<void> {
-    this.alive();
-    this.provider.processEnds += 1;
-  }
-
   async changes(): Promise<FsChange[]> {
     return [...this.files.keys()].map((p) => ({ path: p, kind: 'added' as const }));
   }
@@ -194,14 +189,13 @@ export class FakeProvider implements SandboxProvider {
     engineImages: false,
     fixedCapacity: false,
   };
-  /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once, endProcesses calls. */
+  /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once. */
   starts = 0;
   backgroundStarts = 0;
   /** Sandboxes closed without ever running a command after their set-up (started for nothing). */
   unused = 0;
   open = 0;
   maxOpen = 0;
-  processEnds = 0;
   /** Snapshots taken for grading (one per graded trial, one per step of a multi-step one). */
   snapshots = 0;
   /** The network each grading's verifier was on, in order. */

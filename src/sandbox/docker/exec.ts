@@ -10,7 +10,7 @@ import type { DockerShell } from './shell.js';
 import type { Turn } from './turns.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
-/** Where commands spool their output; a sandbox may move it (see DockerSandbox.endProcesses). */
+/** Where commands spool their output (a verifier's sandbox uses a name of its own: see DockerSandbox.spoolDir). */
 export const DEFAULT_SPOOL_DIR = '/tmp/.termgrade-exec';
 
 /**
@@ -39,7 +39,8 @@ function spool(dir: string): Spool {
 /**
  * Shell that prints "<out bytes> <err bytes>\n", then out's head+tail on stdout and err's on
  * stderr, and removes the spool. Process spawns cost ~5 ms each in a container, so it spawns as
- * few as it can: one wc for both sizes, cat/head/tail only for non-empty files, one rm.
+ * few as it can: one wc for both sizes and only when either holds something (most commands the
+ * harness sends print nothing), cat/head/tail only for non-empty files, one rm.
  */
 function emitScript(s: Spool, limit: number, joined = false): string {
   const head = Math.floor(limit / 2);
@@ -50,7 +51,7 @@ function emitScript(s: Spool, limit: number, joined = false): string {
     : `; tg_show "$3" ${s.err} >&2`;
   return [
     `tg_show() { if [ "$1" -le ${limit} ]; then [ "$1" -eq 0 ] || cat "$2"; else head -c ${head} "$2"; printf '\\n[... %s bytes omitted ...]\\n' $(($1 - ${limit})); tail -c ${tail} "$2"; fi; }`,
-    `set -- $(wc -c ${s.out} ${s.err} 2>/dev/null) 0 x 0 x`,
+    `if [ -s ${s.out} ] || [ -s ${s.err} ]; then set -- $(wc -c ${s.out} ${s.err} 2>/dev/null) 0 x 0 x; else set -- 0 x 0 x; fi`,
     `printf '%s %s\\n' "$1" "$3"`,
     `tg_show "$1" ${s.out}${toErr}`,
     `rm -f ${s.out} ${s.err} ${s.pid}`,

@@ -1,5 +1,5 @@
 import { mkdir, readdir, readFile, readlink, rmdir, writeFile } from 'node:fs/promises';
-import { cgroupFreezer, filesOf } from './freezer.js';
+import { cgroupFreezer, filesOf, type CgroupFiles, type Freezer } from './freezer.js';
 
 /**
  * While the tests run, every process the agent left that is not a service is held frozen: it
@@ -86,13 +86,22 @@ async function moveAll(from: string, to: string): Promise<void> {
   for (const pid of await pidsIn(from)) await writeFile(`${to}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
 }
 
+/** Where a container's hold lives: its cgroup's files, the child cgroup made frozen, and the container's freezer. */
+export interface HoldPlace {
+  initPid: number;
+  containerId: string;
+  files: CgroupFiles;
+  child: string;
+  freezer: Freezer;
+  /** The child cgroup removed, nothing held (when no hold is taken after all). */
+  drop(): Promise<void>;
+}
+
 /**
- * Holds every process of the container whose init has host pid `initPid` that is not a service
- * (see Hold), and lists which ports of `reserved` agent sockets hold. Null when the container's
- * cgroup cannot be written from here (a remote engine). Throws when the processes cannot all be
- * frozen (a fork bomb outruns the freezer): nothing is then held.
+ * The frozen child cgroup of the container whose init has host pid `initPid`, made ready to take
+ * processes; null when the container's cgroup cannot be written from here (a remote engine).
  */
-export async function holdNonServices(initPid: number, containerId: string, reserved: number[]): Promise<Hold | null> {
+export async function holdPlace(initPid: number, containerId: string): Promise<HoldPlace | null> {
   const procCgroup = await readFile(`/proc/${initPid}/cgroup`, 'utf8').catch(() => null);
   const files = procCgroup ? filesOf(procCgroup, containerId) : null;
   const freezer = files ? await cgroupFreezer(initPid, containerId) : null;
@@ -104,33 +113,60 @@ export async function holdNonServices(initPid: number, containerId: string, rese
   } catch {
     return null; // no child cgroup can be made here: held by nothing, as on a remote engine
   }
-  let hold: Hold;
+  return { initPid, containerId, files, child, freezer, drop: releaser(containerId, files, child) };
+}
+
+/**
+ * Sorts the container's processes and moves those that are not services into the frozen child
+ * cgroup, listing which ports of `reserved` agent sockets hold. The caller has frozen the whole
+ * container (`place.freezer`), so that none forks or opens a socket meanwhile, and thaws it after:
+ * the copy of the agent's layer does this under its own freeze (one freeze for both). Nothing is
+ * held when it throws.
+ */
+export async function holdFrozen(place: HoldPlace, reserved: number[]): Promise<Hold> {
+  const { initPid, containerId, files, child } = place;
+
   try {
-    // Everything frozen while the processes are sorted, so none forks or opens a socket meanwhile.
-    await freezer.freeze();
-    const sockets = await socketsOf(initPid);
+    const [sockets, pids] = await Promise.all([socketsOf(initPid), pidsIn(files.dir)]);
     const listening = new Set(sockets.filter((s) => s.listening).map((s) => s.inode));
+    const others = pids.filter((pid) => pid !== initPid);
+    const inodes = await Promise.all(others.map(socketInodes));
     const held: number[] = [];
     const services: number[] = [];
-    for (const pid of await pidsIn(files.dir)) {
-      if (pid === initPid) continue;
-      const mine = await socketInodes(pid);
-      if ([...mine].some((i) => listening.has(i))) services.push(pid);
-      else held.push(pid);
-    }
+    others.forEach((pid, i) => ([...inodes[i]!].some((n) => listening.has(n)) ? services : held).push(pid));
     for (const pid of held) await writeFile(`${child}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
     const wanted = new Set(reserved);
     // A socket no process holds (inode 0: TIME_WAIT, say) takes no port from the tests.
     const squatted = [...new Set(sockets.filter((s) => s.inode !== '0' && wanted.has(s.port)).map((s) => s.port))];
-    hold = { held, services, squatted: squatted.sort((a, b) => a - b), release: releaser(containerId, files, child) };
+    const hold = { held, services, squatted: squatted.sort((a, b) => a - b), release: releaser(containerId, files, child) };
+    active.set(containerId, hold);
+    return hold;
   } catch (err) {
-    await releaser(containerId, files, child)();
+    await place.drop();
     throw err;
-  } finally {
-    await freezer.thaw().catch(() => undefined);
   }
-  active.set(containerId, hold);
-  return hold;
+}
+
+/**
+ * Holds every process of the container whose init has host pid `initPid` that is not a service
+ * (see Hold), and lists which ports of `reserved` agent sockets hold. Null when the container's
+ * cgroup cannot be written from here (a remote engine). Throws when the processes cannot all be
+ * frozen (a fork bomb outruns the freezer): nothing is then held.
+ */
+export async function holdNonServices(initPid: number, containerId: string, reserved: number[]): Promise<Hold | null> {
+  const place = await holdPlace(initPid, containerId);
+  if (!place) return null;
+  try {
+    await place.freezer.freeze();
+  } catch (err) {
+    await place.drop();
+    throw err;
+  }
+  try {
+    return await holdFrozen(place, reserved);
+  } finally {
+    await place.freezer.thaw().catch(() => undefined);
+  }
 }
 
 function releaser(

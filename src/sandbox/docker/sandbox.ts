@@ -28,6 +28,7 @@ import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type Overl
 import { extractInto, firstFile, packDir, packEntries } from './tar.js';
 import type { EngineTurns, Turn } from './turns.js';
 import { CancelledError, TermgradeError } from '../../util/errors.js';
+import { causeOf, log } from '../../util/log.js';
 
 /**
  * How a Docker sandbox reaches its container: `shell` (default) through a helper shell and reads
@@ -101,9 +102,8 @@ export class DockerSandbox implements Sandbox {
     return !this.shellBusy && !this.closing && this.execVia !== 'engine';
   }
   /**
-   * Where commands spool their output. After endProcesses it moves to a new name on the fresh
-   * tmpfs /dev/shm: whatever the agent did to the old place (a file where the folder was, say)
-   * cannot stop the verifier's commands, and the agent could not have prepared the new one.
+   * Where commands spool their output. A verifier's sandbox spools under a new name on its own
+   * tmpfs /dev/shm, which nothing of the agent's could have prepared.
    */
   private spoolDir = DEFAULT_SPOOL_DIR;
 
@@ -269,45 +269,6 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  /** Set while processes are being ended: settles once none is left (before the restart). */
-  private quiet: Promise<void> | null = null;
-
-  /**
-   * Kills the container's main process, which takes every process in its namespace with it (no
-   * escape by forking or ignoring signals), then starts it again: the filesystem is kept, and a
-   * container the agent had already brought down comes back the same way.
-   */
-  async endProcesses(): Promise<void> {
-    this.dropHelper();
-    // Grading begins: this trial now waits on the engine, from here in the line.
-    this.place = this.turns.place();
-    // Set before the first await, so a changes() asked right after this call waits for it.
-    let stopped!: () => void;
-    let failed!: (err: unknown) => void;
-    this.quiet = new Promise<void>((resolve, reject) => {
-      stopped = resolve;
-      failed = reject;
-    });
-    this.quiet.catch(() => undefined);
-    // One turn for the stop, the start and the helper shell the grading's commands will use: the
-    // engine finishes this trial's set-up before it takes up the next trial's.
-    await this.turn(async () => {
-      try {
-        await this.stopAll();
-        stopped();
-      } catch (err) {
-        failed(err);
-        throw err;
-      }
-      await this.container.start();
-      this.spoolDir = `/dev/shm/.termgrade-exec-${randomBytes(6).toString('hex')}`;
-      if (this.execVia !== 'engine') {
-        this.helper = DockerShell.open(this.docker, this.container, (request) => request()); // already in its turn
-        await this.helper.catch(() => undefined); // a helper that fails to open is opened again on demand
-      }
-    });
-  }
-
   /** Every process gone: the container killed (its init, so the whole pid namespace) and stopped. */
   private async stopAll(): Promise<void> {
     // A process held frozen for the tests cannot be killed (cgroup v1): the container would not stop.
@@ -322,24 +283,51 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
-  private local: Promise<boolean> | null = null;
+  private local: boolean | null = null;
 
-  /** Whether the container's processes run on this machine (its init is in our /proc, in its cgroup): a remote engine's are not. */
-  private onThisMachine(): Promise<boolean> {
-    this.local ??= (async () => {
-      const pid = (await this.container.inspect()).State.Pid;
-      if (!pid) return false;
-      const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
-      return cgroup.includes(this.container.id);
-    })().catch(() => false);
+  /**
+   * Whether the container's processes run on this machine (its init is in our /proc, in its
+   * cgroup): a remote engine's are not. Kept once known; an engine that does not answer (or a
+   * container not running) leaves it unknown, asked again next time, so that a passing fault never
+   * turns tracing and layer reads off for the sandbox's life.
+   */
+  private async onThisMachine(): Promise<boolean> {
+    if (this.local !== null) return this.local;
+    let pid = 0;
+    try {
+      pid = (await this.container.inspect()).State.Pid;
+    } catch (err) {
+      log.warn('could not tell whether a sandbox runs on this machine (asked again next time)', {
+        container: this.container.id.slice(0, 12),
+        cause: causeOf(err),
+      });
+      return false;
+    }
+    if (!pid) return false;
+    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => ''); // not in our /proc: another machine's
+    this.local = cgroup.includes(this.container.id);
     return this.local;
   }
 
-  private layers: Promise<OverlayLayers | null> | null = null;
+  private layers: OverlayLayers | null | undefined;
 
-  /** The container's overlay layers when readable from here (not for a remote engine, another storage driver). */
-  upperLayers(): Promise<OverlayLayers | null> {
-    this.layers ??= this.execVia === 'engine' ? Promise.resolve(null) : overlayLayers(this.container).catch(() => null);
+  /**
+   * The container's overlay layers when readable from here (not for a remote engine, another
+   * storage driver). Kept once known; an engine that does not answer leaves it unknown (the
+   * engine's slower paths serve this call), asked again next time.
+   */
+  async upperLayers(): Promise<OverlayLayers | null> {
+    if (this.execVia === 'engine') return null;
+    if (this.layers !== undefined) return this.layers;
+    try {
+      this.layers = await overlayLayers(this.container);
+    } catch (err) {
+      log.warn("could not read a sandbox's layers from the engine (asked again next time)", {
+        container: this.container.id.slice(0, 12),
+        cause: causeOf(err),
+      });
+      return null;
+    }
     return this.layers;
   }
 
@@ -359,8 +347,8 @@ export class DockerSandbox implements Sandbox {
     };
     const layers = await this.upperLayers();
     if (layers)
-      return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options.verifier, options.bounds);
-    return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options.bounds);
+      return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options);
+    return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options);
   }
 
   /** Closes the helper shell (its process is about to die with the container's): the next use opens a new one. */
@@ -417,9 +405,6 @@ export class DockerSandbox implements Sandbox {
   }
 
   async changes(): Promise<FsChange[]> {
-    // Asked while processes are being ended: answered once none is left, not after the restart
-    // (the stopped container's layer holds exactly what the agent wrote; nothing runs to change it).
-    if (this.quiet) await this.quiet;
     const layers = await this.upperLayers();
     if (layers) {
       try {

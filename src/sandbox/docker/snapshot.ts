@@ -11,6 +11,7 @@ import {
   ScanLimitError,
   type FsChange,
   type SnapshotBounds,
+  type SnapshotOptions,
   type Sandbox,
   type SandboxSnapshot,
   type VerifierCommand,
@@ -21,7 +22,7 @@ import { prepareFoldersInside } from '../verifier-folders.js';
 import { LABEL_SNAPSHOT } from './labels.js';
 import { copyLayer, measureLayer, prepareFoldersInLayer } from './layer-copy.js';
 import { cgroupFreezer } from './freezer.js';
-import { holdNonServices, type Hold } from './hold.js';
+import { holdFrozen, holdNonServices, holdPlace, type Hold } from './hold.js';
 import { overlayChanges, readFromUpper, type OverlayLayers } from './overlay.js';
 import type { CreatedContainer } from './sandbox.js';
 import type { Turn } from './turns.js';
@@ -95,9 +96,9 @@ const envOf = (lines: string[] | undefined): Record<string, string> =>
  * paused around the engine's change list and a commit of its filesystem to an image, so the list
  * and the image show the same moment; the verifier is started from that image.
  */
-export async function snapshotByCommit(host: CommitHost, given?: SnapshotBounds): Promise<SandboxSnapshot> {
+export async function snapshotByCommit(host: CommitHost, options: SnapshotOptions = {}): Promise<SandboxSnapshot> {
   const { docker, container, turn } = host;
-  const bounds = boundsOf(given);
+  const bounds = boundsOf(options.bounds);
   const state = (await container.inspect()).State;
   const running = Boolean(state.Running);
   // Listed by every commit, right before it, the container paused or stopped: the list and the image show the same moment.
@@ -162,11 +163,11 @@ export async function snapshotByCommit(host: CommitHost, given?: SnapshotBounds)
       reader ??= await host.startVerifier(image, null);
       return reader.readFile(file, maxBytes);
     },
-    async startVerifier(options) {
+    async startVerifier(start) {
       // Held before the alive check: a fork bomb that cannot be frozen is ended, and the verifier then has no network.
       if (running) hold = await holdAgent(host, state.Pid, options.ports ?? []);
       const alive = running && (await isRunning(container));
-      return withFoldersInside(await host.startVerifier(image, alive ? container.id : null, options.signal), options);
+      return withFoldersInside(await host.startVerifier(image, alive ? container.id : null, start.signal), start);
     },
     discard() {
       discarded ??= (async () => {
@@ -226,27 +227,50 @@ async function boundedCopy(from: string, to: string, bounds: Bounds): Promise<vo
  * instead when they cannot be frozen (a fork bomb outruns the freezer, or the container died
  * meanwhile), the filesystem then taken as they left it. Nothing the agent runs can write between
  * the measuring and the copy: the disk limit holds to the last byte of its turn.
+ *
+ * With `reserved` (the ports the tests bind), the same freeze also holds the agent's processes that
+ * are not services (see hold.ts) from here until the snapshot is discarded: one freeze for both,
+ * the processes sorted while the layer is copied. Null when they could not be held this way (the
+ * engine paused them, or nothing runs): the caller holds them before the tests start, if it can.
  */
 async function copyFrozen(
   host: CopyHost,
   state: { Running?: boolean; Paused?: boolean; Pid: number },
   to: string,
-  bounds: Bounds,
-): Promise<void> {
+  how: { bounds: Bounds; reserved: number[] | null },
+): Promise<Hold | null> {
   const { container, turn } = host;
-  const copy = (): Promise<void> => boundedCopy(host.layers.upper, to, bounds);
-  if (!state.Running || state.Paused) return copy();
-  const freezer = await cgroupFreezer(state.Pid, container.id);
+  const copy = (): Promise<void> => boundedCopy(host.layers.upper, to, how.bounds);
+  if (!state.Running || state.Paused) {
+    await copy();
+    return null;
+  }
+  const place = how.reserved ? await holdPlace(state.Pid, container.id) : null;
+  const freezer = place?.freezer ?? (await cgroupFreezer(state.Pid, container.id));
   let paused = false;
   try {
     await (freezer ? freezer.freeze() : turn(() => container.pause()));
     paused = true;
   } catch (err) {
+    await place?.drop();
     if (!cannotFreeze(err)) throw err;
     await host.stopAll();
   }
   try {
-    await copy();
+    if (!paused || !place) {
+      await copy();
+      return null;
+    }
+    // The helper shell is held like every process there: a command sent into the agent's sandbox
+    // meanwhile opens a new one, which runs (a process of the harness's, as every command is).
+    host.dropHelper();
+    const [copied, held] = await Promise.allSettled([copy(), holdFrozen(place, how.reserved ?? [])]);
+    if (copied.status === 'rejected') {
+      if (held.status === 'fulfilled') await held.value.release();
+      throw copied.reason;
+    }
+    if (held.status === 'rejected') throw held.reason; // it let go of what it held
+    return held.value;
   } finally {
     if (paused) await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
   }
@@ -267,14 +291,20 @@ async function listChanges(target: OverlayLayers, limit: number): Promise<FsChan
 /** A verifier container created (not started) with the agent's layer copied into its own; closed when the copy fails. */
 async function copiedVerifier(
   host: CopyHost,
-  how: { info: Docker.ContainerInspectInfo; running: boolean; command?: VerifierCommand; bounds: Bounds },
-): Promise<{ verifier: CreatedContainer; target: OverlayLayers }> {
+  how: {
+    info: Docker.ContainerInspectInfo;
+    running: boolean;
+    command?: VerifierCommand;
+    bounds: Bounds;
+    reserved: number[] | null;
+  },
+): Promise<{ verifier: CreatedContainer; target: OverlayLayers; hold: Hold | null }> {
   const verifier = await host.createVerifier(how.running ? how.info.Id : null, how.command);
   try {
     // What lies below is the agent's image for both; the agent's lower list is the one its changes were judged against.
     const target = { upper: await upperOf(verifier), lowers: host.layers.lowers };
-    await copyFrozen(host, how.info.State, target.upper, how.bounds);
-    return { verifier, target };
+    const hold = await copyFrozen(host, how.info.State, target.upper, how);
+    return { verifier, target, hold };
   } catch (err) {
     await verifier.sandbox.close();
     throw err;
@@ -290,16 +320,14 @@ async function copiedVerifier(
  * command to prepare folders. With `command`, that container's own process is the verifier's
  * command (runVerifier): nothing is sent into it and nothing has to end it.
  */
-export async function snapshotByCopy(
-  host: CopyHost,
-  command?: VerifierCommand,
-  given?: SnapshotBounds,
-): Promise<SandboxSnapshot> {
+export async function snapshotByCopy(host: CopyHost, options: SnapshotOptions = {}): Promise<SandboxSnapshot> {
   const { container } = host;
-  const bounds = boundsOf(given);
+  const command = options.verifier;
+  const bounds = boundsOf(options.bounds);
+  const reserved = options.ports ?? [];
   const info = await container.inspect();
   const running = Boolean(info.State.Running);
-  let { verifier, target } = await copiedVerifier(host, { info, running, command, bounds });
+  let { verifier, target, hold } = await copiedVerifier(host, { info, running, command, bounds, reserved });
   // Listed now, before anything is added for the verifier: the scan judges the agent's files only.
   const listing = listChanges(target, bounds.maxChanges);
   listing.catch(() => undefined);
@@ -320,7 +348,6 @@ export async function snapshotByCopy(
     verifier = next;
   };
   let started = false;
-  let hold: Hold | null = null;
   /**
    * The verifier made ready to start, once: the agent's processes that are not services held
    * (see hold.ts); in the agent's network while the agent's sandbox runs (a container cannot join
@@ -334,7 +361,9 @@ export async function snapshotByCopy(
     if (started) throw new Error('a snapshot starts one verifier');
     started = true;
     await listing.catch(() => undefined);
-    if (running) hold = await holdAgent(host, info.State.Pid, start.ports ?? []);
+    // Held by the copy's freeze when it could be; else now, if it can be (an engine's pause copied).
+    if (hold) refuseSquatters(hold);
+    else if (running) hold = await holdAgent(host, info.State.Pid, reserved);
     const networkOf = running && (await isRunning(container)) ? container.id : null;
     if ((running && !networkOf) || own !== command) await replace(networkOf, own);
     return { inLayer: await prepareFoldersInLayer(target, start.tests), networkOf };
@@ -399,14 +428,17 @@ async function holdAgent(host: SnapshotHost, initPid: number, ports: number[]): 
     await host.stopAll();
     return null;
   }
-  if (hold && hold.squatted.length > 0) {
-    await hold.release();
-    const list = hold.squatted.join(', ');
-    throw new Error(
-      `an agent process holds port ${list}, which the tests bind (admission saw them bind it): their own server could not start, or the agent's would answer in its place`,
-    );
-  }
+  if (hold) refuseSquatters(hold);
   return hold;
+}
+
+/** Throws (the hold let go) when an agent process holds a port the tests bind: their own server could not start, or the agent's would answer in its place. */
+function refuseSquatters(hold: Hold): void {
+  if (hold.squatted.length === 0) return;
+  void hold.release();
+  throw new Error(
+    `an agent process holds port ${hold.squatted.join(', ')}, which the tests bind (admission saw them bind it): their own server could not start, or the agent's would answer in its place`,
+  );
 }
 
 /** The verifier's command sent into its started sandbox (not its own process), which is stopped after. */

@@ -109,10 +109,6 @@ export class PoolSandbox implements Sandbox {
     return this.call(() => this.inner.readFile(path, maxBytes));
   }
 
-  endProcesses(): Promise<void> {
-    return this.call(() => this.inner.endProcesses());
-  }
-
   changes(): Promise<FsChange[]> {
     return this.call(() => this.inner.changes());
   }

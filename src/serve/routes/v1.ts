@@ -69,9 +69,12 @@ export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void 
 /** GRPO groups: n sessions of one task started whole or not at all, their rewards answered together. */
 function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
   const { sessions, groups } = ctx;
+  /** Member groups being started, by group_id: the calls that arrive meanwhile wait on the same start. */
+  const starting = new Map<string, Promise<void>>();
   app.post('/v1/groups', async (req, reply) => {
     const body = parse(CreateGroupBody, req.body);
     const policy = body.policy ?? null;
+    if (body.member) return reply.code(201).send(await claimMember(ctx, body, starting));
     sessions.ensureRoomFor(body.n);
     if (body.episode) {
       const known =
@@ -86,28 +89,7 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     }
     const chosen = ctx.resolveTask(body.task, body.split, policy);
     const id = groups.newId();
-    const how = { servedBy: chosen.servedBy, group: id, size: body.n };
-    const started = await Promise.allSettled(
-      Array.from({ length: body.n }, () => sessions.create(chosen.task, policy, how)),
-    );
-    const ok = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) {
-      // A group is whole or not at all: the sessions that did start are removed (their own failure
-      // to close is the engine's, and the first start failure is the one the client needs).
-      const removing = ok.map((s) =>
-        sessions.delete(String(s.session_id)).catch((err: unknown) => {
-          log.warn('a session of a failed group could not be removed', {
-            session: String(s.session_id),
-            cause: causeOf(err),
-          });
-        }),
-      );
-      await Promise.all(removing);
-      throw failed.reason;
-    }
-    const members = ok.map((s) => String(s.session_id));
-    groups.add({ id, kind: 'sessions', task: chosen.task, servedBy: chosen.servedBy, policy, sessions: members });
+    const ok = await startSessionGroup(ctx, { id, chosen, n: body.n, policy, member: false });
     const first = ok[0]!;
     return reply.code(201).send({
       group_id: id,
@@ -119,6 +101,78 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     });
   });
   app.get<{ Params: { id: string } }>('/v1/groups/:id', async (req) => groups.view(req.params.id));
+}
+
+/** n sessions of one task, started whole or not at all (those that did start are removed), then filed as a group. */
+async function startSessionGroup(
+  ctx: ServeContext,
+  g: { id: string; chosen: { task: string; servedBy: ServedBy }; n: number; policy: string | null; member: boolean },
+): Promise<Record<string, unknown>[]> {
+  const { sessions } = ctx;
+  sessions.ensureRoomFor(g.n);
+  const how = { servedBy: g.chosen.servedBy, group: g.id, size: g.n };
+  const started = await Promise.allSettled(
+    Array.from({ length: g.n }, () => sessions.create(g.chosen.task, g.policy, how)),
+  );
+  const ok = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    // The first start failure is the one the client needs; the others' removal failures are the engine's.
+    const removing = ok.map((s) =>
+      sessions.delete(String(s.session_id)).catch((err: unknown) => {
+        log.warn('a session of a failed group could not be removed', {
+          session: String(s.session_id),
+          cause: causeOf(err),
+        });
+      }),
+    );
+    await Promise.all(removing);
+    throw failed.reason;
+  }
+  const members = ok.map((s) => String(s.session_id));
+  ctx.groups.add({
+    id: g.id,
+    kind: 'sessions',
+    task: g.chosen.task,
+    servedBy: g.chosen.servedBy,
+    policy: g.policy,
+    sessions: members,
+    ...(g.member ? { answers: ok } : {}),
+  });
+  return ok;
+}
+
+/**
+ * One member session of the member group `group_id`: the first call starts all n sessions (whole
+ * or not at all: a 429 or 503 reaches every call waiting on that start, and each may ask again),
+ * each call then takes the next member. All members share the task the first call got.
+ */
+async function claimMember(
+  ctx: ServeContext,
+  body: z.infer<typeof CreateGroupBody>,
+  starting: Map<string, Promise<void>>,
+): Promise<Record<string, unknown>> {
+  const id = body.group_id!;
+  const policy = body.policy ?? null;
+  if (!ctx.groups.chosen(id)) {
+    let start = starting.get(id);
+    if (!start) {
+      const chosen = ctx.resolveTask(body.task, body.split, policy);
+      start = startSessionGroup(ctx, { id, chosen, n: body.n, policy, member: true })
+        .then(() => undefined)
+        .finally(() => starting.delete(id));
+      starting.set(id, start);
+    }
+    await start;
+  }
+  const known = ctx.groups.chosen(id)!;
+  if (body.task !== AUTO && body.task !== known.task)
+    throw new ServeError('conflict', `group "${id}" is of task ${known.task}, not ${body.task}`);
+  const size = (ctx.groups.view(id).sessions as string[]).length;
+  if (size !== body.n) throw new ServeError('conflict', `group "${id}" has ${size} members, not ${body.n}`);
+  const claimed = ctx.groups.claim(id);
+  if (!claimed) throw new ServeError('conflict', `every member of group "${id}" was handed out already`);
+  return { ...claimed.answer, group_id: id, served_by: known.servedBy, member: claimed.member };
 }
 
 /**

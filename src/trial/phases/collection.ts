@@ -88,6 +88,12 @@ async function writeJsonAtomic(file: string, data: unknown, scrub: Scrub): Promi
  */
 export async function collectionPhase(state: TrialState): Promise<TrialResult> {
   const clean = scrubValue(resultOf(state), state.scrub);
+  state.log.info('trial ended', {
+    reward: clean.reward,
+    error: clean.error?.class ?? null,
+    exit_reason: clean.exitReason,
+    duration_ms: Math.round(clean.durationMs),
+  });
   await writeJsonAtomic(path.join(state.trialDir, 'result.json'), clean, state.scrub);
   return clean;
 }

@@ -41,6 +41,7 @@ async function runStep(state: TrialState, box: Sandbox, step: TaskStep): Promise
     step.testsDirs,
     step.config.verifier.timeout_sec ?? task.config.verifier.timeout_sec,
     label,
+    step.name,
   );
   if (v === null || v.reward === null) state.infraFailed = true;
   const stopped = !state.infraFailed && missesMinimum(step.config.min_reward, v?.reward ?? null, v?.rewards ?? {});

@@ -76,7 +76,7 @@ export function admissionRefOf(
   return record ? { checksum: record.checksum, recordedAt: record.recordedAt, file: file ?? null } : null;
 }
 
-/** One grading of a trial: on the verifier phase's network, in the trial's context; null when the engine failed it. */
+/** One grading of a trial (of its step `step` for a multi-step task): on the verifier phase's network, in the trial's context; null when the engine failed it. */
 export function verificationPhase(
   state: TrialState,
   box: Sandbox,
@@ -85,6 +85,7 @@ export function verificationPhase(
   testsDirs: string[] | undefined,
   timeoutSec: number,
   label: string,
+  step?: string,
 ): Promise<VerifierOutcome | null> {
   const { options } = state;
   return timed(state, 'verification', async () => {
@@ -102,8 +103,8 @@ export function verificationPhase(
           maxBytes: options.gradingBounds?.maxBytes ?? diskLimitMb(state.task, state.timeouts) * 1024 * 1024,
         },
         grading: options.grading,
-        // A step's grading (label names it) has no admission evidence of its own yet.
-        step: label === '' ? undefined : label,
+        // A step's grading is held against (and recorded as) that step's evidence.
+        step,
       });
       if (v.error) fail(state, v.error.class, 'verification', label + v.error.message);
       return v;

@@ -1,0 +1,52 @@
+"""TEST STAND-IN for the parts of verl.trainer.ppo.ray_trainer (volcengine/verl b178a3cd) a step's
+batch goes through after generation, written from its source, not copied:
+
+- compute_advantage (ray_trainer.py:130-219): "grpo" calls GRPO with index = the uid column and
+  the norm_adv_by_std_in_grpo argument (:178-190); any other name is looked up in the registry and
+  called with token_level_rewards, response_mask, config and (when there is a uid column) index
+  (:191-218). token_level_rewards are the agent loop's rm_scores here (no KL in the reward);
+- validation (`validation_metrics`, from _validate :553-678, _compute_or_extract_reward :480-517,
+  _val_metrics_update :680-700 and metric_utils.process_validation_metrics :511-660): the score of
+  a row is its rm_scores summed ("reward"), the reward_extra_keys of meta_info are read from the
+  batch, values are grouped by data_source and uid, mean@n per uid then the mean over uids; the
+  "core" variable is acc when present, else reward.
+"""
+from collections import defaultdict
+
+from verl.trainer.ppo import core_algos
+
+
+def compute_advantage(data, adv_estimator, norm_adv_by_std_in_grpo=True, config=None):
+    rewards, mask = data.batch["rm_scores"], data.batch["response_mask"]
+    if adv_estimator == "grpo":
+        adv, ret = core_algos.compute_grpo_outcome_advantage(token_level_rewards=rewards, response_mask=mask, index=data.non_tensor_batch["uid"], norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo)
+    else:
+        fn = core_algos.get_adv_estimator_fn(adv_estimator)
+        kwargs = {"token_level_rewards": rewards, "response_mask": mask, "config": config}
+        if "uid" in data.non_tensor_batch:
+            kwargs["index"] = data.non_tensor_batch["uid"]
+        adv, ret = fn(**kwargs)
+    data.batch["advantages"], data.batch["returns"] = adv, ret
+    return data
+
+
+def validation_metrics(data):
+    scores = data.batch["rm_scores"].sum(dim=-1).tolist()
+    infos = {"reward": scores}
+    for key in data.meta_info.get("reward_extra_keys", []):
+        infos[key] = list(data.non_tensor_batch[key])
+    by_source = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for i, source in enumerate(data.non_tensor_batch["data_source"]):
+        for var, values in infos.items():
+            by_source[source][data.non_tensor_batch["uid"][i]][var].append(values[i])
+    metrics = {}
+    for source, uids in by_source.items():
+        per_var = defaultdict(list)
+        for var_values in uids.values():
+            for var, values in var_values.items():
+                per_var[var].append(sum(values) / len(values))
+        core = "acc" if "acc" in per_var else "reward"
+        n = max(len(v) for u in uids.values() for v in u.values())
+        for var, means in per_var.items():
+            metrics[f"{'val-core' if var == core else 'val-aux'}/{source}/{var}/mean@{n}"] = sum(means) / len(means)
+    return metrics
