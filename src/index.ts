@@ -96,7 +96,7 @@ export { JobSpecSchema, type JobSpec, type JobSpecInput } from './job/spec.js';
 export { readJobFile, parseSpec } from './job/load-spec.js';
 export { openJob, storedSpec, type OpenedJob } from './job/job.js';
 export { runJob, type JobEvent, type JobSummary, type RunJobOptions } from './job/run-job.js';
-export { importHarbor } from './job/import-harbor.js';
+export { importHarbor } from './harbor/import-job.js';
 export { JobStore, type TrialRow, type Slot } from './store/store.js';
 
 // Measurement and selection (pure, no I/O but loadRecords)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { importHarbor } from '../src/job/import-harbor.js';
+import { importHarbor } from '../src/harbor/import-job.js';
 import { configStats, taskRates } from '../src/report/aggregate.js';
 import { countByTask } from '../src/records/counts.js';
 import type { StatsRecord } from '../src/records/record.js';

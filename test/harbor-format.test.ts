@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { exportHarborJobs } from '../src/harbor/export-job.js';
 import { harborConfigToSpec, isHarborJobConfig } from '../src/harbor/job-config.js';
-import { importHarbor } from '../src/job/import-harbor.js';
+import { importHarbor } from '../src/harbor/import-job.js';
 import { openJob } from '../src/job/job.js';
 import { runJob } from '../src/job/run-job.js';
 import { FakeProvider } from './support/fake-provider.js';
@@ -17,6 +17,8 @@ import { EXAMPLES, ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 import { readHarborJobFolder } from './support/harbor-models.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { TERMINUS_SOLVES } from './support/scripts.js';
+import type { ScriptStep } from './support/scripted-model-server.js';
+import { assertSameTrials } from './support/harbor-roundtrip.js';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'harbor');
 const KEY = 'sk-harbor-test-key-0123456789';
@@ -35,8 +37,10 @@ describe("Harbor's job config and job folder", () => {
   const servers: ScriptedModelServer[] = [];
   after(() => Promise.all(servers.map((s) => s.close())));
 
-  it("runs a Harbor job.yaml through the real binary, writes the job in Harbor's layout, and Harbor's models read back what the store holds", async () => {
-    const solve = TERMINUS_SOLVES['log-errors']!;
+  it("runs a Harbor job.yaml through the real binary: Harbor's job folder in jobs_dir opens in Harbor's models and holds what the store holds, token ids included, and imports back to the same trials", async () => {
+    // The model's replies carry token ids and logprobs (as vLLM's do): they reach rollout_details.
+    const withIds = (st: ScriptStep): ScriptStep => ('reply' in st ? { reply: { ...st.reply, tokenIds: true } } : st);
+    const solve = TERMINUS_SOLVES['log-errors']!.map(withIds);
     const server = new ScriptedModelServer({ 'scripted-m': [...solve, ...solve] });
     servers.push(server);
     const baseUrl = await server.start();
@@ -66,8 +70,10 @@ describe("Harbor's job config and job folder", () => {
       'fields carried over are not listed',
     );
 
-    // Harbor's jobs_dir (relative to the working directory) and job_name; n_attempts as k.
-    const jobDir = path.join(cwd, 'jobs', 'harbor-fixture');
+    // termgrade's store in its own jobs folder; Harbor's job folder in jobs_dir (relative to the
+    // working directory), named job_name; n_attempts as k.
+    const jobDir = path.join(cwd, '.termgrade', 'jobs', 'harbor-fixture');
+    assert.equal(existsSync(path.join(cwd, 'jobs', 'harbor-fixture', 'job.db')), false, "no store in Harbor's folder");
     const store = JobStore.open(path.join(jobDir, 'job.db'), { readonly: true });
     const rows = [...store.listTrials()];
     const spec = JSON.parse(store.getMeta('spec')!);
@@ -96,11 +102,8 @@ describe("Harbor's job config and job folder", () => {
       ],
     );
 
-    const out = path.join(cwd, 'harbor-out');
-    const exp = await runCli(['export', 'trials', jobDir, '--format', 'harbor-job', '--out', out], {
-      env: { OPENAI_API_KEY: KEY },
-    });
-    assert.equal(exp.status, 0, exp.stderr);
+    const out = path.join(cwd, 'jobs');
+    // (with -q the run prints no summary; harbor-roundtrip.test.ts reads the line that names the folder)
     const h = await readHarborJobFolder(path.join(out, 'harbor-fixture'));
 
     // Job config: the spec as Harbor spells it, with no secret.
@@ -123,7 +126,10 @@ describe("Harbor's job config and job folder", () => {
     // Trials: one folder per stored trial; rewards, tokens, cost and per-phase timings as recorded.
     assert.equal(h.trials.length, rows.length);
     for (const row of rows) {
-      const t = h.trials.find((x) => x.result.agent_result?.metadata?.termgrade_trial_id === row.trial_id);
+      const t = h.trials.find(
+        (x) =>
+          (x.result.agent_result?.metadata?.termgrade as { trialId?: string } | undefined)?.trialId === row.trial_id,
+      );
       assert.ok(t, `trial ${row.trial_id} exported`);
       const own = TrialResultSchema.parse(JSON.parse(await readFile(path.join(row.trial_dir!, 'result.json'), 'utf8')));
       const r = t.result;
@@ -171,7 +177,29 @@ describe("Harbor's job config and job folder", () => {
     assert.deepEqual(Object.keys(h.result.stats.evals ?? {}).sort(), ['oracle__tasks', 'terminus__scripted-m__tasks']);
     const ev = h.result.stats.evals!['terminus__scripted-m__tasks']!;
     assert.equal(ev.n_trials, 2);
-    assert.deepEqual(ev.reward_stats, { reward: { 1: terminus.map((t) => t.result.trial_name).sort() } });
+    assert.deepEqual(ev.reward_stats, { reward: { '1.0': terminus.map((t) => t.result.trial_name).sort() } });
+    // Token ids: rollout_details holds, per model turn, the ids and logprobs the trajectory holds.
+    for (const t of terminus) {
+      const traj = JSON.parse(await readFile(path.join(t.dir, 'agent', 'trajectory.json'), 'utf8'));
+      const turns = traj.steps.filter(
+        (st: { metrics?: { completion_token_ids?: number[] } }) => st.metrics?.completion_token_ids,
+      );
+      assert.ok(turns.length >= 3, 'every model turn has token ids');
+      assert.deepEqual(t.result.agent_result?.rollout_details, [
+        {
+          prompt_token_ids: turns.map((st: { metrics: { prompt_token_ids: number[] } }) => st.metrics.prompt_token_ids),
+          completion_token_ids: turns.map(
+            (st: { metrics: { completion_token_ids: number[] } }) => st.metrics.completion_token_ids,
+          ),
+          logprobs: turns.map((st: { metrics: { logprobs: number[] } }) => st.metrics.logprobs),
+        },
+      ]);
+    }
+    const oracles = h.trials.filter((t) => t.result.agent_info.name === 'oracle');
+    assert.ok(
+      oracles.every((t) => t.result.agent_result?.rollout_details === null),
+      'no model, no token ids',
+    );
     assert.deepEqual(ev.metrics, [{ mean: 1 }]);
     assert.equal(
       h.result.stats.n_input_tokens,
@@ -179,16 +207,10 @@ describe("Harbor's job config and job folder", () => {
     );
     assert.equal(Date.parse(h.result.started_at), Math.min(...h.trials.map((t) => Date.parse(t.result.started_at!))));
 
-    // The other direction still reads it: import the exported folder and get the same rewards.
-    const back = await runCli(['import', out, '--job', 'back', '--jobs-dir', path.join(cwd, 'jobs')]);
+    // The other direction: importing the folder the run wrote gives back the same trial records.
+    const back = await runCli(['import', path.join(out, 'harbor-fixture'), '--job', 'back'], { cwd });
     assert.equal(back.status, 0, back.stderr);
-    const again = JobStore.open(path.join(cwd, 'jobs', 'back', 'job.db'), { readonly: true });
-    const imported = [...again.listTrials()];
-    again.close();
-    assert.deepEqual(
-      imported.map((r) => [r.config, r.task, r.reward]).sort(),
-      rows.map((r) => [`${r.agent}${r.model ? `/${r.model}` : ''}`, r.task, r.reward]).sort(),
-    );
+    await assertSameTrials(jobDir, path.join(cwd, '.termgrade', 'jobs', 'back'));
   });
 
   it('writes trials without a reward as Harbor does an exception (no verifier_result, never a 0), and import reads them back as infrastructure', async () => {
@@ -247,7 +269,7 @@ describe("Harbor's job config and job folder", () => {
     assert.deepEqual([h.result.n_total_trials, s.n_completed_trials, s.n_errored_trials, s.n_errors], [4, 4, 2, 2]);
     const ev = s.evals!['oracle__adhoc']!;
     assert.deepEqual([ev.n_trials, ev.n_errors], [2, 2]);
-    assert.deepEqual(ev.reward_stats, { reward: { 1: [won.trial_name], 0: [lost.trial_name] } });
+    assert.deepEqual(ev.reward_stats, { reward: { '1.0': [won.trial_name], '0.0': [lost.trial_name] } });
     assert.deepEqual(ev.exception_stats, { EnvironmentStartError: byTask('b').map((r) => r.trial_name) });
     assert.deepEqual(ev.metrics, [{ mean: 0.5 }], 'the mean is over graded trials');
     assert.deepEqual(ev.pass_at_k, { 1: 0.5, 2: 1 });
@@ -277,7 +299,7 @@ describe("Harbor's job config and job folder", () => {
     assert.equal(spec.infraRetries, 1);
     assert.deepEqual([spec.timeouts.agentMultiplier, spec.timeouts.verifierMultiplier], [2, 2]);
     assert.deepEqual(spec.tasks, { paths: ['/work/tasks'], include: [], exclude: ['git-*'], limit: 2 });
-    assert.equal(c.jobsDir, '/work/jobs');
+    assert.equal(spec.harborJobsDir, '/work/jobs', "Harbor's job folder goes to jobs_dir");
     assert.deepEqual(c.ignored.map((i) => i.field).sort(), [
       'agents[0].override_timeout_sec',
       'artifacts',

@@ -1,5 +1,6 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
 import type { Task } from '../task/task.js';
@@ -29,7 +30,9 @@ import { pct, table, wasteLines } from './table.js';
 import { configStats } from '../report/aggregate.js';
 import { loadRecords } from '../records/load.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
-import { readHarborRunFile } from './harbor-run.js';
+import { harborJobsDirOf, readHarborRunFile } from './harbor-run.js';
+import { exportHarborJobs, exportHarborTrial } from '../harbor/export-job.js';
+import type { JobEvent } from '../job/events.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -75,8 +78,9 @@ export interface RunFlags {
   skipInvalid?: boolean;
   engine?: string[];
   buildNetwork?: string;
-  /** --jobs-dir was not given: a Harbor config's jobs_dir applies. */
-  jobsDirIsDefault?: boolean;
+  /** `harbor`: also keep Harbor's job folder (see harborJobsDirOf); `termgrade`: not. */
+  format?: string;
+  harborJobsDir?: string;
 }
 
 /** `--retry errors` or `--retry cls1,cls2`: validated against the known error classes. */
@@ -167,7 +171,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
       `${flag}: agent settings come from ${file ? `the job file ${file}` : `the stored job "${f.job}"`}; edit ${file ? 'it' : 'a job file'} instead (flags would leave them silently unused)`,
     );
   }
-  if (file) spec = (await readHarborRunFile(file, f)) ?? (await readJobFile(file));
+  if (file) spec = (await readHarborRunFile(file)) ?? (await readJobFile(file));
   else if (!fromFlags) spec = storedSpec(f.jobsDir, f.job!);
   else {
     if (!f.tasks?.length)
@@ -219,6 +223,7 @@ async function resolveSpec(file: string | undefined, f: RunFlags): Promise<JobSp
   if (f.forceBuild) spec.forceBuild = true;
   const engines = enginesFromFlags(f.engine);
   if (engines) spec.engines = engines;
+  spec.harborJobsDir = harborJobsDirOf(spec, f);
   const env = Object.fromEntries((f.agentEnv ?? []).map(parseEnvAssignment));
   for (const a of spec.agents) {
     a.env = { ...a.env, ...env };
@@ -343,6 +348,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     );
   }
 
+  await refuseForeignHarborFolder(spec, flags.jobsDir);
   const admission = admissionStore({ admissionDir: flags.admissionDir, near: [flags.jobsDir] });
   await announceAdmission(admission, resolved.tasks, log);
   const job = await openJob(spec, flags.jobsDir, resolved, flags.faultStoreWriteDelayMs ?? 0);
@@ -353,6 +359,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   // --skip-invalid: what was left out is said before the run (even with --quiet), and is an event.
   if (skipped.length) announceSkipped(skipped, flags.jsonl, progress.onEvent);
   try {
+    const harbor = harborFolderKeeper(job.jobDir, job.spec.harborJobsDir);
+    await harbor.start();
     const summary = await runJob({
       retry: parseRetry(flags.retry),
       spec: job.spec,
@@ -361,11 +369,15 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
       provider,
       jobDir: job.jobDir,
       signal: signals.signal,
-      onEvent: progress.onEvent,
+      onEvent: (e) => {
+        progress.onEvent(e);
+        harbor.onEvent(e);
+      },
       protection: admission,
     });
     progress.stop();
     if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);
+    await harbor.finish(flags);
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
     return summary.notRun > 0 ? EXIT.rejected : EXIT.ok;
@@ -381,6 +393,55 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
     await job.close();
     signals.dispose();
   }
+}
+
+/** A new job's Harbor folder must not be someone else's: refused before the job exists (a resumed job's is checked by its id). */
+async function refuseForeignHarborFolder(spec: JobSpec, jobsDir: string): Promise<void> {
+  if (!spec.harborJobsDir || existsSync(jobDbOf(jobDirOf(jobsDir, spec.name)))) return;
+  const dir = path.join(spec.harborJobsDir, spec.name);
+  if (existsSync(dir) && (await readdir(dir)).length)
+    throw new TermgradeError(
+      'bad_input',
+      `${dir} already exists and is not this job's Harbor folder; choose another folder (--harbor-jobs-dir, or jobs_dir in the Harbor config)`,
+    );
+}
+
+/**
+ * The job's Harbor job folder (the spec's harborJobsDir), kept as Harbor keeps its own: written from
+ * the store when the run starts, each trial's folder as the trial is recorded, and the whole folder
+ * again when the run ends (the job's counts and statistics), which then says where it is. A folder
+ * there that is not this job's earlier one is refused (exit 2) before any trial runs. A trial's
+ * folder that cannot be written is a warning: the end of the run writes every trial again.
+ */
+function harborFolderKeeper(
+  jobDir: string,
+  harborJobsDir: string | undefined,
+): { start(): Promise<void>; onEvent(e: JobEvent): void; finish(flags: RunFlags): Promise<void> } {
+  let queue: Promise<void> = Promise.resolve();
+  return {
+    start: async () => {
+      if (harborJobsDir) await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
+    },
+    onEvent: (e) => {
+      if (!harborJobsDir || e.type !== 'trial-done' || e.status === 'not_run') return;
+      queue = queue
+        .then(() => exportHarborTrial(jobDir, harborJobsDir, e.trialId))
+        .catch((err: unknown) => {
+          process.stderr.write(
+            `termgrade: warning: trial ${e.trialId} not yet in Harbor's job folder (${(err as Error).message}); the end of the run writes it\n`,
+          );
+        });
+    },
+    finish: async (flags) => {
+      await queue;
+      if (!harborJobsDir) return;
+      const [written] = await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
+      if (written && !flags.quiet && !flags.jsonl)
+        process.stdout.write(
+          `harbor job folder: ${written.dir} (${written.trials} trials; harbor view ${harborJobsDir})\n`,
+        );
+    },
+  };
 }
 
 /**

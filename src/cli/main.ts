@@ -290,6 +290,13 @@ program
     'the configuration of --prior to use (default: the one with the same label; another is used only when named)',
   )
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
+  .addOption(
+    new Option(
+      '--format <layout>',
+      "harbor: also keep the job as Harbor's job folder (config.json, result.json, a folder per trial) in --harbor-jobs-dir, each trial's folder as it is recorded; termgrade: not (a Harbor job config sets harbor)",
+    ).choices(['termgrade', 'harbor']),
+  )
+  .option('--harbor-jobs-dir <dir>', "where Harbor's job folder goes (implies --format harbor; default jobs)")
   .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--jsonl', 'print every event as a JSON line on stdout')
   .option('-q, --quiet', 'no progress output')
@@ -299,12 +306,10 @@ program
     'after',
     '\nExit codes: 0 every slot recorded; 1 some slots not run (budget); 5 the store cannot be written (disk full, read-only).',
   )
-  .action(async (file: string | undefined, opts, cmd: Command) => {
+  .action(async (file: string | undefined, opts) => {
     const { runCommand } = await import('./job-commands.js');
     const { harborRunArgs } = await import('./harbor-run.js');
-    process.exitCode = await runCommand(
-      ...harborRunArgs(file, opts, cmd.getOptionValueSource('jobsDir') === 'default'),
-    );
+    process.exitCode = await runCommand(...harborRunArgs(file, opts));
   });
 
 program

@@ -1,6 +1,6 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { JobStore } from '../store/store.js';
+import { JobStore, type TrialRow } from '../store/store.js';
 import { combiningLine, TrialFolderJobs, type JobRef } from '../store/identity.js';
 import { accountingOf } from '../trial/accounting.js';
 import { TermgradeError } from '../util/errors.js';
@@ -107,6 +107,28 @@ async function fromResult(
   };
 }
 
+/** A trial record as far as the store's row holds it (a trial whose own record cannot be read). */
+function recordOfRow(r: TrialRow): Record<string, unknown> {
+  return {
+    trialId: r.trial_id,
+    task: { name: r.task },
+    agent: { name: r.agent, model: r.model },
+    reward: r.reward,
+    rewards: safeJson(r.rewards_json),
+    steps: JSON.parse(r.steps_json),
+    taskVersion: r.task_version,
+    dataset: r.dataset_name || r.dataset_version ? { name: r.dataset_name, version: r.dataset_version } : null,
+    error: r.error_class ? { class: r.error_class } : null,
+    exitReason: r.exit_reason,
+    durationMs: r.duration_ms,
+    costUsd: r.cost_usd,
+    tokens:
+      r.input_tokens === null && r.output_tokens === null
+        ? null
+        : { input: r.input_tokens ?? 0, cached: r.cached_tokens ?? 0, output: r.output_tokens ?? 0 },
+  };
+}
+
 /**
  * Trials from job folders (their store, and each trial's folder) or folders of trial folders; each
  * row names its job, and a trial read twice (a job given twice) is one row.
@@ -125,32 +147,12 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
         for (const r of store.listTrials()) {
           if (r.status === 'not_run') continue;
           const text = r.trial_dir ? await readTextIfThere(path.join(r.trial_dir, 'result.json')) : null;
-          if (text)
-            rows.push({ ...(await fromResult(JSON.parse(text), job, r.trial_dir, r.config)), attempt: r.attempt });
-          else
-            rows.push({
-              ...(await fromResult(
-                {
-                  trialId: r.trial_id,
-                  task: { name: r.task },
-                  agent: { name: r.agent, model: r.model },
-                  reward: r.reward,
-                  rewards: safeJson(r.rewards_json),
-                  steps: JSON.parse(r.steps_json),
-                  taskVersion: r.task_version,
-                  dataset:
-                    r.dataset_name || r.dataset_version ? { name: r.dataset_name, version: r.dataset_version } : null,
-                  error: r.error_class ? { class: r.error_class } : null,
-                  exitReason: r.exit_reason,
-                  durationMs: r.duration_ms,
-                  costUsd: r.cost_usd,
-                },
-                job,
-                null,
-                r.config,
-              )),
-              attempt: r.attempt,
-            });
+          const record = text ? (JSON.parse(text) as Record<string, any>) : null;
+          // A termgrade record; else (none, or a job imported by an older version, whose trial folder
+          // is Harbor's with Harbor's own result.json) the store's row.
+          if (record && typeof record.trialId === 'string')
+            rows.push({ ...(await fromResult(record, job, r.trial_dir, r.config)), attempt: r.attempt });
+          else rows.push({ ...(await fromResult(recordOfRow(r), job, r.trial_dir, r.config)), attempt: r.attempt });
         }
       } finally {
         store.close();

@@ -1,4 +1,4 @@
-import { cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseEnvFile } from '../agent/env.js';
 import { jobDbOf } from '../job/job.js';
@@ -9,18 +9,27 @@ import { TrialResultSchema, type TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
 import { exists, readTextIfThere } from '../util/files.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
-import { harborJobConfig, harborJobResult, harborTrialResult, uuidOf, type TrialInput } from './layout.js';
+import {
+  harborJobConfig,
+  harborJobResult,
+  harborTrialResult,
+  importedJobConfig,
+  ORIGINALS,
+  rolloutDetailsOf,
+  uuidOf,
+  type JobContext,
+  type TrialInput,
+} from './layout.js';
 import {
   HarborJobConfigSchema,
   HarborJobResultSchema,
-  HarborTrialConfigSchema,
   HarborTrialResultSchema,
   type HarborTrialResult,
 } from './schema.js';
 
 const VERSION = '0.1.0';
-/** What a trial folder holds that Harbor's layout has too: copied as they are. */
-const COPIED = ['agent', 'verifier', 'artifacts'];
+/** What a trial folder holds that is not copied to the export: its record (written anew) and the import's originals. */
+const SKIPPED = new Set(['result.json', 'config.json', ORIGINALS]);
 
 /** A name usable as one folder name: Harbor's trial names are task__id; ours may hold ':' or '/' (imports). */
 const folderName = (s: string): string => s.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200) || 'trial';
@@ -41,20 +50,21 @@ async function secretScrub(spec: JobSpec): Promise<Scrub> {
   return makeScrub(secrets);
 }
 
-function storedSpecOf(store: JobStore, source: string): JobSpec {
+/** The job's spec; null for an imported job (it ran elsewhere: its config is what its trials show). */
+function storedSpecOf(store: JobStore, source: string): JobSpec | null {
   const raw = store.getMeta('spec');
-  if (!raw)
-    throw new TermgradeError(
-      'bad_input',
-      `${source}: the job has no stored spec (an import?); the Harbor layout is written for jobs termgrade ran`,
-    );
-  return parseSpec(JSON.parse(raw), `${source}/job.db`);
+  return raw ? parseSpec(JSON.parse(raw), `${source}/job.db`) : null;
 }
+
+/** A trial folder whose result.json is Harbor's own: a job imported by a version that did not copy trials. */
+const isHarborRecord = (v: Record<string, any>): boolean => v.schemaVersion === undefined && 'trial_name' in v;
 
 async function readResult(row: TrialRow): Promise<TrialResult | null> {
   const text = row.trial_dir ? await readTextIfThere(path.join(row.trial_dir, 'result.json')) : null;
   if (!text) return null;
-  const parsed = TrialResultSchema.safeParse(JSON.parse(text));
+  const raw = JSON.parse(text) as Record<string, any>;
+  if (isHarborRecord(raw)) return null;
+  const parsed = TrialResultSchema.safeParse(raw);
   // A record this version cannot read whole is a failure to say, not a trial to half-export.
   if (!parsed.success)
     throw new TermgradeError(
@@ -64,80 +74,222 @@ async function readResult(row: TrialRow): Promise<TrialResult | null> {
   return parsed.data;
 }
 
+/** A JSON file Harbor wrote, kept by the import (ORIGINALS); null when there is none. */
+async function readOriginal(dir: string | null, name: string): Promise<Record<string, any> | null> {
+  const text = dir ? await readTextIfThere(path.join(dir, ORIGINALS, name)) : null;
+  return text ? (JSON.parse(text) as Record<string, any>) : null;
+}
+
+/** An imported trial's Harbor record: the one the import kept, or the folder's own when it is Harbor's. */
+async function harborOriginalOf(trialDir: string | null): Promise<Record<string, any> | null> {
+  const kept = await readOriginal(trialDir, 'result.json');
+  if (kept || !trialDir) return kept;
+  const text = await readTextIfThere(path.join(trialDir, 'result.json'));
+  const raw = text ? (JSON.parse(text) as Record<string, any>) : null;
+  return raw && isHarborRecord(raw) ? raw : null;
+}
+
 const json = (v: unknown): string => `${JSON.stringify(v, null, 2)}\n`;
 
 /**
- * Writes one termgrade job folder as Harbor's job folder, DIR/<job name>/: config.json (JobConfig),
- * result.json (JobResult), and per trial <trial name>/ with result.json (TrialResult), config.json
- * (TrialConfig), exception.txt when it failed, and the trial's agent/, verifier/ and artifacts/.
+ * The folder to write the job into. One that holds something is refused, unless `replace` is set
+ * and it is this job's own earlier export (its result.json has this job's id): `run` rewrites its
+ * Harbor folder as trials finish and on every resume.
  */
-async function exportOne(source: string, outDir: string): Promise<{ name: string; dir: string; trials: number }> {
+async function claimJobDir(jobDir: string, jobUuid: string, replace: boolean): Promise<void> {
+  if ((await exists(jobDir)) && (await readdir(jobDir)).length) {
+    const was = await readTextIfThere(path.join(jobDir, 'result.json'));
+    const ours = was !== null && (JSON.parse(was) as { id?: string }).id === jobUuid;
+    if (!replace || !ours)
+      throw new TermgradeError(
+        'bad_input',
+        `${jobDir} already exists and is not ${replace ? "this job's Harbor folder" : 'empty'}; choose another folder (${replace ? '--harbor-jobs-dir' : '--out'})`,
+      );
+    await rm(jobDir, { recursive: true, force: true });
+  }
+  await mkdir(jobDir, { recursive: true });
+}
+
+/** Copies a trial's logs: every file and folder of its trial folder but the record and the import's originals. */
+async function copyTrialFiles(from: string | null, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  if (!from || !(await stat(from).catch(() => null))?.isDirectory()) return;
+  for (const name of await readdir(from))
+    if (!SKIPPED.has(name)) await cp(path.join(from, name), path.join(to, name), { recursive: true });
+}
+
+/**
+ * One trial as Harbor's TrialResult. A trial imported from Harbor is its original record with the
+ * new location (trial_uri, trials_dir): nothing termgrade read from it is lost. Any other is made
+ * from the store's row and the trial's own record, with its token ids from the trajectory.
+ */
+async function trialOf(input: Omit<TrialInput, 'rollout'>, job: JobContext, scrub: Scrub): Promise<HarborTrialResult> {
+  const original = await harborOriginalOf(input.row.trial_dir);
+  if (original) {
+    const config = { ...(original.config ?? {}), trials_dir: `${job.jobsDir}/${job.name}` };
+    return {
+      ...original,
+      trial_name: input.trialName,
+      trial_uri: `file://${input.trialDir}`,
+      config,
+    } as HarborTrialResult;
+  }
+  const trajectory = input.row.trial_dir
+    ? await readTextIfThere(path.join(input.row.trial_dir, 'agent', 'trajectory.json'))
+    : null;
+  const rollout = trajectory ? rolloutDetailsOf(JSON.parse(trajectory)) : null;
+  return scrubValue(HarborTrialResultSchema.parse(harborTrialResult({ ...input, rollout }, job)), scrub);
+}
+
+/** A job as the export sees it: its spec (null for an import), names, ids and what its trials need. */
+interface ExportContext {
+  spec: JobSpec | null;
+  job: JobContext;
+  /** The job's Harbor folder (outDir/<name>). */
+  jobDir: string;
+  scrub: Scrub;
+  /** The job's dataset folders (absolute): a trial's task from one of them has it as its source. */
+  datasets: Set<string>;
+  taskFolders: Set<string>;
+  originalJob: Record<string, any> | null;
+  originalConfig: Record<string, any> | null;
+}
+
+async function openSource(source: string): Promise<JobStore> {
   if (!(await exists(jobDbOf(source))))
     throw new TermgradeError(
       'bad_input',
       `${source}: not a termgrade job folder (no job.db); the Harbor layout is written per job`,
     );
-  const store = JobStore.open(jobDbOf(source), { readonly: true });
-  try {
-    const spec = storedSpecOf(store, source);
-    const jobDir = path.join(outDir, spec.name);
-    if ((await exists(jobDir)) && (await readdir(jobDir)).length)
-      throw new TermgradeError(
-        'bad_input',
-        `${jobDir} already exists and is not empty; export into another --out folder`,
-      );
-    await mkdir(jobDir, { recursive: true });
-    const scrub = await secretScrub(spec);
-    const jobUuid = uuidOf(store.jobId());
-    const job = { spec, jobUuid, jobsDir: outDir, version: VERSION };
-    const datasets = new Set(spec.tasks.paths.map((p) => path.resolve(p)));
-    const taskFolders = new Set<string>();
-    for (const p of spec.tasks.paths) if (await exists(path.join(p, 'task.toml'))) taskFolders.add(p);
+  return JobStore.open(jobDbOf(source), { readonly: true });
+}
 
+async function contextOf(store: JobStore, source: string, outDir: string): Promise<ExportContext> {
+  const spec = storedSpecOf(store, source);
+  const name = spec?.name ?? path.basename(source);
+  const originalJob = await readOriginal(source, 'result.json');
+  const jobUuid = typeof originalJob?.id === 'string' ? originalJob.id : uuidOf(store.jobId());
+  const taskFolders = new Set<string>();
+  for (const p of spec?.tasks.paths ?? []) if (await exists(path.join(p, 'task.toml'))) taskFolders.add(p);
+  return {
+    spec,
+    job: { name, spec, jobUuid, jobsDir: outDir, version: VERSION },
+    jobDir: path.join(outDir, name),
+    scrub: spec ? await secretScrub(spec) : makeScrub([]),
+    datasets: new Set((spec?.tasks.paths ?? []).map((p) => path.resolve(p))),
+    taskFolders,
+    originalJob,
+    originalConfig: await readOriginal(source, 'config.json'),
+  };
+}
+
+/** A trial's folder name in the export: Harbor's own for an imported trial, else termgrade's id. */
+async function baseNameOf(row: TrialRow): Promise<string> {
+  const original = await harborOriginalOf(row.trial_dir);
+  return folderName(typeof original?.trial_name === 'string' ? original.trial_name : row.trial_id);
+}
+
+/** Writes one trial's folder: result.json (TrialResult), config.json, exception.txt when it failed, its logs. */
+async function writeTrialFolder(
+  ctx: ExportContext,
+  row: TrialRow,
+  trialName: string,
+): Promise<{ trial: HarborTrialResult; taskPath: string | null }> {
+  const result = await readResult(row);
+  const taskParent = result?.task.path ? path.dirname(path.resolve(result.task.path)) : null;
+  const trialDir = path.join(ctx.jobDir, trialName);
+  const source = taskParent && ctx.datasets.has(taskParent) ? path.basename(taskParent) : null;
+  const trial = await trialOf({ row, result, trialName, trialDir, source }, ctx.job, ctx.scrub);
+  await rm(trialDir, { recursive: true, force: true });
+  await copyTrialFiles(row.trial_dir, trialDir);
+  await writeFile(path.join(trialDir, 'config.json'), json(trial.config));
+  if (trial.exception_info && !(await exists(path.join(trialDir, 'exception.txt'))))
+    await writeFile(
+      path.join(trialDir, 'exception.txt'),
+      `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`,
+    );
+  await writeFile(path.join(trialDir, 'result.json'), json(trial));
+  return { trial, taskPath: result?.task.path ?? null };
+}
+
+/** The job's config.json and result.json, from its spec (or what the import kept) and its trials. */
+async function writeJobFiles(
+  ctx: ExportContext,
+  rows: TrialRow[],
+  trials: HarborTrialResult[],
+  primary: Map<string, number | null>,
+  taskPaths: string[],
+): Promise<void> {
+  const { spec, job, originalJob } = ctx;
+  const config = spec
+    ? scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, job.jobsDir, ctx.taskFolders)), ctx.scrub)
+    : ctx.originalConfig
+      ? { ...ctx.originalConfig, job_name: job.name, jobs_dir: job.jobsDir }
+      : HarborJobConfigSchema.parse(importedJobConfig(job.name, job.jobsDir, rows, taskPaths));
+  await writeFile(path.join(ctx.jobDir, 'config.json'), json(config));
+  const notRun = rows.filter((r) => r.status === 'not_run').length;
+  const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
+  const made = harborJobResult(job.jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() });
+  // An imported job's start and end are the Harbor job's own (its trials do not say when it began).
+  const when = (s: unknown): string | null =>
+    typeof s === 'string' && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
+  const result = HarborJobResultSchema.parse({
+    ...made,
+    started_at: when(originalJob?.started_at) ?? made.started_at,
+    finished_at: originalJob ? when(originalJob.finished_at) : made.finished_at,
+  });
+  await writeFile(path.join(ctx.jobDir, 'result.json'), json(result));
+}
+
+/**
+ * Writes one termgrade job folder as Harbor's job folder, DIR/<job name>/: config.json (JobConfig),
+ * result.json (JobResult), and per trial <trial name>/ with result.json (TrialResult), config.json
+ * (TrialConfig), exception.txt when it failed, and every log of the trial (agent/, verifier/, ...).
+ */
+async function exportOne(
+  source: string,
+  outDir: string,
+  replace: boolean,
+): Promise<{ name: string; dir: string; trials: number }> {
+  const store = await openSource(source);
+  try {
+    const ctx = await contextOf(store, source, outDir);
+    await claimJobDir(ctx.jobDir, ctx.job.jobUuid, replace);
     const rows = [...store.listTrials()];
-    const notRun = rows.filter((r) => r.status === 'not_run').length;
     const trials: HarborTrialResult[] = [];
     const primary = new Map<string, number | null>();
     const used = new Set<string>();
+    const taskPaths: string[] = [];
     for (const row of rows) {
       if (row.status === 'not_run') continue;
-      let trialName = folderName(row.trial_id);
-      for (let i = 2; used.has(trialName); i++) trialName = `${folderName(row.trial_id)}-${i}`;
+      const base = await baseNameOf(row);
+      let trialName = base;
+      for (let i = 2; used.has(trialName); i++) trialName = `${base}-${i}`;
       used.add(trialName);
-      const result = await readResult(row);
-      const taskParent = result?.task.path ? path.dirname(path.resolve(result.task.path)) : null;
-      const input: TrialInput = {
-        row,
-        result,
-        trialName,
-        trialDir: path.join(jobDir, trialName),
-        source: taskParent && datasets.has(taskParent) ? path.basename(taskParent) : null,
-      };
-      const trial = scrubValue(HarborTrialResultSchema.parse(harborTrialResult(input, job)), scrub);
-      await mkdir(input.trialDir, { recursive: true });
-      for (const sub of COPIED) {
-        const from = row.trial_dir ? path.join(row.trial_dir, sub) : null;
-        if (from && (await stat(from).catch(() => null))?.isDirectory())
-          await cp(from, path.join(input.trialDir, sub), { recursive: true });
-      }
-      await writeFile(path.join(input.trialDir, 'config.json'), json(HarborTrialConfigSchema.parse(trial.config)));
-      if (trial.exception_info)
-        await writeFile(
-          path.join(input.trialDir, 'exception.txt'),
-          `${trial.exception_info.exception_type}: ${trial.exception_info.exception_message}\n`,
-        );
-      await writeFile(path.join(input.trialDir, 'result.json'), json(trial));
+      const { trial, taskPath } = await writeTrialFolder(ctx, row, trialName);
+      if (taskPath) taskPaths.push(taskPath);
       trials.push(trial);
       primary.set(trialName, row.reward);
     }
-    const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
-    const config = scrubValue(HarborJobConfigSchema.parse(harborJobConfig(spec, outDir, taskFolders)), scrub);
-    await writeFile(path.join(jobDir, 'config.json'), json(config));
-    const result = HarborJobResultSchema.parse(
-      harborJobResult(jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() }),
-    );
-    await writeFile(path.join(jobDir, 'result.json'), json(result));
-    return { name: spec.name, dir: jobDir, trials: trials.length };
+    await writeJobFiles(ctx, rows, trials, primary, taskPaths);
+    return { name: ctx.job.name, dir: ctx.jobDir, trials: trials.length };
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Writes one recorded trial of a job into the job's Harbor folder under outDir (made by an earlier
+ * export of this job): `run` calls it as each trial is recorded, so the folder holds every trial
+ * that finished, as Harbor's does while it runs; the job's own files are rewritten when the run ends.
+ */
+export async function exportHarborTrial(source: string, outDir: string, trialId: string): Promise<void> {
+  const store = await openSource(path.resolve(source));
+  try {
+    const ctx = await contextOf(store, path.resolve(source), path.resolve(outDir));
+    const [row] = store.listTrials({ trialId });
+    if (!row || row.status === 'not_run') return;
+    await writeTrialFolder(ctx, row, await baseNameOf(row));
   } finally {
     store.close();
   }
@@ -147,10 +299,11 @@ async function exportOne(source: string, outDir: string): Promise<{ name: string
 export async function exportHarborJobs(
   sources: string[],
   outDir: string,
+  options: { replace?: boolean } = {},
 ): Promise<Array<{ name: string; dir: string; trials: number }>> {
   const out = path.resolve(outDir);
   const done: Array<{ name: string; dir: string; trials: number }> = [];
-  for (const source of sources) done.push(await exportOne(path.resolve(source), out));
+  for (const source of sources) done.push(await exportOne(path.resolve(source), out, options.replace ?? false));
   return done;
 }
 

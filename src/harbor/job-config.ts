@@ -60,9 +60,8 @@ export interface IgnoredField {
 }
 
 export interface HarborConversion {
+  /** The job; Harbor's `jobs_dir` (resolved against the working directory, as Harbor does) is its `harborJobsDir`. */
   spec: JobSpecInput;
-  /** Harbor's `jobs_dir`, resolved as Harbor resolves it (against the working directory). */
-  jobsDir: string | null;
   ignored: IgnoredField[];
   /** Agents given as a JavaScript module (`import_path`) whose name the caller learns by loading it. */
   modules: Array<{ index: number; importPath: string }>;
@@ -589,9 +588,10 @@ export function harborConfigToSpec(raw: unknown, where: string, cwd: string, fal
     },
     ...(env.force_build === true ? { forceBuild: true } : {}),
     ...(maxRetries !== undefined ? { infraRetries: maxRetries } : {}),
+    // The run writes Harbor's job folder where Harbor would: jobs_dir, else Harbor's default `jobs`.
+    harborJobsDir: path.resolve(cwd, typeof raw.jobs_dir === 'string' ? raw.jobs_dir : 'jobs'),
   };
-  const jobsDir = typeof raw.jobs_dir === 'string' ? path.resolve(cwd, raw.jobs_dir) : null;
-  return { spec, jobsDir, ignored: c.ignored, modules };
+  return { spec, ignored: c.ignored, modules };
 }
 
 /** The one warning that names every Harbor field left out, with why. */

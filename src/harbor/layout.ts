@@ -3,13 +3,26 @@ import { configLabelOf, type AgentConfig, type JobSpec } from '../job/spec.js';
 import { passAtK } from '../stats/pass-at-k.js';
 import type { TrialRow } from '../store/store.js';
 import type { TrialResult } from '../trial/schema.js';
-import type { HarborJobConfig, HarborJobResult, HarborTrialResult } from './schema.js';
+import { parseRetries } from '../trial/retries.js';
+import type {
+  HarborJobConfig,
+  HarborJobResult,
+  HarborRolloutDetail,
+  HarborTrialResult,
+  TermgradeCarry,
+} from './schema.js';
 
 /**
  * termgrade's records in the shapes of Harbor's job folder (pure: the exporter reads and writes).
  * Accounting stays termgrade's: a trial without a reward (an infrastructure failure) has no
  * verifier_result, never a stand-in 0, and its exception names what failed.
  */
+
+/**
+ * The folder, in an imported job and in each imported trial's folder, that keeps the files Harbor
+ * wrote (result.json, config.json) as they were: an export of the import writes them back.
+ */
+export const ORIGINALS = 'harbor';
 
 /** A stable UUID (name-based, version 5 layout) for an identity: re-exports give the same ids. */
 export function uuidOf(name: string): string {
@@ -111,13 +124,13 @@ const ENVIRONMENT = (forceBuild: boolean): HarborJobConfig['environment'] => ({
 });
 const VERIFIER: HarborJobConfig['verifier'] = { override_timeout_sec: null, max_timeout_sec: null, disable: false };
 
-/** Harbor's three timeout fields from termgrade's two multipliers. */
-function multipliers(spec: JobSpec): {
+/** Harbor's three timeout fields from termgrade's two multipliers (a job without a spec, an import: Harbor's defaults). */
+function multipliers(spec: JobSpec | null): {
   timeout_multiplier: number;
   agent_timeout_multiplier: number | null;
   verifier_timeout_multiplier: number | null;
 } {
-  const { agentMultiplier: a, verifierMultiplier: v } = spec.timeouts;
+  const { agentMultiplier: a, verifierMultiplier: v } = spec?.timeouts ?? { agentMultiplier: 1, verifierMultiplier: 1 };
   return a === v
     ? { timeout_multiplier: a, agent_timeout_multiplier: null, verifier_timeout_multiplier: null }
     : { timeout_multiplier: 1, agent_timeout_multiplier: a, verifier_timeout_multiplier: v };
@@ -160,6 +173,55 @@ export function harborJobConfig(spec: JobSpec, jobsDir: string, taskFolders: Rea
   };
 }
 
+/**
+ * The config.json of a job that has no spec (it was imported: it ran elsewhere): what its trials
+ * show, each configuration as an agent and each task folder as a task.
+ */
+export function importedJobConfig(
+  name: string,
+  jobsDir: string,
+  rows: TrialRow[],
+  taskPaths: string[],
+): HarborJobConfig {
+  const agents = new Map<string, HarborJobConfig['agents'][number]>();
+  for (const r of rows)
+    agents.set(r.config, {
+      name: r.agent,
+      import_path: null,
+      model_name: r.model,
+      override_timeout_sec: null,
+      override_setup_timeout_sec: null,
+      max_timeout_sec: null,
+      kwargs: {},
+      env: {},
+    });
+  const perSlot = new Map<string, number>();
+  for (const r of rows) perSlot.set(`${r.config}\u0000${r.task}`, (perSlot.get(`${r.config}\u0000${r.task}`) ?? 0) + 1);
+  return {
+    job_name: name,
+    jobs_dir: jobsDir,
+    n_attempts: Math.max(1, ...perSlot.values()),
+    ...multipliers(null),
+    n_concurrent_trials: 4,
+    quiet: false,
+    retry: { max_retries: 0, include_exceptions: INFRA_EXCEPTION_TYPES },
+    environment: ENVIRONMENT(false),
+    verifier: VERIFIER,
+    metrics: [],
+    agents: [...agents.values()],
+    datasets: [],
+    tasks: [...new Set(taskPaths)].sort().map((p) => ({
+      path: p,
+      git_url: null,
+      git_commit_id: null,
+      overwrite: false,
+      download_dir: null,
+      source: null,
+    })),
+    artifacts: [],
+  };
+}
+
 export interface TrialInput {
   row: TrialRow;
   /** The trial's own result.json, when its folder still has it. */
@@ -170,10 +232,15 @@ export interface TrialInput {
   trialDir: string;
   /** The dataset (folder of task folders) the task came from, or null (Harbor's "adhoc"). */
   source: string | null;
+  /** Token ids per model turn, from the trial's ATIF trajectory (rolloutDetailsOf). */
+  rollout: HarborRolloutDetail[] | null;
 }
 
 export interface JobContext {
-  spec: JobSpec;
+  /** The job's folder name, Harbor's job_name. */
+  name: string;
+  /** The job's spec; null for a job that was imported (it ran elsewhere). */
+  spec: JobSpec | null;
   jobUuid: string;
   /** The export's jobs folder (absolute), Harbor's trials_dir parent. */
   jobsDir: string;
@@ -187,7 +254,7 @@ const isoOrNull = (s: string | undefined | null): string | null =>
 
 function harborTrialConfig(t: TrialInput, job: JobContext): HarborTrialResult['config'] {
   const { row, result: r } = t;
-  const agentConfig = job.spec.agents.find((a) => configLabelOf(a) === row.config);
+  const agentConfig = job.spec?.agents.find((a) => configLabelOf(a) === row.config);
   return {
     task: {
       path: r?.task.path ?? row.task,
@@ -198,7 +265,7 @@ function harborTrialConfig(t: TrialInput, job: JobContext): HarborTrialResult['c
       source: t.source,
     },
     trial_name: t.trialName,
-    trials_dir: `${job.jobsDir}/${job.spec.name}`,
+    trials_dir: `${job.jobsDir}/${job.name}`,
     ...multipliers(job.spec),
     agent: agentConfig
       ? harborAgentConfig(agentConfig)
@@ -212,31 +279,89 @@ function harborTrialConfig(t: TrialInput, job: JobContext): HarborTrialResult['c
           kwargs: {},
           env: {},
         },
-    environment: ENVIRONMENT(job.spec.forceBuild),
+    environment: ENVIRONMENT(job.spec?.forceBuild ?? false),
     verifier: VERIFIER,
     artifacts: [],
     job_id: job.jobUuid,
   };
 }
 
-function harborAgentResult(row: TrialInput['row']): HarborTrialResult['agent_result'] {
+/** What the record holds that Harbor has no field for (see TermgradeCarrySchema); null without the trial's own record. */
+export function termgradeCarry(row: TrialRow, r: TrialResult | null): TermgradeCarry | null {
+  if (!r) return null;
+  return {
+    trialId: row.trial_id,
+    config: row.config,
+    attempt: row.attempt,
+    reward: r.reward,
+    passed: r.passed,
+    steps: r.steps,
+    taskVersion: r.taskVersion,
+    dataset: r.dataset,
+    collected: r.collected,
+    error: r.error,
+    errors: r.errors,
+    exitReason: r.exitReason,
+    turns: r.turns,
+    tampering: r.tampering,
+    protection: r.protection,
+    admission: r.admission,
+    findings: r.findings,
+    evidence: r.evidence,
+    image: r.image,
+    imageId: r.imageId,
+    imageSource: r.imageSource,
+    imageCached: r.imageCached,
+    engine: r.engine,
+    phases: r.phases,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    durationMs: r.durationMs,
+    infraAttempts: row.infra_attempts,
+    retryReasons: parseRetries(row.retry_reasons_json),
+  };
+}
+
+const intArray = (v: unknown): v is number[] => Array.isArray(v) && v.every((x) => Number.isInteger(x));
+
+/**
+ * Harbor's rollout_details from an ATIF trajectory: one linear history with, per model turn that
+ * has them, the prompt's and the completion's token ids and the completion's logprobs (empty when
+ * the server gave ids without logprobs). Null when no step carries token ids (nothing to add).
+ */
+export function rolloutDetailsOf(trajectory: unknown): HarborRolloutDetail[] | null {
+  const steps = (trajectory as { steps?: unknown } | null)?.steps;
+  if (!Array.isArray(steps)) return null;
+  const detail: HarborRolloutDetail = { prompt_token_ids: [], completion_token_ids: [], logprobs: [] };
+  for (const step of steps as Array<{ metrics?: Record<string, unknown> | null }>) {
+    const m = step?.metrics;
+    if (!m || !intArray(m.completion_token_ids)) continue;
+    detail.prompt_token_ids.push(intArray(m.prompt_token_ids) ? m.prompt_token_ids : []);
+    detail.completion_token_ids.push(m.completion_token_ids);
+    const lp = m.logprobs;
+    detail.logprobs.push(Array.isArray(lp) && lp.every((x) => typeof x === 'number') ? (lp as number[]) : []);
+  }
+  return detail.completion_token_ids.length ? [detail] : null;
+}
+
+function harborAgentResult(t: TrialInput): HarborTrialResult['agent_result'] {
+  const { row } = t;
+  const carry = termgradeCarry(row, t.result);
   return {
     n_input_tokens: row.input_tokens,
     n_cache_tokens: row.cached_tokens,
     n_output_tokens: row.output_tokens,
     cost_usd: row.cost_usd,
-    rollout_details: null,
-    metadata: {
-      config: row.config,
-      attempt: row.attempt,
-      turns: row.turns,
-      exit_reason: row.exit_reason,
-      tests_passed: row.tests_passed,
-      tests_total: row.tests_total,
-      termgrade_trial_id: row.trial_id,
-    },
+    rollout_details: t.rollout,
+    metadata: carry ? { termgrade: carry } : { termgrade_trial_id: row.trial_id, config: row.config },
   };
 }
+
+/**
+ * A reward value as a key of Harbor's reward_stats: as Harbor writes the float it reads from
+ * reward.txt (Python's repr: `1.0`, `0.5`), so Harbor's readers get the key type they write.
+ */
+export const rewardKey = (v: number): string => (Number.isInteger(v) ? `${v}.0` : String(v));
 
 export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialResult {
   const { row, result: r } = t;
@@ -261,7 +386,7 @@ export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialRe
       version: `termgrade ${job.version}`,
       model_info: row.model ? { name: row.model, provider: 'openai-compatible' } : null,
     },
-    agent_result: harborAgentResult(t.row),
+    agent_result: harborAgentResult(t),
     verifier_result: rewards ? { rewards } : null,
     exception_info: err
       ? {
@@ -316,6 +441,7 @@ export function harborJobResult(
   primary: Map<string, number | null>,
   extra: { notRun: number; retries: number; now: string },
 ): HarborJobResult {
+  // A trial imported from Harbor is its original record, where Harbor allows null agent_result and rewards.
   const evals: HarborJobResult['stats']['evals'] = {};
   const groups = new Map<string, HarborTrialResult[]>();
   for (const t of trials) {
@@ -328,8 +454,8 @@ export function harborJobResult(
     const graded: number[] = [];
     for (const t of group) {
       if (t.verifier_result) {
-        for (const [name, value] of Object.entries(t.verifier_result.rewards))
-          ((rewardStats[name] ??= {})[String(value)] ??= []).push(t.trial_name);
+        for (const [name, value] of Object.entries(t.verifier_result.rewards ?? {}))
+          ((rewardStats[name] ??= {})[rewardKey(value)] ??= []).push(t.trial_name);
         const p = primary.get(t.trial_name);
         if (p !== null && p !== undefined) graded.push(p);
       }
@@ -346,12 +472,13 @@ export function harborJobResult(
     };
   }
   const errored = trials.filter((t) => t.exception_info).length;
+  // Harbor writes naive local times (datetime.now()); the job's are written with their offset.
   const starts = trials
-    .map((t) => t.started_at)
+    .map((t) => isoOrNull(t.started_at))
     .filter((s): s is string => !!s)
     .sort();
   const ends = trials
-    .map((t) => t.finished_at)
+    .map((t) => isoOrNull(t.finished_at))
     .filter((s): s is string => !!s)
     .sort();
   return {
@@ -370,10 +497,10 @@ export function harborJobResult(
       n_cancelled_trials: trials.filter((t) => t.exception_info?.exception_type === 'CancelledError').length,
       n_retries: extra.retries,
       evals,
-      n_input_tokens: sum(trials.map((t) => t.agent_result.n_input_tokens)),
-      n_cache_tokens: sum(trials.map((t) => t.agent_result.n_cache_tokens)),
-      n_output_tokens: sum(trials.map((t) => t.agent_result.n_output_tokens)),
-      cost_usd: sum(trials.map((t) => t.agent_result.cost_usd)),
+      n_input_tokens: sum(trials.map((t) => t.agent_result?.n_input_tokens ?? null)),
+      n_cache_tokens: sum(trials.map((t) => t.agent_result?.n_cache_tokens ?? null)),
+      n_output_tokens: sum(trials.map((t) => t.agent_result?.n_output_tokens ?? null)),
+      cost_usd: sum(trials.map((t) => t.agent_result?.cost_usd ?? null)),
     },
     trial_results: [],
   };

@@ -9,8 +9,6 @@ import { harborConfigToSpec, ignoredWarning, isHarborJobConfig } from './job-con
 
 export interface HarborJobFile {
   spec: JobSpec;
-  /** Harbor's jobs_dir, when the config names one. */
-  jobsDir: string | null;
   /** One warning naming every field not carried over, or null when all were. */
   warning: string | null;
 }
@@ -51,7 +49,6 @@ export async function readHarborJobFile(file: string, cwd = process.cwd()): Prom
   }
   return {
     spec: parseSpec(converted.spec, `${file} (Harbor job config)`),
-    jobsDir: converted.jobsDir,
     warning: ignoredWarning(file, converted.ignored),
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TrialResultSchema } from '../trial/schema.js';
 
 /**
  * The files of Harbor's job folder as termgrade writes them (`export trials --format harbor-job`):
@@ -64,6 +65,61 @@ export const HarborTrialConfigSchema = z.object({
   job_id: uuid,
 });
 
+/**
+ * Harbor's RolloutDetail: one linear chat history as token ids, per model turn (the prompt's ids,
+ * the completion's ids, and the completion's log-probabilities), for trainers that must not
+ * re-tokenise. termgrade writes one from the ATIF trajectory's per-step metrics.
+ */
+export const HarborRolloutDetailSchema = z.object({
+  prompt_token_ids: z.array(z.array(z.number().int())),
+  completion_token_ids: z.array(z.array(z.number().int())),
+  logprobs: z.array(z.array(z.number())),
+});
+export type HarborRolloutDetail = z.infer<typeof HarborRolloutDetailSchema>;
+
+/**
+ * What termgrade's trial record holds that Harbor's TrialResult has no field for, carried in
+ * `agent_result.metadata.termgrade` under termgrade's own names, so `termgrade import` of an
+ * export gives the same trial back. Everything Harbor has a field for (task, agent, model,
+ * rewards, tokens, cost, times, exception) is read from Harbor's field, and per-test results
+ * from the verifier's reports copied with the trial.
+ */
+export const TermgradeCarrySchema = TrialResultSchema.pick({
+  trialId: true,
+  attempt: true,
+  reward: true,
+  passed: true,
+  steps: true,
+  taskVersion: true,
+  dataset: true,
+  collected: true,
+  error: true,
+  errors: true,
+  exitReason: true,
+  turns: true,
+  tampering: true,
+  protection: true,
+  admission: true,
+  findings: true,
+  evidence: true,
+  image: true,
+  imageId: true,
+  imageSource: true,
+  imageCached: true,
+  engine: true,
+  phases: true,
+  startedAt: true,
+  finishedAt: true,
+  durationMs: true,
+}).extend({
+  /** The configuration's label in the job (an agent's `label`, else agent/model). */
+  config: z.string(),
+  /** Runs of the slot (1 plus infrastructure retries) and why each earlier one was discarded. */
+  infraAttempts: z.number().int().positive(),
+  retryReasons: z.array(z.object({ class: z.string(), message: z.string(), durationMs: z.number() })),
+});
+export type TermgradeCarry = z.infer<typeof TermgradeCarrySchema>;
+
 export const HarborTrialResultSchema = z.object({
   id: uuid,
   task_name: z.string(),
@@ -83,7 +139,7 @@ export const HarborTrialResultSchema = z.object({
     n_cache_tokens: z.number().int().nullable(),
     n_output_tokens: z.number().int().nullable(),
     cost_usd: z.number().nullable(),
-    rollout_details: z.null(),
+    rollout_details: z.array(HarborRolloutDetailSchema).nullable(),
     metadata: z.record(z.string(), z.unknown()).nullable(),
   }),
   verifier_result: z.object({ rewards: z.record(z.string(), z.number()) }).nullable(),

@@ -76,6 +76,13 @@ export const JobSpecSchema = z.strictObject({
   grading: GradingPolicy.optional(),
   /** Build each task's Dockerfile even when it names a prebuilt image (docker_image) that is available. */
   forceBuild: z.boolean().default(false),
+  /**
+   * Also keep the job as Harbor's job folder, `<harborJobsDir>/<name>/` (config.json, result.json, a
+   * folder per trial), each trial's folder written as it is recorded and the whole folder when a run
+   * ends: `harbor view`, notebooks and trainers that read
+   * Harbor's folders open it. Set by `run --format harbor` and by a Harbor job config's `jobs_dir`.
+   */
+  harborJobsDir: z.string().min(1).optional(),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
   infraRetries: z.number().int().nonnegative().max(100).default(2),
 });

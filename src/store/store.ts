@@ -359,11 +359,14 @@ export class JobStore {
     return new Map(rows.map((r) => [`${r.config}\u0000${r.task}`, r.next]));
   }
 
-  /** The checksum each task had when its trials were recorded (for refusing changed tasks). */
+  /**
+   * The checksum each task had when its trials were recorded (for refusing changed tasks). Imported
+   * trials keep the checksum Harbor recorded, which another harness computes its own way: not compared.
+   */
   taskChecksums(): Map<string, string> {
     const rows = this.db
       .prepare(
-        "SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run'",
+        "SELECT DISTINCT task, task_checksum FROM trials WHERE task_checksum IS NOT NULL AND task_checksum != '' AND status != 'not_run' AND source != 'harbor'",
       )
       .all() as Array<{ task: string; task_checksum: string }>;
     return new Map(rows.map((r) => [r.task, r.task_checksum]));
@@ -494,15 +497,23 @@ export class JobStore {
     return has ? name : `${absent} AS ${name}`;
   }
 
-  *listTrials(filter: { status?: TrialStatus } = {}): Generator<TrialRow> {
+  /** The job's trial rows, in slot order; `status` or `trialId` keep only those. */
+  *listTrials(filter: { status?: TrialStatus; trialId?: string } = {}): Generator<TrialRow> {
+    const where: string[] = [];
+    const params: string[] = [];
+    if (filter.status) {
+      where.push('status = ?');
+      params.push(filter.status);
+    }
+    if (filter.trialId) {
+      where.push('trial_id = ?');
+      params.push(filter.trialId);
+    }
     const sql = `SELECT ? AS job_id, trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message, exit_reason,
       turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, tests_total, tests_passed, tests_failed, duration_ms,
       infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json, ${this.column('findings_json', "'[]'")}, ${this.column('protection', "'rules'")},
-      rewards_json, ${this.column('steps_json', "'[]'")}, ${this.column('task_version', 'NULL')}, ${this.column('dataset_name', 'NULL')}, ${this.column('dataset_version', 'NULL')} FROM trials ${filter.status ? 'WHERE status = ?' : ''} ORDER BY config, task, attempt`;
-    const stmt = this.db.prepare(sql);
-    yield* (
-      filter.status ? stmt.iterate(this.jobId(), filter.status) : stmt.iterate(this.jobId())
-    ) as IterableIterator<TrialRow>;
+      rewards_json, ${this.column('steps_json', "'[]'")}, ${this.column('task_version', 'NULL')}, ${this.column('dataset_name', 'NULL')}, ${this.column('dataset_version', 'NULL')} FROM trials ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY config, task, attempt`;
+    yield* this.db.prepare(sql).iterate(this.jobId(), ...params) as IterableIterator<TrialRow>;
   }
 
   count(status?: TrialStatus): number {

@@ -69,7 +69,7 @@ async function readRewardFiles(logsDir: string): Promise<{ json: string | null; 
 }
 
 /** The per-test reports the verifier left: CTRF, pytest's summary in the output, JUnit files. */
-async function readReports(logsDir: string): Promise<ReturnType<typeof collectTests>> {
+export async function readTestReports(logsDir: string): Promise<ReturnType<typeof collectTests>> {
   const names = await readdir(logsDir).catch(() => [] as string[]);
   const junit: string[] = [];
   for (const f of names.filter((n) => n.endsWith('.xml')).sort()) {
@@ -105,7 +105,7 @@ export async function outcomeFromLogs(
   how: OutcomeInput,
 ): Promise<{ outcome: VerifierOutcome; evidence: AdmissionEvidence | null }> {
   const { run, collected, mode, timeoutSec } = how;
-  const { tests, source, counts, reports } = await readReports(logsDir);
+  const { tests, source, counts, reports } = await readTestReports(logsDir);
   const base = {
     tests,
     testsSource: source,

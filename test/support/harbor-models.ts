@@ -3,7 +3,8 @@
  * (harbor/models/job/config.py JobConfig, job/result.py JobResult + JobStats + AgentDatasetStats,
  * trial/result.py TrialResult + AgentInfo + ModelInfo + ExceptionInfo + TimingInfo,
  * trial/config.py TrialConfig + TaskConfig + AgentConfig + EnvironmentConfig + VerifierConfig,
- * agent/context.py AgentContext, verifier/result.py VerifierResult, task/id.py LocalTaskId).
+ * agent/context.py AgentContext, agent/rollout_detail.py RolloutDetail, verifier/result.py
+ * VerifierResult, task/id.py LocalTaskId).
  * Independent of src/harbor/schema.ts on purpose: it checks what Harbor requires (fields without
  * defaults present; datetimes, UUIDs and numbers parse as pydantic parses them) and, being strict,
  * that no field is written under a name Harbor's models do not have.
@@ -31,12 +32,18 @@ const ExceptionInfo = z.strictObject({
 });
 const ModelInfo = z.strictObject({ name: z.string(), provider: z.string() });
 const AgentInfo = z.strictObject({ name: z.string(), version: z.string(), model_info: opt(ModelInfo) });
+/** agent/rollout_detail.py RolloutDetail: a TypedDict, total=False (every key optional, no other key). */
+const RolloutDetail = z.strictObject({
+  prompt_token_ids: z.array(z.array(z.number().int())).optional(),
+  completion_token_ids: z.array(z.array(z.number().int())).optional(),
+  logprobs: z.array(z.array(z.number())).optional(),
+});
 const AgentContext = z.strictObject({
   n_input_tokens: opt(z.number().int()),
   n_cache_tokens: opt(z.number().int()),
   n_output_tokens: opt(z.number().int()),
   cost_usd: opt(z.number()),
-  rollout_details: opt(z.array(z.unknown())),
+  rollout_details: opt(z.array(RolloutDetail)),
   metadata: opt(z.record(z.string(), z.unknown())),
 });
 const VerifierResult = z.strictObject({ rewards: opt(z.record(z.string(), z.number())) });

@@ -1,0 +1,307 @@
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { JobStore } from '../store/store.js';
+import type { PhaseTiming, TrialErrorClass, TrialResult } from '../trial/schema.js';
+import { primaryReward } from '../verifier/reward.js';
+import { summarizeTests } from '../verifier/schema.js';
+import { readTestReports } from '../verifier/outcome.js';
+import { exists, filesNamed, readTextIfThere } from '../util/files.js';
+import { rewardFindingsOf } from '../verifier/consistency.js';
+import { ORIGINALS } from './layout.js';
+import { TermgradeCarrySchema, type TermgradeCarry } from './schema.js';
+
+/** Harbor exception types, by what they mean for the record. */
+function errorClassOf(exceptionType: string): TrialErrorClass {
+  if (/AgentTimeout|AgentExecutionTimeout/i.test(exceptionType)) return 'agent_timeout';
+  if (/VerifierTimeout/i.test(exceptionType)) return 'verifier_timeout';
+  if (/RewardFile(NotFound|Empty)/i.test(exceptionType)) return 'verifier_no_reward';
+  if (/VerifierOutputParse/i.test(exceptionType)) return 'verifier_bad_reward';
+  // termgrade's own graded-0 classes, as its Harbor export names them (harbor/layout.ts).
+  if (/RewardUnsupported/i.test(exceptionType)) return 'reward_unsupported';
+  if (/Tampering/i.test(exceptionType)) return 'tampering';
+  if (/GradingBlocked/i.test(exceptionType)) return 'grading_blocked';
+  if (/NonZeroAgentExitCode|Agent/i.test(exceptionType)) return 'agent_error';
+  if (/Build/i.test(exceptionType)) return 'build_failed';
+  return 'environment_error';
+}
+
+type HarborTiming = { started_at?: string | null; finished_at?: string | null } | null;
+
+interface HarborTrial {
+  /** Harbor's own id of the trial run (a UUID), unique across its jobs. */
+  id?: string;
+  task_name?: string;
+  trial_name?: string;
+  task_checksum?: string;
+  task_id?: { path?: string };
+  config?: { job_id?: string | null; agent?: { name?: string; model_name?: string | null }; task?: { path?: string } };
+  agent_info?: { name?: string; model_info?: { name?: string } | null };
+  agent_result?: {
+    n_input_tokens?: number | null;
+    n_cache_tokens?: number | null;
+    n_output_tokens?: number | null;
+    cost_usd?: number | null;
+    metadata?: Record<string, unknown> | null;
+  } | null;
+  verifier_result?: { rewards?: Record<string, number | null> | null } | null;
+  exception_info?: { exception_type?: string; exception_message?: string } | null;
+  started_at?: string | null;
+  finished_at?: string | null;
+  environment_setup?: HarborTiming;
+  agent_setup?: HarborTiming;
+  agent_execution?: HarborTiming;
+  verifier?: HarborTiming;
+}
+
+/**
+ * Harbor's accounting, which an import follows: a trial the agent or the verifier ended without a
+ * reward (an agent exception, a timeout, a missing reward file) counts as 0, as Harbor's own mean
+ * counts it. Failures of the environment itself (build, container start) stay infrastructure
+ * failures with no reward, as every other termgrade record (see trial/accounting.ts).
+ */
+function harborReward(reward: number | null, errClass: TrialErrorClass | null): number | null {
+  if (reward !== null) return reward;
+  if (errClass === 'build_failed' || errClass === 'environment_error') return null;
+  return 0;
+}
+
+/**
+ * An imported trial's id. A trial termgrade exported keeps its own id (carried in its metadata).
+ * Any other is `harbor:` and Harbor's own trial id (a UUID) when the result has one, else its job's
+ * id and the trial's name (a trial name alone can repeat across Harbor jobs: two runs of one task
+ * set), else the name or the folder. The same Harbor trial imported twice is found by it and skipped.
+ */
+function harborTrialId(h: HarborTrial, trialDir: string): string {
+  if (h.id) return `harbor:${h.id}`;
+  if (h.config?.job_id && h.trial_name) return `harbor:${h.config.job_id}/${h.trial_name}`;
+  return `harbor:${h.trial_name ?? path.resolve(trialDir)}`;
+}
+
+/** Who and what an imported trial is: read from the Harbor result and numbered by the import. */
+interface ImportedId {
+  trialId: string;
+  task: string;
+  taskPath: string | undefined;
+  agent: string;
+  model: string | null;
+  attempt: number;
+}
+
+/** Harbor's four phase timings as termgrade's phases (a phase without both ends is left out). */
+function phasesOf(h: HarborTrial): TrialResult['phases'] {
+  const pairs = [
+    ['environment_setup', h.environment_setup],
+    ['agent_setup', h.agent_setup],
+    ['agent_run', h.agent_execution],
+    ['verification', h.verifier],
+  ] as const;
+  const phases: TrialResult['phases'] = {};
+  for (const [name, t] of pairs) {
+    if (!t?.started_at || !t.finished_at) continue;
+    const timing: PhaseTiming = {
+      startedAt: t.started_at,
+      finishedAt: t.finished_at,
+      durationMs: Math.max(0, Date.parse(t.finished_at) - Date.parse(t.started_at)),
+    };
+    phases[name] = timing;
+  }
+  return phases;
+}
+
+/** What termgrade carried in its own export (TermgradeCarrySchema), or null for any other Harbor trial. */
+function carriedOf(h: HarborTrial): TermgradeCarry | null {
+  const parsed = TermgradeCarrySchema.safeParse(h.agent_result?.metadata?.termgrade);
+  return parsed.success ? parsed.data : null;
+}
+
+/** The record of a trial that ran elsewhere: what Harbor's fields say, under Harbor's accounting. */
+async function foreignFields(
+  h: HarborTrial,
+  verifierReward: number | null,
+  logsDir: string,
+  tests: TrialResult['tests'],
+): Promise<Omit<TermgradeCarry, 'trialId' | 'attempt' | 'config'>> {
+  const exc = h.exception_info?.exception_type;
+  const errClass = exc ? errorClassOf(exc) : verifierReward === null ? 'verifier_no_reward' : null;
+  const reward = harborReward(verifierReward, errClass);
+  const started = h.started_at ?? '';
+  const finished = h.finished_at ?? '';
+  const error = errClass
+    ? {
+        class: errClass,
+        message: h.exception_info?.exception_message ?? exc ?? 'no reward',
+        phase: errClass.startsWith('verifier') ? ('verification' as const) : ('agent_run' as const),
+      }
+    : null;
+  return {
+    reward,
+    passed: reward !== null && reward >= 1,
+    steps: [],
+    taskVersion: null,
+    dataset: null,
+    collected: null,
+    error,
+    errors: error ? [error] : [],
+    exitReason:
+      errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
+    turns: 0,
+    tampering: [],
+    protection: 'rules',
+    admission: null,
+    // Harbor's own reward files, read beside its test reports: the same consistency check as our trials.
+    findings:
+      reward === null
+        ? []
+        : rewardFindingsOf(
+            await readTextIfThere(path.join(logsDir, 'reward.json')),
+            await readTextIfThere(path.join(logsDir, 'reward.txt')),
+            tests,
+          ),
+    // Graded by Harbor under its own semantics: the reward file's number stands (nothing to hold it against here).
+    evidence: null,
+    image: null,
+    imageId: null,
+    imageSource: null,
+    imageCached: null,
+    engine: null,
+    phases: phasesOf(h),
+    startedAt: started,
+    finishedAt: finished,
+    durationMs: started && finished ? Math.max(0, Date.parse(finished) - Date.parse(started)) : 0,
+    infraAttempts: 1,
+    retryReasons: [],
+  };
+}
+
+/**
+ * One Harbor trial folder's result as a termgrade trial record: rewards, tokens, cost and the task
+ * from Harbor's fields; per-test results from the verifier's reports in the trial's folder (CTRF,
+ * pytest's summary in test-stdout.txt, JUnit: the same reader as a trial termgrade grades); the rest
+ * from what termgrade carried when it wrote the folder, else Harbor's accounting.
+ */
+async function harborResult(
+  h: HarborTrial,
+  id: ImportedId,
+  trialDir: string,
+  carried: TermgradeCarry | null,
+): Promise<{ result: TrialResult; carried: TermgradeCarry }> {
+  const rewards = Object.fromEntries(
+    Object.entries(h.verifier_result?.rewards ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'),
+  );
+  const verifierReward = Object.keys(rewards).length ? primaryReward(rewards) : null;
+  const logsDir = path.join(trialDir, 'verifier');
+  const reports = await readTestReports(logsDir);
+  const own = carried ?? {
+    ...(await foreignFields(h, verifierReward, logsDir, reports.tests)),
+    trialId: id.trialId,
+    attempt: id.attempt,
+    config: id.model ? `${id.agent}/${id.model}` : id.agent,
+  };
+  const a = h.agent_result;
+  const { config: _config, infraAttempts: _runs, retryReasons: _reasons, ...fields } = own;
+  const result: TrialResult = {
+    schemaVersion: 1,
+    ...fields,
+    task: { name: id.task, path: id.taskPath ?? '', checksum: h.task_checksum ?? '' },
+    agent: { name: id.agent, model: id.model },
+    rewards,
+    tests: reports.tests,
+    testsSource: reports.source,
+    testsSourceCounts: reports.counts,
+    testsSummary: summarizeTests(reports.tests),
+    tokens:
+      a && (a.n_input_tokens != null || a.n_output_tokens != null)
+        ? { input: a.n_input_tokens ?? 0, cached: a.n_cache_tokens ?? 0, output: a.n_output_tokens ?? 0 }
+        : null,
+    costUsd: a?.cost_usd ?? null,
+  };
+  return { result, carried: own };
+}
+
+/**
+ * The imported trial's own folder in the job (`trials/<id>`): every log of the Harbor trial folder
+ * copied, and Harbor's result.json and config.json kept as they were under ORIGINALS.
+ */
+async function copyTrialFolder(from: string, trialsDir: string, trialId: string): Promise<string> {
+  const base = trialId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200) || 'trial';
+  let to = path.join(trialsDir, base);
+  for (let i = 2; await exists(to); i++) to = path.join(trialsDir, `${base}-${i}`);
+  await mkdir(path.join(to, ORIGINALS), { recursive: true });
+  for (const name of await readdir(from)) {
+    const keep = name === 'result.json' || name === 'config.json';
+    await cp(path.join(from, name), path.join(to, keep ? ORIGINALS : '', name), { recursive: true });
+  }
+  return to;
+}
+
+/** A Harbor job folder's own config.json and result.json, kept with an import of that one job (ORIGINALS). */
+async function keepJobFiles(root: string, jobDir: string): Promise<void> {
+  if (!(await exists(path.join(root, 'config.json'))) || !(await exists(path.join(root, 'result.json')))) return;
+  await mkdir(path.join(jobDir, ORIGINALS), { recursive: true });
+  for (const name of ['config.json', 'result.json'])
+    await cp(path.join(root, name), path.join(jobDir, ORIGINALS, name));
+}
+
+/**
+ * Reads Harbor job folders (a trial folder per trial with result.json and its logs) into a
+ * termgrade job, so published or earlier runs can be measured, selected from and exported. Each
+ * trial's folder is copied into the job (`trials/<id>/`, Harbor's own files under `harbor/`), so the
+ * job stands alone. Job-level result.json files (no task) are skipped. Imports append: attempt
+ * numbers continue after what the job already holds (a trial termgrade exported keeps its own when
+ * free), and a trial imported before (same id) is not imported again.
+ */
+export async function importHarbor(root: string, store: JobStore): Promise<{ imported: number; skipped: string[] }> {
+  const jobDir = path.dirname(store.file);
+  const items: Parameters<JobStore['recordMany']>[0] = [];
+  const skipped: string[] = [];
+  const attempts = store.nextAttempts();
+  const known = store.trialIds();
+  const fresh = store.count() === 0;
+  const files: string[] = [];
+  for await (const f of filesNamed(root, 'result.json')) files.push(f);
+  files.sort();
+  for (const file of files) {
+    let h: HarborTrial;
+    try {
+      h = JSON.parse(await readFile(file, 'utf8')) as HarborTrial;
+    } catch (err) {
+      skipped.push(`${file}: not JSON (${(err as Error).message})`);
+      continue;
+    }
+    const taskPath = h.task_id?.path ?? h.config?.task?.path;
+    const task = h.task_name ?? (taskPath ? path.basename(taskPath) : undefined);
+    if (!task || (!h.verifier_result && !h.exception_info && !h.trial_name)) continue; // a job-level summary
+    const agent = h.agent_info?.name ?? h.config?.agent?.name ?? 'unknown';
+    const model = h.agent_info?.model_info?.name ?? h.config?.agent?.model_name ?? null;
+    const carried = carriedOf(h);
+    const config = carried?.config ?? (model ? `${agent}/${model}` : agent);
+    const key = `${config}\u0000${task}`;
+    const next = attempts.get(key) ?? 0;
+    const attempt = carried && carried.attempt >= next ? carried.attempt : next;
+    const trialDir = path.dirname(file);
+    const trialId = carried?.trialId ?? harborTrialId(h, trialDir);
+    if (known.has(trialId)) {
+      skipped.push(`${file}: already imported as ${trialId}`);
+      continue;
+    }
+    attempts.set(key, attempt + 1);
+    known.add(trialId);
+    const own = carried && { ...carried, attempt };
+    const dest = await copyTrialFolder(trialDir, path.join(jobDir, 'trials'), trialId);
+    const { result, carried: c } = await harborResult(h, { trialId, task, taskPath, agent, model, attempt }, dest, own);
+    await writeFile(path.join(dest, 'result.json'), `${JSON.stringify(result, null, 2)}\n`);
+    items.push({
+      result,
+      extra: {
+        slot: { config, task, attempt },
+        trialDir: dest,
+        infraAttempts: c.infraAttempts,
+        retryReasons: c.retryReasons,
+        source: 'harbor',
+      },
+    });
+  }
+  if (fresh && items.length) await keepJobFiles(root, jobDir);
+  store.recordMany(items);
+  return { imported: items.length, skipped };
+}

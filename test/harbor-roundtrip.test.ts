@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { JobStore } from '../src/store/store.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { CLI, EXAMPLES, ROOT, runCli, tempDir } from './helpers.js';
+import { readHarborJobFolder, TrialResult } from './support/harbor-models.js';
+import { assertSameHarborFolders, assertSameTrials, readJson } from './support/harbor-roundtrip.js';
+
+const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'harbor', 'job-folder');
+
+/** export trials --jsonl of a job, as rows (one per trial). */
+async function jsonlRows(cwd: string, job: string): Promise<Array<Record<string, any>>> {
+  const out = path.join(cwd, `ds-${path.basename(job)}`);
+  const r = await runCli(['export', 'trials', job, '--jsonl', '--out', out], { cwd });
+  assert.equal(r.status, 0, r.stderr);
+  return (await readFile(path.join(out, 'data', 'trials.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, any>);
+}
+
+describe('Harbor both ways, through the real binary', () => {
+  it("a termgrade job kept as Harbor's job folder (run --format harbor) opens in Harbor's models and imports back to the same trials", async () => {
+    const cwd = await tempDir();
+    await symlink(EXAMPLES, path.join(cwd, 'tasks'));
+    // Four tasks, one per way a verifier reports its tests: pytest's -rA summary (csv-summary),
+    // JUnit only (log-errors), CTRF (sqlite-report), reward.json with two keys (kv-service).
+    const tasks = ['csv-summary', 'log-errors', 'sqlite-report', 'kv-service'];
+    const run = await runCli(
+      ['run', '--name', 'rt', '--tasks', 'tasks', '--format', 'harbor', '--harbor-jobs-dir', 'hjobs', '-k', '1'].concat(
+        ['--agent', 'oracle', 'nop', '--task', ...tasks],
+      ),
+      { cwd },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /harbor job folder: .*hjobs\/rt \(8 trials; harbor view /);
+    const jobDir = path.join(cwd, '.termgrade', 'jobs', 'rt');
+
+    // Harbor's models (a reader written from them alone) open the folder the run wrote.
+    const h = await readHarborJobFolder(path.join(cwd, 'hjobs', 'rt'));
+    assert.equal(h.trials.length, 8);
+    assert.equal(h.config.job_name, 'rt');
+    const store = JobStore.open(path.join(jobDir, 'job.db'), { readonly: true });
+    const rows = [...store.listTrials()];
+    store.close();
+    assert.ok(
+      rows.every((r) => r.tests_total >= 3),
+      'every trial has its per-test results (the round trip must keep them)',
+    );
+    for (const r of rows) {
+      const t = h.trials.find((x) => x.result.trial_name === r.trial_id)!;
+      assert.equal(t.result.task_checksum, r.task_checksum, 'the task checksum');
+      assert.deepEqual(
+        t.result.verifier_result?.rewards,
+        r.task === 'kv-service' ? JSON.parse(r.rewards_json) : { reward: r.reward },
+      );
+    }
+    assert.deepEqual(
+      Object.keys(h.trials.find((x) => x.result.task_name === 'kv-service')!.result.verifier_result!.rewards!).sort(),
+      ['fraction_passed', 'reward'],
+    );
+
+    // Imported back: the same trials, field by field (store columns, per-test rows, result.json, logs).
+    const back = await runCli(['import', path.join('hjobs', 'rt'), '--job', 'back'], { cwd });
+    assert.equal(back.status, 0, back.stderr);
+    assert.equal(await assertSameTrials(jobDir, path.join(cwd, '.termgrade', 'jobs', 'back')), 8);
+
+    // Every export format reads the import as it reads the job (only the job's identity differs).
+    const [a, b] = [await jsonlRows(cwd, jobDir), await jsonlRows(cwd, path.join(cwd, '.termgrade', 'jobs', 'back'))];
+    const strip = (r: Record<string, any>) => ({ ...r, id: null, job_id: null, job: null });
+    assert.deepEqual(b.map(strip), a.map(strip));
+    const parquet = await runCli(['export', 'trials', path.join('.termgrade', 'jobs', 'back'), '--out', 'pq'], { cwd });
+    assert.equal(parquet.status, 0, parquet.stderr);
+    assert.match(parquet.stdout, /exported 8 trials/);
+
+    // And the import, exported as Harbor's folder again, is the folder the run wrote.
+    const again = await runCli(
+      ['export', 'trials', path.join('.termgrade', 'jobs', 'back'), '--format', 'harbor-job', '--out', 'again'],
+      { cwd },
+    );
+    assert.equal(again.status, 0, again.stderr);
+    await readHarborJobFolder(path.join(cwd, 'again', 'back'));
+    await assertSameHarborFolders(path.join(cwd, 'hjobs', 'rt'), path.join(cwd, 'again', 'back'), 'exact');
+
+    // A second run of the job rewrites its own Harbor folder; a folder that is not this job's is refused.
+    const resume = await runCli(['run', '--job', 'rt', '-q'], { cwd });
+    assert.equal(resume.status, 0, resume.stderr);
+    assert.equal((await readHarborJobFolder(path.join(cwd, 'hjobs', 'rt'))).trials.length, 8);
+    await mkdir(path.join(cwd, 'other', 'rt'), { recursive: true });
+    await writeFile(path.join(cwd, 'other', 'rt', 'notes.txt'), 'mine\n');
+    const clash = await runCli(['run', '--job', 'rt', '--harbor-jobs-dir', 'other', '-q'], { cwd });
+    assert.equal(clash.status, 2, clash.stderr);
+    assert.match(clash.stderr, /other\/rt already exists and is not this job's Harbor folder/);
+    assert.equal(await readFile(path.join(cwd, 'other', 'rt', 'notes.txt'), 'utf8'), 'mine\n', 'left as it was');
+  });
+
+  it('a job Harbor wrote imports with ids, checksums, per-test results (pytest summary or CTRF), phases and token ids, exports in every format, and exports back to the same folder', async () => {
+    const cwd = await tempDir();
+    // The fixture is what Harbor's models describe (the same reader opens it).
+    const original = await readHarborJobFolder(FIXTURE);
+    assert.equal(original.trials.length, 3);
+
+    const imp = await runCli(['import', FIXTURE, '--job', 'pub'], { cwd });
+    assert.equal(imp.status, 0, imp.stderr);
+    const jobDir = path.join(cwd, '.termgrade', 'jobs', 'pub');
+    const store = JobStore.open(path.join(jobDir, 'job.db'), { readonly: true });
+    const rows = [...store.listTrials()];
+    const testsOf = (id: string) => store.testsOf(id);
+    try {
+      const by = (name: string) => {
+        const t = original.trials.find((x) => x.result.trial_name === name)!.result;
+        return { t, row: rows.find((r) => r.trial_id === `harbor:${t.id}`)! };
+      };
+      // Solved; its tests are only in pytest's summary in test-stdout.txt (no CTRF, no JUnit).
+      const solved = by('fix-wordcount__Xq7PmRa');
+      assert.ok(solved.row, "an imported trial's id is harbor:<Harbor's trial id>");
+      assert.deepEqual([solved.row.reward, solved.row.tests_total, solved.row.tests_passed], [1, 4, 4]);
+      assert.equal(testsOf(solved.row.trial_id).length, 4);
+      assert.equal(solved.row.task_checksum, solved.t.task_checksum, "Harbor's task checksum is kept");
+      assert.deepEqual(
+        [solved.row.input_tokens, solved.row.cached_tokens, solved.row.output_tokens, solved.row.cost_usd],
+        [1834, 512, 221, 0.0123],
+      );
+      const rec = await readJson(path.join(solved.row.trial_dir!, 'result.json'));
+      assert.equal(rec.testsSource, 'pytest-rA');
+      assert.deepEqual(Object.keys(rec.phases), ['environment_setup', 'agent_setup', 'agent_run', 'verification']);
+      assert.equal(rec.phases.agent_run.durationMs, 1770, "Harbor's agent_execution timing");
+      assert.ok(solved.row.trial_dir!.startsWith(jobDir), "the trial's logs are copied into the job");
+      // Timed out: graded 0 under Harbor's accounting, its tests from CTRF.
+      const timedOut = by('fix-wordcount__Bn3KwLs');
+      assert.deepEqual(
+        [timedOut.row.reward, timedOut.row.error_class, timedOut.row.tests_total, timedOut.row.tests_failed],
+        [0, 'agent_timeout', 4, 2],
+      );
+      // Never built: infrastructure, no reward.
+      const unbuilt = by('csv-summary__Tz9QeVb');
+      assert.deepEqual([unbuilt.row.reward, unbuilt.row.error_class], [null, 'build_failed']);
+    } finally {
+      store.close();
+    }
+
+    // Every export format: JSONL and Parquet datasets name each trial, and Harbor's folder again.
+    const ds = await jsonlRows(cwd, jobDir);
+    assert.deepEqual(ds.map((r) => [r.trial_id.startsWith('harbor:'), r.task, r.reward, r.tests.length]).sort(), [
+      [true, 'csv-summary', null, 0],
+      [true, 'fix-wordcount', 0, 4],
+      [true, 'fix-wordcount', 1, 4],
+    ]);
+    assert.ok(ds.every((r) => !String(r.id).includes('undefined') && r.id.endsWith(r.trial_id)));
+    const solvedRow = ds.find((r) => r.reward === 1)!;
+    assert.match(solvedRow.trajectory, /completion_token_ids/, 'the trajectory travels with the trial');
+    const parquet = await runCli(['export', 'trials', jobDir, '--out', 'pq'], { cwd });
+    assert.equal(parquet.status, 0, parquet.stderr);
+    assert.match(parquet.stdout, /exported 3 trials/);
+
+    const again = await runCli(['export', 'trials', jobDir, '--format', 'harbor-job', '--out', 'again'], { cwd });
+    assert.equal(again.status, 0, again.stderr);
+    const h = await readHarborJobFolder(path.join(cwd, 'again', 'pub'));
+    assert.deepEqual(
+      h.trials.find((t) => t.result.trial_name === 'fix-wordcount__Xq7PmRa')!.result.agent_result?.rollout_details,
+      original.trials.find((t) => t.result.trial_name === 'fix-wordcount__Xq7PmRa')!.result.agent_result
+        ?.rollout_details,
+    );
+    await assertSameHarborFolders(FIXTURE, path.join(cwd, 'again', 'pub'), 'harbor-stats');
+  });
+
+  it("writes each trial's Harbor folder as the trial is recorded, before the run ends; a new job refuses a Harbor folder that is not its own", async () => {
+    const cwd = await tempDir();
+    await symlink(EXAMPLES, path.join(cwd, 'tasks'));
+    await mkdir(path.join(cwd, 'taken', 'inc'), { recursive: true });
+    await writeFile(path.join(cwd, 'taken', 'inc', 'notes.txt'), 'mine\n');
+    const args = ['run', '--name', 'inc', '--tasks', 'tasks', '--agent', 'oracle', '-k', '3', '-c', '1'];
+    const refused = await runCli([...args, '--harbor-jobs-dir', 'taken', '--task', 'csv-summary'], { cwd });
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /taken\/inc already exists and is not this job's Harbor folder/);
+    assert.equal(existsSync(path.join(cwd, '.termgrade', 'jobs', 'inc')), false, 'no job left behind');
+
+    // One trial at a time: when the first trial is recorded, its Harbor folder is there while the rest run.
+    const child = spawn(process.execPath, [CLI, ...args, '--format', 'harbor', '--jsonl', '--task', 'csv-summary'], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const done: string[] = [];
+    let seenMidRun: string[] | null = null;
+    for await (const line of createInterface({ input: child.stdout })) {
+      const e = JSON.parse(line) as { type: string; trialId?: string };
+      if (e.type !== 'trial-done') continue;
+      done.push(e.trialId!);
+      if (done.length === 2 && !seenMidRun) {
+        // The second trial is recorded: the first one's folder was written before it (one writer, in order).
+        const folder = path.join(cwd, 'jobs', 'inc', done[0]!);
+        TrialResult.parse(await readJson(path.join(folder, 'result.json')));
+        seenMidRun = [done[0]!];
+      }
+    }
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(code, 0);
+    assert.deepEqual(seenMidRun, [done[0]]);
+    assert.equal((await readHarborJobFolder(path.join(cwd, 'jobs', 'inc'))).trials.length, 3);
+  });
+});
