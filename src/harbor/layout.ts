@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { createHash } from 'node:crypto';
 import { configLabelOf, type AgentConfig, type JobSpec } from '../job/spec.js';
 import { passAtK } from '../stats/pass-at-k.js';
@@ -292,7 +293,7 @@ function passAtKOf(trials: HarborTrialResult[], primary: Map<string, number | nu
     if (reward === null || reward === undefined) continue;
     const s = byTask.get(t.task_name) ?? { n: 0, c: 0 };
     s.n += 1;
-    s.c += reward >= 1 ? 1 : 0;
+    s.c += isPassingReward(reward) ? 1 : 0;
     byTask.set(t.task_name, s);
   }
   if (!byTask.size) return {};

@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JobStore } from '../store/store.js';
@@ -100,7 +101,7 @@ async function harborResult(h: HarborTrial, id: ImportedId, trialDir: string): P
     attempt: id.attempt,
     reward,
     rewards,
-    passed: reward !== null && reward >= 1,
+    passed: isPassingReward(reward),
     steps: [],
     taskVersion: null,
     dataset: null,

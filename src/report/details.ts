@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
@@ -89,7 +90,7 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
         job,
         config: r.config,
         task: r.task,
-        passed: r.reward !== null && r.reward >= 1,
+        passed: isPassingReward(r.reward),
         graded: r.reward !== null,
         errorClass: r.error_class,
         inputTokens: r.input_tokens,

@@ -1,3 +1,4 @@
+import { passingRewardSql } from '../trial/accounting.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -21,7 +22,7 @@ export interface TrialQuery {
   /** The task filter is the whole name (a grid cell's or report row's link), not a part of it. */
   exact?: boolean;
   status?: string;
-  /** pass (reward >= 1), fail (graded, < 1), none (no reward). */
+  /** pass (a passing reward: isPassingReward), fail (a reward that does not pass), none (no reward). */
   reward?: 'pass' | 'fail' | 'none';
   error?: string;
   /** Trials in which a test whose name contains this failed. */
@@ -423,8 +424,8 @@ export class Catalog {
       args.push(`%${q.test}%`);
     }
     if (q.consistency === 'inconsistent') where.push("findings != ''");
-    if (q.reward === 'pass') where.push('reward >= 1');
-    else if (q.reward === 'fail') where.push('reward < 1');
+    if (q.reward === 'pass') where.push(passingRewardSql('reward'));
+    else if (q.reward === 'fail') where.push(`reward IS NOT NULL AND NOT ${passingRewardSql('reward')}`);
     else if (q.reward === 'none') where.push('reward IS NULL');
     return { w: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
   }

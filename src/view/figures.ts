@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { configStats, taskRates } from '../report/aggregate.js';
 import { countByTask } from '../records/counts.js';
 import { loadRecordSet } from '../records/load.js';
@@ -79,7 +80,7 @@ export function grid(rows: TrialOutcome[]): { tasks: string[]; configs: string[]
       task: r.task,
       config: r.config,
       reward: r.reward,
-      passed: r.reward !== null && r.reward >= 1,
+      passed: isPassingReward(r.reward),
       errorClass: r.error_class,
       durationMs: 0,
       outputTokens: null,
