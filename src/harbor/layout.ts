@@ -1,7 +1,7 @@
 import { isPassingReward } from '../trial/accounting.js';
 import { createHash } from 'node:crypto';
 import { configLabelOf, type AgentConfig, type JobSpec } from '../job/spec.js';
-import { passAtK } from '../stats/pass-at-k.js';
+import { macroPassAtK } from '../stats/pass-at-k.js';
 import type { TrialRow } from '../store/store.js';
 import type { TrialResult } from '../trial/schema.js';
 import type { HarborJobConfig, HarborJobResult, HarborTrialResult } from './schema.js';
@@ -299,8 +299,7 @@ function passAtKOf(trials: HarborTrialResult[], primary: Map<string, number | nu
   if (!byTask.size) return {};
   const minN = Math.min(...[...byTask.values()].map((s) => s.n));
   const out: Record<string, number> = {};
-  for (let k = 1; k <= minN; k *= 2)
-    out[String(k)] = [...byTask.values()].reduce((a, s) => a + passAtK(s.n, s.c, k), 0) / byTask.size;
+  for (let k = 1; k <= minN; k *= 2) out[String(k)] = macroPassAtK([...byTask.values()], k).value;
   return out;
 }
 

@@ -10,7 +10,8 @@ import { generateToken } from '../util/token.js';
 import { APP_HTML, APP_JS } from './app.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 import { grid, jobFigures, type JobConfigFigures } from './figures.js';
-import { viewerReport } from './report.js';
+import { viewerReport, viewerReportData } from './report.js';
+import { statsJson } from '../util/json.js';
 
 export interface ViewerOptions {
   sources: string[];
@@ -137,6 +138,12 @@ function listRoutes(app: App, catalog: Catalog): void {
     return { jobs: out, version: catalog.version };
   });
 
+  // report.json of everything shown: the same figures as `termgrade report`, `stats` and `compare`.
+  app.get('/api/report', async (_req, reply) =>
+    reply
+      .type('application/json; charset=utf-8')
+      .send(statsJson(await viewerReportData(catalog.sources().map((x) => x.dir)))),
+  );
   // The report of everything shown, served beside the viewer: its rows link to their trials here.
   app.get('/report', async (_req, reply) =>
     reply.type('text/html; charset=utf-8').send(await viewerReport(catalog.sources().map((x) => x.dir))),
