@@ -44,6 +44,17 @@ export interface TrialRowOut {
   image_id: string | null;
 }
 
+/** A trial's result.json as JSON: a file that is not JSON is bad input, named (exit 2), never a crash. */
+function parseResult(file: string, text: string): Record<string, any> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not a JSON object');
+    return value as Record<string, any>;
+  } catch (err) {
+    throw new TermgradeError('bad_input', `${file}: not a trial result: ${(err as Error).message}`);
+  }
+}
+
 /** A stored JSON column, or {} when the store's row lacks it. */
 function safeJson(text: string | null | undefined): Record<string, number> {
   return text ? (JSON.parse(text) as Record<string, number>) : {};
@@ -126,7 +137,15 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
           if (r.status === 'not_run') continue;
           const text = r.trial_dir ? await readTextIfThere(path.join(r.trial_dir, 'result.json')) : null;
           if (text)
-            rows.push({ ...(await fromResult(JSON.parse(text), job, r.trial_dir, r.config)), attempt: r.attempt });
+            rows.push({
+              ...(await fromResult(
+                parseResult(path.join(r.trial_dir!, 'result.json'), text),
+                job,
+                r.trial_dir,
+                r.config,
+              )),
+              attempt: r.attempt,
+            });
           else
             rows.push({
               ...(await fromResult(
@@ -157,7 +176,9 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
       }
     } else {
       for await (const file of filesNamed(source, 'result.json'))
-        rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), folders.of(file), path.dirname(file)));
+        rows.push(
+          await fromResult(parseResult(file, await readFile(file, 'utf8')), folders.of(file), path.dirname(file)),
+        );
     }
   }
   const seen = new Set<string>();

@@ -8,6 +8,7 @@ import type { TrialOutcome } from './figures.js';
 import { filesNamed } from '../util/files.js';
 import { processAlive } from '../util/process-alive.js';
 import { JobStore } from '../store/store.js';
+import { storedTrialRecord, type StoredTrialRecord } from '../records/trial-record.js';
 import { runningSlotOf } from './running.js';
 
 /**
@@ -124,6 +125,8 @@ export class Catalog {
   private readonly jobs: JobSource[] = [];
   private readonly folders: FolderSource[] = [];
   private readonly dirs = new Map<string, string>();
+  /** A job trial's store and its id there: its stored record is read from it. */
+  private readonly stores = new Map<string, { store: JobStore; trialId: string }>();
   private readonly insert: Database.Statement;
   private generation = 0;
 
@@ -330,6 +333,7 @@ export class Catalog {
           findings: findingsText(JSON.parse(findings_json)),
         });
         if (trial_dir) this.dirs.set(id, trial_dir);
+        this.stores.set(id, { store: j.store, trialId: row.id });
       }
     })();
     j.lastCount = head.count;
@@ -509,6 +513,12 @@ export class Catalog {
 
   row(id: string): TrialListRow | null {
     return (this.index.prepare('SELECT * FROM trials WHERE id = ?').get(id) as TrialListRow | undefined) ?? null;
+  }
+
+  /** Everything the job's store holds of the trial (null for a trial folder outside a job). */
+  stored(id: string): StoredTrialRecord | null {
+    const at = this.stores.get(id);
+    return at ? storedTrialRecord(at.store, at.trialId) : null;
   }
 
   /** The trial's folder, when it has one. */

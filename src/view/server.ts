@@ -159,9 +159,14 @@ function trialRoutes(app: App, catalog: Catalog): void {
     const row = catalog.row(id);
     if (!row) return reply.code(404).send({ error: { code: 'not_found', message: `no trial ${id}` } });
     const dir = catalog.dirOf(id);
+    const file = dir ? await readJsonIfThere(path.join(dir, 'result.json')) : null;
+    // termgrade's own result.json, or another harness's (an imported Harbor trial's): the store's
+    // record stands in for the fields the file does not have, so every stored field is shown.
+    const native = file && typeof file === 'object' && 'schemaVersion' in file && 'trialId' in file ? file : null;
+    const stored = catalog.stored(id);
     return {
       row,
-      result: dir ? await readJsonIfThere(path.join(dir, 'result.json')) : null,
+      result: stored ? { ...stored, ...(native ?? {}), recordSource: native ? 'result.json' : 'store' } : file,
       trajectory: dir ? await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json')) : null,
       files: dir ? await filesUnder(dir) : [],
     };
