@@ -127,7 +127,8 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
   const folders = new TrialFolderJobs();
   for (const source of sources) {
     const st = await stat(source).catch(() => null);
-    if (!st?.isDirectory())
+    if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
+    if (!st.isDirectory())
       throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
     if (await stat(path.join(source, 'job.db')).catch(() => null)) {
       const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
@@ -175,9 +176,17 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
         store.close();
       }
     } else {
-      for await (const file of filesNamed(source, 'result.json'))
+      let found = 0;
+      for await (const file of filesNamed(source, 'result.json')) {
+        found += 1;
         rows.push(
           await fromResult(parseResult(file, await readFile(file, 'utf8')), folders.of(file), path.dirname(file)),
+        );
+      }
+      if (!found)
+        throw new TermgradeError(
+          'bad_input',
+          `${source}: not a job folder (no job.db) and no trial folders under it (no result.json)`,
         );
     }
   }
