@@ -123,7 +123,8 @@ export function toStatsRecord(raw: unknown): StatsRecord {
     task: r.task.name,
     config: configLabel(r.agent.name, r.agent.model),
     reward: r.reward,
-    passed: r.passed ?? isPassingReward(r.reward),
+    // One rule: a file's own `passed` is not taken over the reward it records.
+    passed: isPassingReward(r.reward),
     errorClass: r.error?.class ?? null,
     durationMs: r.durationMs,
     outputTokens: r.tokens?.output ?? null,
