@@ -189,6 +189,30 @@ describe('figures worked out by hand, through the binary', () => {
     assert.deepEqual(extended, [0, 1, 2], 'tasks short of k: t3 at k = 2; t2 and t3 at k = 4');
   });
 
+  it("stats' text names the method beside the figures", async () => {
+    const text = await cliOk(['stats', jobDir]);
+    assert.match(text, /terminus-2\/mixed: pass@1 50\.0%, pass@2 61\.1% \(eb\), pass@4 89\.1% \(eb\)/);
+    assert.match(
+      text,
+      /terminus-2\/never: pass@1 0\.0%, pass@2 0\.0% \(eb\), pass@4 0\.0% \(eb\)\n {2}\(eb\): .*all at rate 0.*it never succeeded.*pass@2: 1 of 3, pass@4: 2 of 3/,
+    );
+  });
+
+  it("select's rates and intervals are stats --tasks'", async () => {
+    const tasks = json(await cliOk(['stats', jobDir, '--tasks', '--band', '0:1', '--json'])).tasks;
+    const sel = json(
+      await cliOk(['select', jobDir, '--model', CONFIGS.mixed, '--band', '0:1', '--min-trials', '1', '--json']),
+    );
+    assert.equal(sel.training.length, 3);
+    for (const row of sel.training) {
+      const t = tasks.find((x: any) => x.config === CONFIGS.mixed && x.task === row.task);
+      assert.deepEqual(
+        [row.trials, row.successes, row.rate, row.interval, row.bandProbability],
+        [t.n, t.c, t.rate, t.jeffreys, t.bandProbability],
+      );
+    }
+  });
+
   it("paired: 3 tasks differing by the same amount give the exact sign-flip p 0.25, not 0; the t-test's p is none", () => {
     const c = compares.get(`${CONFIGS.always} ${CONFIGS.never}`);
     assert.equal(c.t, 3);

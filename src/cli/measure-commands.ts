@@ -15,7 +15,7 @@ import {
 } from '../index.js';
 import { inBand } from '../stats/band.js';
 import { compareRates, pairedMethodNote } from '../stats/paired.js';
-import { passAtKMethodNote } from '../stats/pass-at-k.js';
+import { passAtKCurveNote } from '../stats/pass-at-k.js';
 import { namedRewardMeans, splitByImage } from '../report/records.js';
 import type { RecordSet } from '../records/load.js';
 import { combiningLine } from '../store/identity.js';
@@ -86,11 +86,8 @@ function printConfigNotes(configs: ReturnType<typeof configStats>, records: Reco
   for (const c of configs) {
     const ks = c.passAtK.map((p) => `pass@${p.k} ${pct(p.value)}%${p.method === 'unbiased' ? '' : ' (eb)'}`);
     out(`\n${c.config}: ${ks.join(', ')}`);
-    const marked = c.passAtK.filter((p) => p.method !== 'unbiased');
-    if (marked.length)
-      out(
-        `  (eb) pass@${marked.map((p) => p.k).join(', @')}: ${passAtKMethodNote(marked[marked.length - 1]!, c.passAtKPrior)}`,
-      );
+    const note = passAtKCurveNote(c.passAtK, c.passAtKPrior);
+    if (note) out(`  (eb): ${note}`);
     const errs = Object.entries({ ...c.errorsByClass, ...c.outcomesByClass });
     if (errs.length) out(`  error classes: ${errs.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     const cov = c.coverage;

@@ -177,13 +177,28 @@ export function passAtKCurve(tasks: Array<{ n: number; c: number }>, options: { 
   return ks.map((k) => macroPassAtK(counted, k, { ...options, prior }));
 }
 
+/** The prior in words: its parameters, or where its mass is when it is a point. */
+function priorText(prior: BetaPrior | undefined): string {
+  if (!prior) return "fitted on this configuration's tasks";
+  if (prior.a === 0) return "all at rate 0, fitted on this configuration's tasks: it never succeeded";
+  if (prior.b === 0) return "all at rate 1, fitted on this configuration's tasks: it always succeeded";
+  return `Beta(${prior.a.toPrecision(3)}, ${prior.b.toPrecision(3)}) fitted on this configuration's tasks`;
+}
+
 /** One line naming how a pass@k was estimated: shown wherever the figure is (stats, report, viewer). */
 export function passAtKMethodNote(p: PassAtK, prior?: BetaPrior): string {
-  const fitted = prior
-    ? ` (Beta(${prior.a.toPrecision(3)}, ${prior.b.toPrecision(3)}) fitted on this configuration's tasks)`
-    : " (fitted on this configuration's tasks)";
   if (p.method === 'unbiased') return 'unbiased estimator (every task has at least k trials)';
   if (p.method === 'eb-posterior')
-    return `posterior mean under an empirical-Bayes prior${fitted}: trials were sampled adaptively`;
-  return `unbiased estimator; ${p.extended} of ${p.tasks} task(s) with fewer than k trials count their own trials plus k - n predicted by an empirical-Bayes prior${fitted}`;
+    return `posterior mean under an empirical-Bayes prior (${priorText(prior)}): trials were sampled adaptively`;
+  return `unbiased estimator; ${p.extended} of ${p.tasks} task(s) with fewer than k trials count their own trials plus k - n predicted by an empirical-Bayes prior (${priorText(prior)})`;
+}
+
+/** The same for a whole curve, in one line: null when every figure is unbiased. */
+export function passAtKCurveNote(curve: PassAtK[], prior?: BetaPrior): string | null {
+  const marked = curve.filter((p) => p.method !== 'unbiased');
+  if (!marked.length) return null;
+  if (marked.every((p) => p.method === 'eb-posterior'))
+    return `posterior means under an empirical-Bayes prior (${priorText(prior)}): trials were sampled adaptively`;
+  const counts = marked.map((p) => `pass@${p.k}: ${p.extended} of ${p.tasks}`).join(', ');
+  return `tasks with fewer than k trials count their own trials plus k - n predicted by an empirical-Bayes prior (${priorText(prior)}); such tasks: ${counts}`;
 }
