@@ -362,6 +362,11 @@ describe('the viewer shows every stored field of an imported trial', () => {
       assert.equal(await page.textContent('#tokens'), 'tokens 1200 in (100 cached) / 800 out');
       assert.equal(await page.textContent('#cost'), 'cost $0.0123');
       assert.match((await page.textContent('#origin'))!, /imported from harbor/);
+      assert.equal(
+        await page.locator('details[data-file="result.json"]').count(),
+        1,
+        "Harbor's own result.json is listed",
+      );
       const tests = await page.$$eval('table.tests tbody tr', (trs) =>
         trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
       );

@@ -205,7 +205,7 @@ async function trialPanel(id) {
   const tests = (r.tests || []).length
     ? h('table', { class: 'tests' }, h('thead', {}, h('tr', {}, h('th', {}, 'test'), h('th', {}, 'status'), h('th', {}, 'time'), h('th', {}, 'message'))), h('tbody', {}, r.tests.map((x) => h('tr', {}, h('td', {}, x.name), h('td', { class: x.status === 'passed' ? 'ok' : 'err' }, x.status), h('td', {}, x.durationMs === null || x.durationMs === undefined ? '-' : fmtS(x.durationMs)), h('td', {}, h('pre', {}, x.message || ''))))))
     : h('p', { class: 'muted' }, 'no per-test results');
-  const logs = h('div', {}, t.files.filter((f) => f.path !== 'result.json').map((f) => {
+  const logs = h('div', {}, t.files.filter((f) => f.path !== 'result.json' || r.recordSource === 'store').map((f) => {
     const d = h('details', { 'data-file': f.path }, h('summary', {}, f.path + ' (' + f.bytes + ' bytes)'));
     d.addEventListener('toggle', async () => { if (d.open && d.children.length === 1) d.append(h('pre', {}, await (await api('/api/file?id=' + encodeURIComponent(id) + '&path=' + encodeURIComponent(f.path))).text())); });
     return d;
