@@ -440,6 +440,7 @@ describe('bad input: exit 2 naming the file and the problem, nothing left behind
     }
     cases.push([['view', path.join(dir, 'absent'), '--port', '0'], path.join(dir, 'absent'), /no such file or folder/]);
     cases.push([['view', damaged, '--port', '0'], path.join(damaged, 'job.db'), /damaged/]);
+    cases.push([['convert', path.join(dir, 'absent'), '-o', out], path.join(dir, 'absent'), /no such folder/]);
     for (const [args, file, problem] of cases) {
       const r = await runCli(args);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
