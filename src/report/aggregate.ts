@@ -130,6 +130,7 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
     const rates = meanSe(tasks.map((t) => estimateRate(t).rate));
     const half = rates.n > 1 ? tQuantile(0.975, rates.n - 1) * rates.se : Number.NaN;
     const adaptive = tasks.some((t) => t.adaptive);
+    const prior = fitBetaPrior(tasks);
     const errorsByClass: Record<string, number> = {};
     const outcomesByClass: Record<string, number> = {};
     for (const r of recs) {
@@ -153,8 +154,8 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       pass1: { mean: rates.mean, se: rates.se, ciLo: clip(rates.mean - half), ciHi: clip(rates.mean + half) },
       // One curve, non-decreasing in k (see stats/pass-at-k.ts); pass@1 of a fixed-k job equals
       // pass1.mean, of an adaptive one it is the posterior (pass1.mean is the GMS rate).
-      passAtK: passAtKCurve(tasks, { adaptive }),
-      passAtKPrior: fitBetaPrior(tasks),
+      passAtK: passAtKCurve(tasks, { adaptive, prior }),
+      passAtKPrior: prior,
       efficiency: efficiency(graded),
       coverage: {
         attempted,

@@ -99,16 +99,15 @@ export function pairedCompare(
   }
   const rounds = options.permutations ?? DEFAULT_PERMUTATIONS;
   const seed = options.seed ?? DEFAULT_SEED;
-  const perm = signFlipP(diffs, rounds, seed);
-  const [lo, hi] = subsetMeanInterval(diffs, level, rounds, seed, options.bounds ?? [-1, 1]);
+  const flips = signFlips(diffs, rounds, seed, level, options.bounds ?? [-1, 1]);
   return {
     t: T,
     meanDiff: mean,
-    p: perm.p,
-    pMethod: perm.method === 'exact' ? 'sign-flip-exact' : 'sign-flip-monte-carlo',
-    ciLo: lo,
-    ciHi: hi,
-    significant: perm.p < 1 - level,
+    p: flips.p,
+    pMethod: flips.exact ? 'sign-flip-exact' : 'sign-flip-monte-carlo',
+    ciLo: flips.ci[0],
+    ciHi: flips.ci[1],
+    significant: flips.p < 1 - level,
     tStat,
     df,
     tTestP,
@@ -117,52 +116,72 @@ export function pairedCompare(
 }
 
 /**
- * Hartigan's interval for the centre of a symmetric distribution: sorted means of the non-empty
- * subsets of the differences split the line into 2^T intervals, each holding the centre with
- * probability 1/2^T; dropping j from each end leaves coverage 1 - 2j/2^T >= level. Past
- * EXACT_MAX_TASKS, `rounds` seeded random subsets play the same part (coverage 1 - 2j/(rounds+1)).
+ * The sign-flip test and its interval from one set of sign patterns. A pattern is a subset S of
+ * the tasks (those whose sign stays); its flipped sum is 2 sum(S) - sum(all), so the two-sided p
+ * counts patterns with |2 sum(S) - total| >= |total|. The interval is Hartigan's: the sorted means
+ * of the non-empty subsets split the line into intervals each holding the centre of a symmetric
+ * distribution with equal probability; dropping j from each end leaves coverage
+ * 1 - 2j/(patterns) >= level. All 2^T patterns up to EXACT_MAX_TASKS, else `rounds` seeded ones
+ * (p = (hits+1)/(rounds+1), never 0).
  */
-export function subsetMeanInterval(
-  diffs: number[],
-  level: number,
+function signFlips(
+  values: number[],
   rounds: number,
   seed: number,
+  level: number,
   bounds: [number, number],
-): [number, number] {
-  const T = diffs.length;
-  const means: number[] = [];
-  if (T <= EXACT_MAX_TASKS) {
-    for (let mask = 1; mask < 2 ** T; mask++) {
+): { p: number; exact: boolean; ci: [number, number] } {
+  const T = values.length;
+  const diffs = Float64Array.from(values);
+  let total = 0;
+  for (let i = 0; i < T; i++) total += diffs[i]!;
+  const observed = Math.abs(total);
+  const eps = 1e-12 * Math.max(1, observed);
+  const exact = T <= EXACT_MAX_TASKS;
+  const patterns = exact ? 2 ** T : rounds;
+  // Sums and counts of every pattern of each block of 8 tasks, looked up a byte at a time.
+  const blocks = Math.ceil(T / 8);
+  const blockSum = new Float64Array(blocks * 256);
+  const blockCount = new Uint8Array(blocks * 256);
+  for (let b = 0; b < blocks; b++)
+    for (let pat = 0; pat < 256; pat++) {
       let s = 0;
       let m = 0;
-      for (let i = 0; i < T; i++)
-        if (mask & (1 << i)) {
-          s += diffs[i]!;
+      for (let i = 0; i < 8 && b * 8 + i < T; i++)
+        if (pat & (1 << i)) {
+          s += diffs[b * 8 + i]!;
           m += 1;
         }
-      means.push(s / m);
+      blockSum[b * 256 + pat] = s;
+      blockCount[b * 256 + pat] = m;
     }
-  } else {
-    const bits = seededBits(seed + 1);
-    for (let r = 0; r < rounds; r++) {
-      let s = 0;
-      let m = 0;
-      let word = 0;
-      for (let i = 0; i < T; i++) {
-        if ((i & 31) === 0) word = bits();
-        if ((word >>> (i & 31)) & 1) {
-          s += diffs[i]!;
-          m += 1;
-        }
+  const means = new Float64Array(patterns);
+  let n = 0;
+  let hits = 0;
+  const bits = seededBits(seed);
+  for (let r = 0; r < patterns; r++) {
+    let s = 0;
+    let m = 0;
+    let word = 0;
+    for (let b = 0; b < blocks; b++) {
+      let pat: number;
+      if (exact) pat = (r >>> (8 * b)) & 255;
+      else {
+        if ((b & 3) === 0) word = bits();
+        pat = (word >>> (8 * (b & 3))) & 255;
       }
-      if (m > 0) means.push(s / m);
+      s += blockSum[b * 256 + pat]!;
+      m += blockCount[b * 256 + pat]!;
     }
+    if (Math.abs(2 * s - total) >= observed - eps) hits += 1;
+    if (m > 0) means[n++] = s / m;
   }
-  means.sort((a, b) => a - b);
-  const j = Math.floor(((means.length + 1) * (1 - level)) / 2);
-  const lo = j >= 1 ? means[j - 1]! : Number.NEGATIVE_INFINITY;
-  const hi = j >= 1 ? means[means.length - j]! : Number.POSITIVE_INFINITY;
-  return [Math.max(bounds[0], lo), Math.min(bounds[1], hi)];
+  const p = exact ? hits / patterns : (hits + 1) / (rounds + 1);
+  const sorted = means.subarray(0, n).sort();
+  const j = Math.floor(((n + 1) * (1 - level)) / 2);
+  const lo = j >= 1 ? sorted[j - 1]! : Number.NEGATIVE_INFINITY;
+  const hi = j >= 1 ? sorted[n - j]! : Number.POSITIVE_INFINITY;
+  return { p, exact, ci: [Math.max(bounds[0], lo), Math.min(bounds[1], hi)] };
 }
 
 /** The paired comparison of two configurations on their common tasks (compare, report, viewer: one place). */
@@ -189,40 +208,4 @@ export function pairedMethodNote(r: PairedComparison): string {
       ? `exact sign-flip test over all ${2 ** r.t} sign patterns`
       : 'sign-flip test on seeded random sign patterns';
   return `${how}; interval from the same test (subset means)${r.t < 6 ? `; ${r.t} ${r.clustered ? 'families' : 'tasks'} cannot reach p < 0.05 (the smallest p is ${(2 / 2 ** r.t).toPrecision(3)})` : ''}`;
-}
-
-/**
- * Sign-flip permutation test of mean(d) = 0: under the null each difference's sign is a coin
- * flip. Exact over all 2^T flips for T <= 16, else `rounds` seeded random flips ((hits+1)/(rounds+1)).
- */
-export function signFlipP(
-  diffs: number[],
-  rounds: number,
-  seed: number,
-): { p: number; method: 'exact' | 'monte-carlo' } {
-  const T = diffs.length;
-  const observed = Math.abs(diffs.reduce((x, y) => x + y, 0));
-  const eps = 1e-12 * Math.max(1, observed);
-  if (T <= EXACT_MAX_TASKS) {
-    let hits = 0;
-    const total = 2 ** T;
-    for (let mask = 0; mask < total; mask++) {
-      let s = 0;
-      for (let i = 0; i < T; i++) s += mask & (1 << i) ? -diffs[i]! : diffs[i]!;
-      if (Math.abs(s) >= observed - eps) hits += 1;
-    }
-    return { p: hits / total, method: 'exact' };
-  }
-  const bits = seededBits(seed);
-  let hits = 0;
-  for (let r = 0; r < rounds; r++) {
-    let s = 0;
-    let word = 0;
-    for (let i = 0; i < T; i++) {
-      if ((i & 31) === 0) word = bits();
-      s += (word >>> (i & 31)) & 1 ? -diffs[i]! : diffs[i]!;
-    }
-    if (Math.abs(s) >= observed - eps) hits += 1;
-  }
-  return { p: (hits + 1) / (rounds + 1), method: 'monte-carlo' };
 }

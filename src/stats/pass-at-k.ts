@@ -61,14 +61,14 @@ export function fitBetaPrior(tasks: Array<{ n: number; c: number }>): BetaPrior 
     return sum;
   };
   let best = { x: 0, y: 0, v: Number.NEGATIVE_INFINITY };
-  for (let x = -LOGIT_RANGE; x <= LOGIT_RANGE; x += 0.5)
-    for (let y = LOG10_S_MIN; y <= LOG10_S_MAX; y += 0.25) {
+  for (let x = -LOGIT_RANGE; x <= LOGIT_RANGE; x += 1)
+    for (let y = LOG10_S_MIN; y <= LOG10_S_MAX; y += 0.5) {
       const v = ll(x, y);
       if (v > best.v) best = { x, y, v };
     }
   const clampX = (x: number): number => Math.max(-LOGIT_RANGE, Math.min(LOGIT_RANGE, x));
   const clampY = (y: number): number => Math.max(LOG10_S_MIN, Math.min(LOG10_S_MAX, y));
-  for (let step = 0.25; step > 1e-6; step /= 2) {
+  for (let step = 0.5; step > 1e-6; step /= 2) {
     let moved = true;
     while (moved) {
       moved = false;
@@ -167,13 +167,16 @@ export function macroPassAtK(
 }
 
 /** The pass@k figures shown for a configuration: k = 1, 2, 4, ... up to its most trials on a task, and that. */
-export function passAtKCurve(tasks: Array<{ n: number; c: number }>, options: { adaptive?: boolean } = {}): PassAtK[] {
+export function passAtKCurve(
+  tasks: Array<{ n: number; c: number }>,
+  options: { adaptive?: boolean; prior?: BetaPrior } = {},
+): PassAtK[] {
   const counted = tasks.filter((t) => t.n > 0);
   const maxN = Math.max(0, ...counted.map((t) => t.n));
   const ks: number[] = [];
   for (let k = 1; k <= maxN; k *= 2) ks.push(k);
   if (maxN > 0 && !ks.includes(maxN)) ks.push(maxN);
-  const prior = fitBetaPrior(counted);
+  const prior = options.prior ?? fitBetaPrior(counted);
   return ks.map((k) => macroPassAtK(counted, k, { ...options, prior }));
 }
 
