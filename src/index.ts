@@ -85,7 +85,14 @@ export { FindingSchema, type Finding } from './verifier/schema.js';
 export { collectTests, canonicalTestName } from './verifier/test-report.js';
 export { runTrial, newTrialId, type TrialOptions, type TrialTimeouts } from './trial/run.js';
 export { TrialResultSchema, type TrialResult, type TrialErrorClass } from './trial/schema.js';
-export { accountingOf, INFRA_ERROR_CLASSES, type Accounting } from './trial/accounting.js';
+export {
+  accountingOf,
+  INFRA_ERROR_CLASSES,
+  OUTCOME_CLASSES,
+  isPassingReward,
+  isSuccess,
+  type Accounting,
+} from './trial/accounting.js';
 
 // Admission
 export { checkTasks, type CheckOptions, type CheckEvent } from './check/check.js';
@@ -105,8 +112,8 @@ export type { StatsRecord } from './records/record.js';
 export { configStats, taskRates, type ConfigStats, type TaskRate } from './report/aggregate.js';
 export { countByTask } from './records/counts.js';
 export { selectTraining, selectValidation } from './select/select.js';
-export { pairedCompare } from './stats/paired.js';
-export { passAtK, macroPassAtK } from './stats/pass-at-k.js';
+export { pairedCompare, compareRates, type PairedComparison } from './stats/paired.js';
+export { passAtK, macroPassAtK, passAtKCurve, fitBetaPrior, type PassAtK, type BetaPrior } from './stats/pass-at-k.js';
 export { wilson, jeffreys } from './stats/intervals.js';
 export { jaccard, sameModelCeiling } from './stats/overlap.js';
 export { GmsEstimator, decide, DEFAULT_ADAPTIVE_RULE, type AdaptiveRule } from './stats/adaptive.js';

@@ -79,7 +79,8 @@ describe('one accounting policy', () => {
     assert.equal(r.tStat, Number.POSITIVE_INFINITY);
     const json = JSON.parse(statsJson(r));
     assert.equal(json.tStat, 'Infinity');
-    assert.equal(json.p, 0);
+    assert.equal(json.tTestP, null, 'no variance: no t-test p, never 0');
+    assert.equal(json.p, 0.5, 'the exact sign-flip p of two equal differences');
   });
 
   it('keeps tiny p-values exact (df 1 has a closed form: p = 2/pi * atan(1/|t|))', () => {
@@ -91,8 +92,8 @@ describe('one accounting policy', () => {
     ]);
     const exact = (2 / Math.PI) * Math.atan(1 / Math.abs(r.tStat));
     assert.ok(exact < 1e-15, `a p below double precision's 1 - x resolution: ${exact}`);
-    assert.ok(r.p > 0);
-    assert.ok(Math.abs(r.p - exact) / exact < 1e-6, `${r.p} vs ${exact}`);
+    assert.ok(r.tTestP! > 0);
+    assert.ok(Math.abs(r.tTestP! - exact) / exact < 1e-6, `${r.tTestP} vs ${exact}`);
   });
 
   it('adaptive: the estimate of a task cut off between stopping points is exactly unbiased', () => {

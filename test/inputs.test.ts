@@ -74,7 +74,7 @@ describe('every input is validated where it enters', () => {
     );
   });
 
-  it('says a damaged job store is damaged (exit 5), not that the job does not exist', async () => {
+  it('says a damaged job store is damaged (exit 2: bad input, the file named), not that the job does not exist', async () => {
     const jobsDir = await tempDir();
     await mkdir(path.join(jobsDir, 'broken'), { recursive: true });
     await writeFile(
@@ -82,7 +82,8 @@ describe('every input is validated where it enters', () => {
       'this is not a database, just text long enough to look like a file header '.repeat(20),
     );
     const r = cli(['trials', '--job', 'broken', '--jobs-dir', jobsDir]);
-    assert.equal(r.status, 5, r.stderr);
+    assert.equal(r.status, 2, r.stderr);
+    assert.ok(r.stderr.includes(path.join(jobsDir, 'broken', 'job.db')), r.stderr);
     assert.match(r.stderr, /damaged|not a termgrade store/);
     const none = cli(['trials', '--job', 'absent', '--jobs-dir', jobsDir]);
     assert.equal(none.status, 2);

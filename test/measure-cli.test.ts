@@ -91,7 +91,7 @@ describe('measurement commands', () => {
     assert.match(r.stdout, /pass@4/);
   });
 
-  it('compare: the paired t-test over common tasks, in points', () => {
+  it('compare: the paired sign-flip test over common tasks, in points', () => {
     const r = cli(['compare', 'bash-tool/a', 'bash-tool/b', file, '--json']);
     assert.equal(r.status, 0, r.stderr);
     const got = JSON.parse(r.stdout);

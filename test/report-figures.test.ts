@@ -187,19 +187,23 @@ describe('report figures', () => {
     }
   });
 
-  it('the (k>n) note shows only when some task has fewer trials than a k shown', async () => {
+  it('the (eb) note shows only when some task has fewer trials than a k shown, naming the method', async () => {
     const even = await open(RECORDS);
     try {
       assert.equal(await even.locator('#k-gt-n').count(), 0);
-      assert.ok(!(await even.textContent('#configs'))!.includes('(k>n)'));
+      assert.ok(!(await even.textContent('#configs'))!.includes('(eb)'));
     } finally {
       await even.close();
     }
-    // t9 has 2 trials of a's 4: pass@4 needs the model estimate there.
+    // t9 has 2 trials of a's 4: pass@4 extends it by the configuration's prior there.
     const short = await open([...RECORDS, ...trials('a', { t9: [1, 0] })]);
     try {
       assert.equal(await short.locator('#k-gt-n').count(), 1);
-      assert.match((await short.textContent('#configs'))!, /\(k>n\)/);
+      assert.match((await short.textContent('#configs'))!, /\(eb\)/);
+      assert.match(
+        (await short.textContent('#k-gt-n'))!,
+        /a, pass@4: unbiased estimator; 1 of 5 task\(s\) with fewer than k trials/,
+      );
     } finally {
       await short.close();
     }

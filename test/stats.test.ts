@@ -4,14 +4,15 @@
  *   Jeffreys scipy.stats.beta.ppf(0.025 / 0.975, c + .5, n - c + .5)
  *   pass@k   1 - math.comb(n - c, k) / math.comb(n, k)        (the combinatorial form)
  *   model    1 - scipy.special.beta(a, b + k) / scipy.special.beta(a, b)
- *   paired   scipy.stats.ttest_rel(A, B); CI with scipy.stats.t.ppf(0.975, T - 1)
+ *   EB prior scipy.optimize.minimize (Nelder-Mead) of -sum(betaln(c + a, n - c + b) - betaln(a, b))
+ *   paired   scipy.stats.ttest_rel(A, B) (the cross-check)
  *   flips    exhaustive enumeration of the 2^8 sign vectors with itertools.product
  *   band     scipy.stats.beta.cdf(.75, a, b) - scipy.stats.beta.cdf(.25, a, b)
  *   predict  sum of scipy.stats.betabinom.pmf(j, 16 - n, c + .5, n - c + .5) over in-band finals
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { seededUniform } from '../src/stats/random.js';
+import { seededBits, seededUniform } from '../src/stats/random.js';
 import {
   DEFAULT_ADAPTIVE_RULE,
   decide,
@@ -26,7 +27,14 @@ import { efficiency } from '../src/stats/efficiency.js';
 import { jeffreys, wilson } from '../src/stats/intervals.js';
 import { jaccard, sameModelCeiling } from '../src/stats/overlap.js';
 import { pairedCompare } from '../src/stats/paired.js';
-import { macroPassAtK, passAtK, passAtKModel } from '../src/stats/pass-at-k.js';
+import {
+  fitBetaPrior,
+  macroPassAtK,
+  passAtK,
+  passAtKCurve,
+  passAtKExtended,
+  passAtKPosterior,
+} from '../src/stats/pass-at-k.js';
 import { meanSe, median } from '../src/stats/summary.js';
 
 const close = (actual: number, expected: number, tol = 1e-9, what = ''): void => {
@@ -68,20 +76,75 @@ describe('pass@k', () => {
   ] as const) {
     it(`unbiased pass@${k} with ${c}/${n}`, () => close(passAtK(n, c, k), v, 1e-12));
   }
-  it('has no unbiased value for k > n, and labels the model-based one', () => {
+  it('has no unbiased value for k > n; the posterior form matches its closed form', () => {
     assert.throws(() => passAtK(4, 2, 8), /needs at least 8 trials/);
-    close(passAtKModel(4, 2, 8), 0.9572855631510416, 1e-10);
-    close(passAtKModel(2, 0, 16), 0.6478384011425079, 1e-10);
-    close(passAtKModel(8, 7, 32), 0.9999999160319167, 1e-10);
-    const m = macroPassAtK(
+    const jeffreysPrior = { a: 0.5, b: 0.5 };
+    close(passAtKPosterior(4, 2, 8, jeffreysPrior), 0.9572855631510416, 1e-10);
+    close(passAtKPosterior(2, 0, 16, jeffreysPrior), 0.6478384011425079, 1e-10);
+    close(passAtKPosterior(8, 7, 32, jeffreysPrior), 0.9999999160319167, 1e-10);
+  });
+  const mixed = [
+    { n: 4, c: 1 },
+    { n: 4, c: 0 },
+    { n: 4, c: 2 },
+    { n: 2, c: 0 },
+    { n: 8, c: 3 },
+    { n: 8, c: 0 },
+    { n: 1, c: 1 },
+  ];
+  it("fits the empirical-Bayes prior by maximum likelihood (SciPy's optimum)", () => {
+    const p = fitBetaPrior(mixed);
+    close(p.a, 1.6311953531097785, 1e-3, 'a');
+    close(p.b, 5.277630241481326, 1e-3, 'b');
+    // A task short of k: its own trials, then k - n predicted (SciPy: 1 - B(a, b+4)/B(a, b+2)).
+    close(passAtKExtended(2, 0, 4, p), 0.3175774524418298, 1e-4);
+    assert.equal(passAtKExtended(2, 1, 4, p), 1, 'a success among its own trials: 1, as the unbiased pass@2');
+  });
+  it('cannot contradict the evidence: never succeeded is 0, always succeeded is 1, at every k', () => {
+    const never = [
+      { n: 18, c: 0 },
+      { n: 2, c: 0 },
+      { n: 1, c: 0 },
+    ];
+    const always = [
+      { n: 2, c: 2 },
+      { n: 18, c: 18 },
+    ];
+    for (const k of [1, 2, 3, 4, 6, 8, 16, 18])
+      for (const adaptive of [false, true]) {
+        assert.equal(macroPassAtK(never, k, { adaptive }).value, 0, `never, pass@${k}`);
+        assert.equal(macroPassAtK(always, k, { adaptive }).value, 1, `always, pass@${k}`);
+      }
+  });
+  it('never decreases in k, for fixed and adaptive jobs (random configurations)', () => {
+    const bits = seededBits(7);
+    for (let round = 0; round < 200; round++) {
+      const tasks = Array.from({ length: 1 + (bits() % 6) }, () => {
+        const n = 1 + (bits() % 9);
+        return { n, c: bits() % (n + 1) };
+      });
+      for (const adaptive of [false, true]) {
+        const prior = fitBetaPrior(tasks);
+        let last = -1;
+        for (let k = 1; k <= 20; k++) {
+          const v = macroPassAtK(tasks, k, { adaptive, prior }).value;
+          assert.ok(v >= last - 1e-12, `${JSON.stringify(tasks)} adaptive=${adaptive}: pass@${k} ${v} < ${last}`);
+          last = v;
+        }
+      }
+    }
+  });
+  it('names the method: unbiased only when every task has k trials', () => {
+    const curve = passAtKCurve(mixed);
+    assert.deepEqual(
+      curve.map((p) => [p.k, p.method, p.extended]),
       [
-        { n: 4, c: 2 },
-        { n: 16, c: 8 },
+        [1, 'unbiased', 0],
+        [2, 'unbiased+eb', 1],
+        [4, 'unbiased+eb', 2],
+        [8, 'unbiased+eb', 5],
       ],
-      8,
     );
-    assert.equal(m.method, 'model');
-    close(m.value, (0.9572855631510416 + 0.9999222999223) / 2, 1e-10);
   });
   it('macro-averages over tasks instead of pooling counts when n varies', () => {
     const m = macroPassAtK(
@@ -101,21 +164,44 @@ describe('paired comparison', () => {
   const B = [0.5, 0.5, 0.75, 0.0, 0.5, 0.5, 0.125, 0.25];
   const tasks = A.map((a, i) => ({ task: `t${i}`, a, b: B[i]!, family: i < 4 ? 'f1' : `f${i}` }));
 
-  it('matches scipy ttest_rel: t, p, mean difference and CI', () => {
+  it('keeps the t-test as a cross-check, matching scipy ttest_rel', () => {
     const r = pairedCompare(tasks);
     assert.equal(r.t, 8);
     assert.equal(r.df, 7);
     close(r.tStat, 2.9859319271685028, 1e-10);
-    close(r.p, 0.02034319516819436, 1e-9);
+    close(r.tTestP!, 0.02034319516819436, 1e-9);
     close(r.meanDiff, 0.171875, 1e-12);
-    close(r.ciLo, 0.03576345989938251, 1e-9);
-    close(r.ciHi, 0.3079865401006175, 1e-9);
   });
 
-  it('cross-checks with the exact sign-flip permutation p (12 of 256)', () => {
+  it('decides by the exact sign-flip p (12 of 256) and its subset-mean interval', () => {
     const r = pairedCompare(tasks);
-    assert.equal(r.permutationMethod, 'exact');
-    close(r.permutationP, 12 / 256, 1e-12);
+    assert.equal(r.pMethod, 'sign-flip-exact');
+    close(r.p, 12 / 256, 1e-12);
+    assert.equal(r.significant, true);
+    // Hartigan: 255 subset means; 1 - 2j/256 >= 0.95 gives j = 6: the 6th smallest and largest.
+    const d = A.map((a, i) => a - B[i]!);
+    const means: number[] = [];
+    for (let m = 1; m < 256; m++) {
+      const s = d.filter((_, i) => m & (1 << i));
+      means.push(s.reduce((x, y) => x + y, 0) / s.length);
+    }
+    means.sort((x, y) => x - y);
+    close(r.ciLo, means[5]!, 1e-12);
+    close(r.ciHi, means[249]!, 1e-12);
+    assert.ok(r.ciLo > 0, 'the interval excludes 0 as the test rejects');
+  });
+
+  it('three tasks that differ by the same amount: p 0.25, not significant, the whole range', () => {
+    const r = pairedCompare([
+      { task: 'a', a: 0, b: 1 },
+      { task: 'b', a: 0, b: 1 },
+      { task: 'c', a: 0, b: 1 },
+    ]);
+    assert.equal(r.p, 0.25);
+    assert.equal(r.significant, false);
+    assert.deepEqual([r.ciLo, r.ciHi], [-1, 1]);
+    assert.equal(r.tTestP, null, 'no variance: the t-test gives no p');
+    assert.equal(r.tStat, Number.NEGATIVE_INFINITY);
   });
 
   it('clusters by family: the test runs over family means', () => {
@@ -140,9 +226,11 @@ describe('paired comparison', () => {
     const many = Array.from({ length: 40 }, (_, i) => ({ task: `t${i}`, a: (i % 5) / 4, b: ((i + 1) % 5) / 4 }));
     const r1 = pairedCompare(many);
     const r2 = pairedCompare(many);
-    assert.equal(r1.permutationMethod, 'monte-carlo');
-    assert.equal(r1.permutationP, r2.permutationP);
-    assert.ok(Math.abs(r1.permutationP - r1.p) < 0.1, `permutation ${r1.permutationP} vs t ${r1.p}`);
+    assert.equal(r1.pMethod, 'sign-flip-monte-carlo');
+    assert.equal(r1.p, r2.p);
+    assert.deepEqual([r1.ciLo, r1.ciHi], [r2.ciLo, r2.ciHi]);
+    assert.ok(Math.abs(r1.p - r1.tTestP!) < 0.1, `permutation ${r1.p} vs t ${r1.tTestP}`);
+    assert.ok(r1.p > 0);
   });
 });
 

@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { CancelledError, errorMessage } from '../util/errors.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
@@ -42,7 +43,7 @@ const MAX_BYTES = 256 * 1024;
 const KEEP = '/var/tmp/.termgrade-hack-keep';
 const STAGED = '/var/tmp/.termgrade-hack';
 
-const passes = (g: HackGrade): boolean => g.reward !== null && g.reward >= 1;
+const passes = (g: HackGrade): boolean => isPassingReward(g.reward);
 
 /**
  * The published reward hacks played, as an agent would, on each agent-writable file the tests run

@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -156,8 +157,7 @@ export class TaskProber {
       },
     );
     return {
-      passed:
-        v.reward !== null && v.reward >= 1 && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'),
+      passed: isPassingReward(v.reward) && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'),
       reward: v.reward,
       source: v.rewardSource,
       tests: v.tests.map((t) => `${t.name}=${t.status}`).join(','),
@@ -191,7 +191,7 @@ export class TaskProber {
       const json = await readTextIfThere(path.join(logs, 'reward.json'));
       const txt = await readTextIfThere(path.join(logs, 'reward.txt'));
       const parsed = rewardFile === 'reward.json' ? parseRewardFiles(json, null) : parseRewardFiles(null, txt);
-      if (parsed.ok && parsed.reward >= 1) {
+      if (parsed.ok && isPassingReward(parsed.reward)) {
         return {
           probe: 'reward_forgeable',
           rejects: true,

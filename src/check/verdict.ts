@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { z } from 'zod';
 import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
 
@@ -27,7 +28,7 @@ export type ReasonCode = z.infer<typeof ReasonCode>;
 /** An oracle run counts as a pass only with reward 1 and no test that did not pass. */
 export function oracleRunPassed(trial: TrialResult): boolean {
   return (
-    trial.reward === 1 &&
+    isPassingReward(trial.reward) &&
     trial.error?.class !== 'verifier_timeout' &&
     trial.tests.every((t) => t.status === 'passed' || t.status === 'skipped')
   );

@@ -1,6 +1,6 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
 import type { Task } from '../task/task.js';
@@ -538,15 +538,37 @@ export async function trialsCommand(flags: {
 }
 
 export async function importCommand(dir: string, flags: { job: string; jobsDir: string }): Promise<number> {
-  const store = JobStore.open(jobDbOf(jobDirOf(flags.jobsDir, flags.job)));
+  const st = await stat(dir).catch(() => null);
+  if (!st) throw new TermgradeError('bad_input', `${dir}: no such folder`);
+  if (!st.isDirectory())
+    throw new TermgradeError('bad_input', `${dir}: not a folder (a Harbor jobs folder, job folder or trial folder)`);
+  const jobDir = jobDirOf(flags.jobsDir, flags.job);
+  // A job this import makes is removed again when nothing is imported: a failed import leaves no empty job.
+  const made = !existsSync(jobDir);
+  const store = JobStore.open(jobDbOf(jobDir));
+  let result: { imported: number; skipped: string[] };
   try {
-    const { imported, skipped } = await importHarbor(path.resolve(dir), store);
-    for (const s of skipped) process.stderr.write(`skipped ${s}\n`);
-    process.stdout.write(
-      `imported ${imported} Harbor trials into job ${flags.job} (${jobDbOf(jobDirOf(flags.jobsDir, flags.job))})\n`,
-    );
-    return imported > 0 ? EXIT.ok : EXIT.rejected;
-  } finally {
+    result = await importHarbor(path.resolve(dir), store);
+  } catch (err) {
     store.close();
+    if (made) await rm(jobDir, { recursive: true, force: true });
+    throw err;
   }
+  store.close();
+  const { imported, skipped } = result;
+  for (const s of skipped) process.stderr.write(`skipped ${s}\n`);
+  if (imported === 0) {
+    if (made) await rm(jobDir, { recursive: true, force: true });
+    // Every trial already imported is not an error: the job holds them.
+    if (skipped.length && skipped.every((s) => s.includes('already imported as'))) {
+      process.stdout.write(`nothing new: every Harbor trial under ${dir} is already in job ${flags.job}\n`);
+      return EXIT.ok;
+    }
+    throw new TermgradeError(
+      'bad_input',
+      `${dir}: no Harbor trial results to import (a trial folder's result.json with task_name and verifier_result or exception_info)${made ? `; job ${flags.job} was not made` : ''}`,
+    );
+  }
+  process.stdout.write(`imported ${imported} Harbor trials into job ${flags.job} (${jobDbOf(jobDir)})\n`);
+  return EXIT.ok;
 }

@@ -670,7 +670,12 @@ try {
   if (err instanceof TermgradeError) {
     process.stderr.write(`termgrade: ${err.message}\n`);
     process.exit(
-      err.code === 'engine_unavailable' ? EXIT.engine : err.code.startsWith('store_') ? EXIT.store : EXIT.usage,
+      err.code === 'engine_unavailable'
+        ? EXIT.engine
+        : // A damaged store is bad input (the file named); 5 is for a store that cannot be written.
+          err.code.startsWith('store_') && err.code !== 'store_corrupt'
+          ? EXIT.store
+          : EXIT.usage,
     );
   }
   // One line for the user; the whole trace in a file, for the bug report.

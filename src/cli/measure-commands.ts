@@ -10,11 +10,12 @@ import {
   selectValidation,
   jaccard,
   sameModelCeiling,
-  pairedCompare,
   TermgradeError,
   statsJson,
 } from '../index.js';
 import { inBand } from '../stats/band.js';
+import { compareRates, pairedMethodNote } from '../stats/paired.js';
+import { passAtKCurveNote } from '../stats/pass-at-k.js';
 import { namedRewardMeans, splitByImage } from '../report/records.js';
 import type { RecordSet } from '../records/load.js';
 import { combiningLine } from '../store/identity.js';
@@ -83,11 +84,10 @@ function configTable(configs: ReturnType<typeof configStats>): string {
 function printConfigNotes(configs: ReturnType<typeof configStats>, records: RecordSet['records']): void {
   const named = namedRewardMeans(records);
   for (const c of configs) {
-    const ks = c.passAtK.map(
-      (p) =>
-        `pass@${p.k} ${pct(p.value)}%${p.method === 'model' ? ' (model-based: some tasks have fewer trials)' : ''}`,
-    );
+    const ks = c.passAtK.map((p) => `pass@${p.k} ${pct(p.value)}%${p.method === 'unbiased' ? '' : ' (eb)'}`);
     out(`\n${c.config}: ${ks.join(', ')}`);
+    const note = passAtKCurveNote(c.passAtK, c.passAtKPrior);
+    if (note) out(`  (eb): ${note}`);
     const errs = Object.entries({ ...c.errorsByClass, ...c.outcomesByClass });
     if (errs.length) out(`  error classes: ${errs.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     const cov = c.coverage;
@@ -161,12 +161,13 @@ export async function compareCommand(
   flags: { json?: boolean; families?: string; permutations: number },
 ): Promise<number> {
   const rates = taskRates(countByTask((await loadRecords(sources, flags.json)).records));
-  const ra = new Map(ratesFor(rates, a).map((r) => [r.task, r.rate]));
-  const rb = new Map(ratesFor(rates, b).map((r) => [r.task, r.rate]));
   let families: Map<string, string> | undefined;
   if (flags.families) {
-    const text = await readFile(flags.families, 'utf8').catch(() => {
-      throw new TermgradeError('bad_input', `${flags.families}: cannot read the families file`);
+    const text = await readFile(flags.families, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw new TermgradeError(
+        'bad_input',
+        `${flags.families}: cannot read the families file (${err.code ?? err.message})`,
+      );
     });
     families = new Map(
       text
@@ -176,39 +177,27 @@ export async function compareCommand(
         .map((p) => [p[0]!, p[1]!]),
     );
   }
-  const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
-  let result: ReturnType<typeof pairedCompare>;
+  let compared: ReturnType<typeof compareRates>;
   try {
-    result = pairedCompare(
-      common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)!, family: families?.get(task) })),
-      { cluster: families !== undefined, permutations: flags.permutations },
-    );
+    compared = compareRates(ratesFor(rates, a), ratesFor(rates, b), { families, permutations: flags.permutations });
   } catch (err) {
     if (err instanceof RangeError) throw new TermgradeError('bad_input', `${a} vs ${b}: ${err.message}`);
     throw err;
   }
+  const { result, onlyA, onlyB } = compared;
+  const method = pairedMethodNote(result);
   if (flags.json) {
-    out(
-      statsJson({
-        a,
-        b,
-        ...result,
-        onlyA: ra.size - common.length,
-        onlyB: rb.size - common.length,
-      } satisfies CompareOutput),
-    );
+    out(statsJson({ a, b, ...result, method, onlyA, onlyB } satisfies CompareOutput));
     return EXIT.ok;
   }
   const sign = result.meanDiff >= 0 ? '+' : '';
-  out(
-    `${a} vs ${b} on ${result.t} common ${result.clustered ? 'task families' : 'tasks'} (paired t-test, df ${result.df})`,
-  );
+  out(`${a} vs ${b} on ${result.t} common ${result.clustered ? 'task families' : 'tasks'}`);
   out(`  mean difference ${sign}${pct(result.meanDiff)} points, 95% CI [${pct(result.ciLo)}, ${pct(result.ciHi)}]`);
+  out(`  p = ${result.p.toPrecision(3)}: ${result.significant ? 'significant' : 'not significant'} at 5% (${method})`);
   out(
-    `  t = ${num(result.tStat, 3)}, p = ${result.p.toPrecision(3)}; sign-flip permutation p = ${result.permutationP.toPrecision(3)} (${result.permutationMethod})`,
+    `  cross-check, paired t-test: t = ${num(result.tStat, 3)}, df ${result.df}, p = ${result.tTestP === null ? '- (the differences have no variance)' : result.tTestP.toPrecision(3)}`,
   );
-  if (ra.size !== common.length || rb.size !== common.length)
-    out(`  left out: ${ra.size - common.length} tasks only in ${a}, ${rb.size - common.length} only in ${b}`);
+  if (onlyA || onlyB) out(`  left out: ${onlyA} tasks only in ${a}, ${onlyB} only in ${b}`);
   return EXIT.ok;
 }
 

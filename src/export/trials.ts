@@ -44,6 +44,17 @@ export interface TrialRowOut {
   image_id: string | null;
 }
 
+/** A trial's result.json as JSON: a file that is not JSON is bad input, named (exit 2), never a crash. */
+function parseResult(file: string, text: string): Record<string, any> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not a JSON object');
+    return value as Record<string, any>;
+  } catch (err) {
+    throw new TermgradeError('bad_input', `${file}: not a trial result: ${(err as Error).message}`);
+  }
+}
+
 /** A stored JSON column, or {} when the store's row lacks it. */
 function safeJson(text: string | null | undefined): Record<string, number> {
   return text ? (JSON.parse(text) as Record<string, number>) : {};
@@ -138,7 +149,8 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
   const folders = new TrialFolderJobs();
   for (const source of sources) {
     const st = await stat(source).catch(() => null);
-    if (!st?.isDirectory())
+    if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
+    if (!st.isDirectory())
       throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
     if (await stat(path.join(source, 'job.db')).catch(() => null)) {
       const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
@@ -147,7 +159,7 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
         for (const r of store.listTrials()) {
           if (r.status === 'not_run') continue;
           const text = r.trial_dir ? await readTextIfThere(path.join(r.trial_dir, 'result.json')) : null;
-          const record = text ? (JSON.parse(text) as Record<string, any>) : null;
+          const record = text ? parseResult(path.join(r.trial_dir!, 'result.json'), text) : null;
           // A termgrade record; else (none, or a job imported by an older version, whose trial folder
           // is Harbor's with Harbor's own result.json) the store's row.
           if (record && typeof record.trialId === 'string')
@@ -158,8 +170,18 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
         store.close();
       }
     } else {
-      for await (const file of filesNamed(source, 'result.json'))
-        rows.push(await fromResult(JSON.parse(await readFile(file, 'utf8')), folders.of(file), path.dirname(file)));
+      let found = 0;
+      for await (const file of filesNamed(source, 'result.json')) {
+        found += 1;
+        rows.push(
+          await fromResult(parseResult(file, await readFile(file, 'utf8')), folders.of(file), path.dirname(file)),
+        );
+      }
+      if (!found)
+        throw new TermgradeError(
+          'bad_input',
+          `${source}: not a job folder (no job.db) and no trial folders under it (no result.json)`,
+        );
     }
   }
   const seen = new Set<string>();

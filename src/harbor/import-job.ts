@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JobStore } from '../store/store.js';
@@ -135,7 +136,7 @@ async function foreignFields(
     : null;
   return {
     reward,
-    passed: reward !== null && reward >= 1,
+    passed: isPassingReward(reward),
     steps: [],
     taskVersion: null,
     dataset: null,

@@ -1,6 +1,7 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { createHash } from 'node:crypto';
 import { configLabelOf, type AgentConfig, type JobSpec } from '../job/spec.js';
-import { passAtK } from '../stats/pass-at-k.js';
+import { macroPassAtK } from '../stats/pass-at-k.js';
 import type { TrialRow } from '../store/store.js';
 import type { TrialResult } from '../trial/schema.js';
 import { parseRetries } from '../trial/retries.js';
@@ -51,7 +52,7 @@ const EXCEPTION_TYPES: Record<string, string> = {
   verifier_timeout: 'VerifierTimeoutError',
   verifier_no_reward: 'RewardFileNotFoundError',
   verifier_bad_reward: 'VerifierOutputParseError',
-  verifier_crash: 'VerifierEngineLostError',
+  verifier_crash: 'VerifierCrashError',
   grading_blocked: 'GradingBlockedError',
   reward_unsupported: 'RewardUnsupportedError',
   cancelled: 'CancelledError',
@@ -64,6 +65,8 @@ export const INFRA_EXCEPTION_TYPES = [
   'EnvironmentStartError',
   'SetupFailedError',
   'ModelUnavailableError',
+  'VerifierCrashError',
+  // The name exports before 2026-12-02 gave verifier_crash: still read as infrastructure.
   'VerifierEngineLostError',
   'InternalError',
 ];
@@ -417,14 +420,13 @@ function passAtKOf(trials: HarborTrialResult[], primary: Map<string, number | nu
     if (reward === null || reward === undefined) continue;
     const s = byTask.get(t.task_name) ?? { n: 0, c: 0 };
     s.n += 1;
-    s.c += reward >= 1 ? 1 : 0;
+    s.c += isPassingReward(reward) ? 1 : 0;
     byTask.set(t.task_name, s);
   }
   if (!byTask.size) return {};
   const minN = Math.min(...[...byTask.values()].map((s) => s.n));
   const out: Record<string, number> = {};
-  for (let k = 1; k <= minN; k *= 2)
-    out[String(k)] = [...byTask.values()].reduce((a, s) => a + passAtK(s.n, s.c, k), 0) / byTask.size;
+  for (let k = 1; k <= minN; k *= 2) out[String(k)] = macroPassAtK([...byTask.values()], k).value;
   return out;
 }
 

@@ -127,7 +127,9 @@ export async function loadRecordSet(sources: string[]): Promise<RecordSet> {
     if (st.isDirectory() && (await stat(path.join(source, 'job.db')).catch(() => null))) {
       readJob(source, out, jobs);
     } else if (st.isDirectory()) {
+      let found = 0;
       for await (const file of filesNamed(source, 'result.json')) {
+        found += 1;
         let raw: unknown;
         try {
           raw = JSON.parse(await readFile(file, 'utf8'));
@@ -144,6 +146,11 @@ export async function loadRecordSet(sources: string[]): Promise<RecordSet> {
         jobs.note(job);
         out.push({ ...rec, job: job.id });
       }
+      if (!found)
+        throw new TermgradeError(
+          'bad_input',
+          `${source}: not a job folder (no job.db) and no trial folders under it (no result.json)`,
+        );
     } else {
       await readJsonl(source, out, jobs);
     }

@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { z } from 'zod';
 import type { AdaptiveRule } from '../stats/adaptive.js';
 import { parseRetries } from '../trial/retries.js';
@@ -102,7 +103,7 @@ export function toStatsRecord(raw: unknown): StatsRecord {
       task: r.task,
       config: r.config ?? configLabel(r.agent, r.model),
       reward: r.reward,
-      passed: r.reward !== null && r.reward >= 1,
+      passed: isPassingReward(r.reward),
       errorClass: r.error_class ?? null,
       durationMs: r.duration_ms ?? 0,
       outputTokens: r.output_tokens ?? null,
@@ -122,7 +123,8 @@ export function toStatsRecord(raw: unknown): StatsRecord {
     task: r.task.name,
     config: configLabel(r.agent.name, r.agent.model),
     reward: r.reward,
-    passed: r.passed ?? (r.reward !== null && r.reward >= 1),
+    // One rule: a file's own `passed` is not taken over the reward it records.
+    passed: isPassingReward(r.reward),
     errorClass: r.error?.class ?? null,
     durationMs: r.durationMs,
     outputTokens: r.tokens?.output ?? null,

@@ -2,7 +2,7 @@ import { bandProbability } from '../stats/band.js';
 import { z } from 'zod';
 import { efficiency, EfficiencySchema } from '../stats/efficiency.js';
 import { jeffreys, wilson } from '../stats/intervals.js';
-import { macroPassAtK, PassAtKSchema } from '../stats/pass-at-k.js';
+import { BetaPriorSchema, fitBetaPrior, passAtKCurve, PassAtKSchema } from '../stats/pass-at-k.js';
 import { stat } from '../util/json.js';
 import { retryWaste, RetryWasteSchema } from './waste.js';
 import { CutInsideStepError, GmsEstimator, type AdaptiveRule } from '../stats/adaptive.js';
@@ -86,7 +86,10 @@ export const ConfigStatsSchema = z.strictObject({
   outcomesByClass: z.record(z.string(), z.number().int()),
   /** 95% interval of the macro mean, clipped to [0, 1]; null where it is undefined (one task). */
   pass1: z.strictObject({ mean: stat(), se: stat(), ciLo: stat().nullable(), ciHi: stat().nullable() }),
+  /** pass@k for k = 1, 2, 4, ... up to the most graded trials of a task; each names its method. */
   passAtK: z.array(PassAtKSchema),
+  /** The empirical-Bayes prior pass@k uses for tasks short of k (or every task, adaptive): fitted on this configuration's tasks. */
+  passAtKPrior: BetaPriorSchema,
   efficiency: EfficiencySchema,
   /**
    * How much of what was attempted was graded. Trials without a reward are shown here, never as
@@ -127,10 +130,7 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
     const rates = meanSe(tasks.map((t) => estimateRate(t).rate));
     const half = rates.n > 1 ? tQuantile(0.975, rates.n - 1) * rates.se : Number.NaN;
     const adaptive = tasks.some((t) => t.adaptive);
-    const maxN = Math.max(0, ...tasks.map((t) => t.n));
-    const ks: number[] = [];
-    for (let k = 1; k <= maxN; k *= 2) ks.push(k);
-    if (maxN > 0 && !ks.includes(maxN)) ks.push(maxN);
+    const prior = fitBetaPrior(tasks);
     const errorsByClass: Record<string, number> = {};
     const outcomesByClass: Record<string, number> = {};
     for (const r of recs) {
@@ -152,13 +152,10 @@ export function configStats(records: StatsRecord[]): ConfigStats[] {
       errorsByClass,
       outcomesByClass,
       pass1: { mean: rates.mean, se: rates.se, ciLo: clip(rates.mean - half), ciHi: clip(rates.mean + half) },
-      // pass@1 is the mean of the job's rate estimates; for k > 1 under adaptive sampling only the
-      // posterior (model-based) form is valid, the unbiased-for-fixed-n one is not.
-      passAtK: ks.map((k) =>
-        k === 1
-          ? { k, value: rates.mean, method: adaptive ? 'gms' : 'unbiased', tasks: tasks.length }
-          : macroPassAtK(tasks, k, adaptive),
-      ),
+      // One curve, non-decreasing in k (see stats/pass-at-k.ts); pass@1 of a fixed-k job equals
+      // pass1.mean, of an adaptive one it is the posterior (pass1.mean is the GMS rate).
+      passAtK: passAtKCurve(tasks, { adaptive, prior }),
+      passAtKPrior: prior,
       efficiency: efficiency(graded),
       coverage: {
         attempted,

@@ -145,7 +145,8 @@ async function passAtKChart(d: ReportData): Promise<string> {
       config: c.config,
       k: p.k,
       value: p.value,
-      method: p.method === 'model' ? 'model (k > n for some tasks)' : p.method,
+      method:
+        p.method === 'unbiased+eb' ? `unbiased; ${p.extended} task(s) with k > n extended by the prior` : p.method,
     })),
   );
   // k is a whole number: ticks only at the k measured, never between them.

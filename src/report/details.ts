@@ -1,3 +1,4 @@
+import { accountingOf, isPassingReward } from '../trial/accounting.js';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
@@ -89,8 +90,8 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
         job,
         config: r.config,
         task: r.task,
-        passed: r.reward !== null && r.reward >= 1,
-        graded: r.reward !== null,
+        passed: isPassingReward(r.reward),
+        graded: accountingOf(r.reward, r.error_class) === 'graded',
         errorClass: r.error_class,
         inputTokens: r.input_tokens,
         outputTokens: r.output_tokens,
@@ -116,8 +117,8 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
           job: folders.of(file).id,
           config: configLabel(r.agent.name, r.agent.model),
           task: r.task.name,
-          passed: r.passed ?? false,
-          graded: r.reward !== null && r.reward !== undefined,
+          passed: isPassingReward(r.reward),
+          graded: accountingOf(r.reward ?? null, r.error?.class) === 'graded',
           reward: r.reward ?? null,
           errorClass: r.error?.class ?? null,
           inputTokens: r.tokens?.input ?? null,

@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { z } from 'zod';
 import { stat } from '../util/json.js';
 import { bandProbability } from '../stats/band.js';
@@ -49,7 +50,7 @@ export function driftReport(
   for (const list of groups.values()) {
     const recent = [...list].sort((a, b) => (a.at < b.at ? 1 : -1)).slice(0, options.recent);
     const n = recent.length;
-    const c = recent.filter((g) => g.reward! >= 1).length;
+    const c = recent.filter((g) => isPassingReward(g.reward)).length;
     const rate = c / n;
     const j = jeffreys(c, n);
     const p = bandProbability(c, n, options.band[0], options.band[1]);

@@ -24,6 +24,8 @@ export type StatsOutput = z.infer<typeof StatsOutputSchema>;
 export const CompareOutputSchema = PairedComparisonSchema.extend({
   a: z.string(),
   b: z.string(),
+  /** The test named in words (pairedMethodNote). */
+  method: z.string(),
   onlyA: z.number().int(),
   onlyB: z.number().int(),
 });

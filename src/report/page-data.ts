@@ -3,7 +3,7 @@ import type { SynthReport } from '../synth/schema.js';
 import { inBand } from '../stats/band.js';
 import { isNearMiss } from '../stats/efficiency.js';
 import { jaccard, sameModelCeiling } from '../stats/overlap.js';
-import { pairedCompare } from '../stats/paired.js';
+import { compareRates, pairedMethodNote, type PairedComparison } from '../stats/paired.js';
 import { median } from '../stats/summary.js';
 import { configStats, taskRates, type ConfigStats, type TaskRate } from './aggregate.js';
 import { countByTask } from '../records/counts.js';
@@ -62,7 +62,10 @@ function histogramOf(names: string[], ratesOf: RatesOf, band: [number, number]) 
   });
 }
 
-/** Each pair of configurations compared on their common tasks (the t-test `compare` prints). */
+/**
+ * Each pair of configurations compared on their common tasks: compareRates, the function `compare`
+ * calls, with the same defaults, so report.json's figures are `compare --json`'s.
+ */
 function pairedOf(names: string[], ratesOf: RatesOf) {
   const paired: Array<{
     a: string;
@@ -72,19 +75,19 @@ function pairedOf(names: string[], ratesOf: RatesOf) {
     ciLo: number;
     ciHi: number;
     p: number;
+    pMethod: PairedComparison['pMethod'];
     significant: boolean;
+    method: string;
   }> = [];
   for (let i = 0; i < names.length; i++) {
     for (let j = i + 1; j < names.length; j++) {
-      const ra = new Map(ratesOf(names[i]!).map((r) => [r.task, r.rate]));
-      const rb = new Map(ratesOf(names[j]!).map((r) => [r.task, r.rate]));
-      const common = [...ra.keys()].filter((t) => rb.has(t)).sort();
-      if (common.length < 2) continue;
-      // The t-test's figures, as `compare` prints them (its permutation cross-check is not shown here).
-      const r = pairedCompare(
-        common.map((task) => ({ task, a: ra.get(task)!, b: rb.get(task)! })),
-        { permutations: 0 },
-      );
+      let r: PairedComparison;
+      try {
+        r = compareRates(ratesOf(names[i]!), ratesOf(names[j]!)).result;
+      } catch (err) {
+        if (err instanceof RangeError) continue; // fewer than 2 common tasks: no comparison
+        throw err;
+      }
       paired.push({
         a: names[i]!,
         b: names[j]!,
@@ -93,7 +96,9 @@ function pairedOf(names: string[], ratesOf: RatesOf) {
         ciLo: r.ciLo,
         ciHi: r.ciHi,
         p: r.p,
-        significant: r.ciLo > 0 || r.ciHi < 0,
+        pMethod: r.pMethod,
+        significant: r.significant,
+        method: pairedMethodNote(r),
       });
     }
   }

@@ -1,5 +1,6 @@
 import { combiningLine } from '../store/identity.js';
 import type { ReportData } from './page-data.js';
+import { passAtKMethodNote } from '../stats/pass-at-k.js';
 
 /** HTML-escaped text. */
 export const esc = (s: unknown): string => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -152,7 +153,7 @@ function passSection({ d, charts, linked, everyTask }: PageContext): string[] {
         },
         ...kCols.map((k) => {
           const p = c.passAtK.find((x) => x.k === k);
-          return p ? stat(p.value, `${pct(p.value)}${p.method === 'model' ? ' (k>n)' : ''}`) : null;
+          return p ? stat(p.value, `${pct(p.value)}${p.method === 'unbiased' ? '' : ' (eb)'}`) : null;
         }),
         stat(c.coverage.fraction),
         c.unmeasuredTasks.length,
@@ -160,18 +161,22 @@ function passSection({ d, charts, linked, everyTask }: PageContext): string[] {
       ]),
     ),
   );
-  // Said only when a figure above carries the mark.
-  if (d.configs.some((c) => c.passAtK.some((p) => kCols.includes(p.k) && p.method === 'model'))) {
+  // Said only when a figure above carries the mark: each configuration's method, named.
+  const marked = d.configs.flatMap((c) =>
+    c.passAtK
+      .filter((p) => kCols.includes(p.k) && p.method !== 'unbiased')
+      .map((p) => `<li>${esc(c.config)}, pass@${p.k}: ${esc(passAtKMethodNote(p, c.passAtKPrior))}</li>`),
+  );
+  if (marked.length)
     parts.push(
-      `<p class="note" id="k-gt-n">(k&gt;n): some tasks have fewer than k trials; their pass@k is the Jeffreys-posterior model estimate, not the unbiased one.</p>`,
+      `<div class="note" id="k-gt-n"><p>(eb): not the unbiased estimator alone:</p><ul>${marked.join('')}</ul></div>`,
     );
-  }
   parts.push(
     figure(
       'passAtK',
       charts.passAtK,
       'none (every task)',
-      `${everyTask}; a task with fewer than k trials uses the model estimate`,
+      `${everyTask}; a task with fewer than k trials counts its own trials plus k - n predicted by the configuration's empirical-Bayes prior (never above 0 for a configuration that never succeeded, 1 for a task that did)`,
     ),
   );
   return parts;
@@ -185,7 +190,7 @@ function pairedSection({ d }: PageContext): string[] {
     d.paired.length
       ? table(
           'paired',
-          ['A', 'B', 'common tasks', 'A - B (points)', '95% CI', 'p', ''],
+          ['A', 'B', 'common tasks', 'A - B (points)', '95% CI', 'p', '', 'test'],
           d.paired.map((p) => {
             const cls = p.significant ? 'sig' : 'ns';
             return [
@@ -196,6 +201,7 @@ function pairedSection({ d }: PageContext): string[] {
               { text: `[${pct(p.ciLo)}, ${pct(p.ciHi)}]`, sort: p.ciLo, cls },
               { text: p.p.toPrecision(3), sort: p.p, cls },
               { text: p.significant ? 'significant' : 'not significant', sort: p.significant ? 1 : 0, cls },
+              p.method,
             ];
           }),
         )

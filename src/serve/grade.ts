@@ -1,4 +1,4 @@
-import { accountingOf } from '../trial/accounting.js';
+import { accountingOf, isPassingReward } from '../trial/accounting.js';
 import type { AdmissionRef } from '../trial/schema.js';
 import type { TestResult } from '../verifier/schema.js';
 import type { Grade } from './contract.js';
@@ -30,7 +30,7 @@ export function gradeOf(
     status,
     error_class: errorClass,
     metrics: {
-      acc: graded ? (reward !== null && reward >= 1 ? 1 : 0) : null,
+      acc: graded ? (isPassingReward(reward) ? 1 : 0) : null,
       pass_rate: tests.length ? passed / tests.length : null,
       tests_passed: passed,
       tests_total: tests.length,

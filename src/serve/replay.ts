@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { z } from 'zod';
 import { readTextIfThere } from '../util/files.js';
 import { TermgradeError } from '../util/errors.js';
@@ -45,7 +46,7 @@ export async function readRecordedGrades(file: string): Promise<ReplayedGrade[]>
         `${file}: line ${i + 1}: ${r.error.issues[0]!.path.join('.') || 'line'}: ${r.error.issues[0]!.message}`,
       );
     if (r.data.status !== 'completed' || r.data.reward === null) continue;
-    out.push({ policy: r.data.model, task: r.data.task, success: r.data.reward >= 1 });
+    out.push({ policy: r.data.model, task: r.data.task, success: isPassingReward(r.data.reward) });
   }
   return out;
 }

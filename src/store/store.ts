@@ -525,6 +525,40 @@ export class JobStore {
     return row.n;
   }
 
+  /**
+   * Everything the store holds of one trial (its row, with the columns `listTrials` leaves out,
+   * and its per-test results with messages); null when there is no such trial.
+   */
+  trialStored(trialId: string): {
+    row: TrialRow & {
+      error_phase: string | null;
+      phases_json: string;
+      started_at: string | null;
+      finished_at: string | null;
+      tests_source: string | null;
+      image: string | null;
+      task_path: string | null;
+    };
+    tests: Array<{ name: string; status: string; duration_ms: number | null; message: string | null }>;
+  } | null {
+    const row = this.db
+      .prepare(
+        `SELECT ? AS job_id, trial_id, config, task, attempt, agent, model, status, reward, passed, error_class, error_message,
+           error_phase, exit_reason, turns, input_tokens, cached_tokens, output_tokens, cost_usd, task_checksum, task_path, image,
+           tests_source, tests_total, tests_passed, tests_failed, phases_json, started_at, finished_at, duration_ms,
+           infra_attempts, retry_reasons_json, trial_dir, source, image_id, image_source, tampering_json,
+           ${this.column('findings_json', "'[]'")}, ${this.column('protection', "'rules'")}, rewards_json,
+           ${this.column('steps_json', "'[]'")}, ${this.column('task_version', 'NULL')}, ${this.column('dataset_name', 'NULL')},
+           ${this.column('dataset_version', 'NULL')} FROM trials WHERE trial_id = ?`,
+      )
+      .get(this.jobId(), trialId) as NonNullable<ReturnType<JobStore['trialStored']>>['row'] | undefined;
+    if (!row) return null;
+    const tests = this.db
+      .prepare('SELECT name, status, duration_ms, message FROM tests WHERE trial_id = ? ORDER BY rowid')
+      .all(trialId) as Array<{ name: string; status: string; duration_ms: number | null; message: string | null }>;
+    return { row, tests };
+  }
+
   testsOf(trialId: string): Array<{ name: string; status: string }> {
     return this.db.prepare('SELECT name, status FROM tests WHERE trial_id = ? ORDER BY name').all(trialId) as Array<{
       name: string;

@@ -36,6 +36,12 @@ export class EngineLostError extends TermgradeError {
   }
 }
 
+/** Whether `err` or anything in its chain of causes is a lost engine (the one test of it). */
+export function isEngineLost(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) return true;
+  return false;
+}
+
 /**
  * A step of grading failed after the agent's turn (the verifier's sandbox did not start, its
  * folders could not be made, the tests could not be copied in). Whether the sandbox's content or

@@ -1,3 +1,4 @@
+import { isPassingReward } from '../trial/accounting.js';
 import { parseEachRewardFile, type RewardFiles, type RewardParse } from './reward.js';
 import type { Finding, TestResult } from './schema.js';
 
@@ -30,7 +31,7 @@ export function rewardFindings(input: ConsistencyInput): Finding[] {
   if (!winner?.ok) return findings; // no reward: the trial is a verifier error, nothing to flag
 
   const failed = input.tests.filter((t) => t.status === 'failed' || t.status === 'error');
-  if (winner.reward >= 1 && failed.length > 0) {
+  if (isPassingReward(winner.reward) && failed.length > 0) {
     const names = failed
       .slice(0, 5)
       .map((t) => t.name)

@@ -19,7 +19,8 @@ export type TestReportSource = z.infer<typeof TestReportSource>;
 
 /**
  * Why the verifier gave no reward of its own. After the agent's turn every one of these but
- * verifier_crash (the engine failed) is the sandbox's doing and is graded 0, as Harbor counts it:
+ * verifier_crash (grading could not finish on the engine's side: infrastructure, no reward; see
+ * OUTCOME_CLASSES in trial/accounting.ts) is the sandbox's doing and is graded 0, as Harbor counts it:
  * a verifier that timed out (a FIFO the tests block on), wrote no or a malformed reward, a harness
  * step the sandbox's content broke (grading_blocked: the working folder turned into a file), or
  * tampering with the verifier's machinery, or the agent's files over its disk limit when grading

@@ -9,7 +9,7 @@ import {
 } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { diskLimitMb } from '../trial/disk-watch.js';
-import { EngineLostError, GradingStepError, errorMessage, gradingStep } from '../util/errors.js';
+import { GradingStepError, errorMessage, gradingStep, isEngineLost } from '../util/errors.js';
 import { nowIso } from '../util/time.js';
 import {
   boundPorts,
@@ -338,7 +338,7 @@ export async function gradeSandbox(
     return await verify(sandbox, task, options);
   } catch (err) {
     if (!(err instanceof GradingStepError)) throw err;
-    for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof EngineLostError) throw err;
+    if (isEngineLost(err)) throw err;
     if (!(await provider.health()).ok) throw err;
     const message = `${errorMessage(err)} (graded 0: the sandbox's state broke a step of grading)`;
     return zeroOutcome({ class: 'grading_blocked', message }, protectionModeOf(options.protection));

@@ -1,3 +1,4 @@
+import { PASS_REWARD } from '../trial/accounting.js';
 /**
  * The viewer's page: one static HTML shell and one script, no build step and nothing fetched from
  * outside. Routes live in the address's hash, so every view is a deep link:
@@ -48,6 +49,8 @@ tr.running td { background: #fff8c5; } .running-note { color: #9a6700; font-weig
 
 export const APP_JS = String.raw`
 'use strict';
+// The one rule for a passing reward (trial/accounting.ts), written in from the constant.
+const PASS_REWARD = ${PASS_REWARD};
 const main = document.getElementById('main');
 const h = (tag, attrs, ...kids) => {
   const el = document.createElement(tag);
@@ -149,7 +152,7 @@ async function tableView() {
   const head = h('tr', {}, h('th', {}, ''), COLUMNS.map(([c, label]) => h('th', { 'data-col': c, class: c === 'task' ? 'task' : undefined, onclick: () => sortBy(c) }, label + (p.get('sort') === c ? (p.get('dir') === 'desc' ? ' \u25BC' : ' \u25B2') : ''))));
   const rows = data.rows.map((r) => {
     const box = h('input', { type: 'checkbox', onchange: (e) => { if (e.target.checked) picked.add(r.id); else picked.delete(r.id); compareBtn.disabled = picked.size !== 2; } });
-    return h('tr', { class: r.status === 'running' ? 'running' : r.reward === null ? '' : r.reward >= 1 ? 'pass' : 'fail', 'data-id': r.id },
+    return h('tr', { class: r.status === 'running' ? 'running' : r.reward === null ? '' : r.reward >= PASS_REWARD ? 'pass' : 'fail', 'data-id': r.id },
       h('td', {}, box), h('td', { class: 'task' }, h('a', { href: '#/trial/' + encodeURIComponent(r.id) }, r.task)), h('td', {}, r.config), h('td', {}, r.attempt), h('td', {}, r.status),
       h('td', { class: 'reward' }, fmtR(r.reward), r.findings ? h('span', { class: 'finding', title: r.findings }, ' \u26A0 inconsistent') : null), h('td', {}, r.error_class || ''), h('td', { title: r.failing }, r.failing ? r.failing.split('\n').join(', ') : ''),
       h('td', {}, fmtS(r.duration_ms)), h('td', {}, r.output_tokens ?? '-'), h('td', {}, r.cost_usd === null ? '-' : r.cost_usd.toFixed(4)), h('td', {}, r.job));
@@ -162,9 +165,10 @@ async function tableView() {
   main.replaceChildren(jobsStrip(), filters, pager, h('table', { id: 'trials' }, h('thead', {}, head), h('tbody', {}, rows)));
 }
 
-function timeline(phases) {
+function timeline(phases, r) {
   const entries = Object.entries(phases || {}).filter(([, v]) => v && v.startedAt);
-  if (!entries.length) return h('div', { class: 'muted' }, 'no phase timings');
+  if (!entries.length)
+    return h('div', { class: 'muted', id: 'no-phases' }, 'no phase timings recorded' + (r && (r.startedAt || r.durationMs) ? '; the trial ran ' + (r.startedAt || '-') + ' to ' + (r.finishedAt || '-') + ' (' + fmtS(r.durationMs) + ')' : ''));
   const t0 = Math.min(...entries.map(([, v]) => Date.parse(v.startedAt)));
   const end = Math.max(...entries.map(([, v]) => Date.parse(v.startedAt) + v.durationMs));
   const span = Math.max(1, end - t0);
@@ -192,15 +196,16 @@ function transcript(traj) {
 async function trialPanel(id) {
   const t = await json('/api/trial?id=' + encodeURIComponent(id));
   const r = t.result || {};
-  const err = r.error ? h('p', { class: 'err' }, 'error ' + r.error.class + ' (' + r.error.phase + '): ' + r.error.message) : null;
+  const err = r.error ? h('p', { class: 'err', id: 'error' }, 'error ' + r.error.class + (r.error.phase ? ' (' + r.error.phase + ')' : '') + (r.error.message ? ': ' + r.error.message : '') + (r.exitReason && r.exitReason !== 'completed' ? ' \u00B7 agent ended: ' + r.exitReason : '')) : null;
+  const origin = r.source && r.source !== 'termgrade' ? h('p', { class: 'muted', id: 'origin' }, 'imported from ' + r.source + (r.recordSource === 'store' ? ": shown from the job's store (its own result.json is in the files below)" : '')) : null;
   // The reward stands as the verifier gave it; these say where its evidence disagrees.
   const findings = t.row.findings
     ? h('div', { class: 'findings' }, h('h3', {}, 'Findings: the reward is inconsistent'), h('ul', {}, t.row.findings.split('\n').map((f) => h('li', { class: 'finding' }, f))))
     : null;
   const tests = (r.tests || []).length
-    ? h('table', { class: 'tests' }, h('thead', {}, h('tr', {}, h('th', {}, 'test'), h('th', {}, 'status'), h('th', {}, 'message'))), h('tbody', {}, r.tests.map((x) => h('tr', {}, h('td', {}, x.name), h('td', { class: x.status === 'passed' ? 'ok' : 'err' }, x.status), h('td', {}, h('pre', {}, x.message || ''))))))
+    ? h('table', { class: 'tests' }, h('thead', {}, h('tr', {}, h('th', {}, 'test'), h('th', {}, 'status'), h('th', {}, 'time'), h('th', {}, 'message'))), h('tbody', {}, r.tests.map((x) => h('tr', {}, h('td', {}, x.name), h('td', { class: x.status === 'passed' ? 'ok' : 'err' }, x.status), h('td', {}, x.durationMs === null || x.durationMs === undefined ? '-' : fmtS(x.durationMs)), h('td', {}, h('pre', {}, x.message || ''))))))
     : h('p', { class: 'muted' }, 'no per-test results');
-  const logs = h('div', {}, t.files.filter((f) => f.path !== 'result.json').map((f) => {
+  const logs = h('div', {}, t.files.filter((f) => f.path !== 'result.json' || r.recordSource === 'store').map((f) => {
     const d = h('details', { 'data-file': f.path }, h('summary', {}, f.path + ' (' + f.bytes + ' bytes)'));
     d.addEventListener('toggle', async () => { if (d.open && d.children.length === 1) d.append(h('pre', {}, await (await api('/api/file?id=' + encodeURIComponent(id) + '&path=' + encodeURIComponent(f.path))).text())); });
     return d;
@@ -212,16 +217,17 @@ async function trialPanel(id) {
     : null;
   const steps = (r.steps || []).length
     ? h('table', { class: 'steps', id: 'steps' }, h('thead', {}, h('tr', {}, h('th', {}, 'step'), h('th', {}, 'reward'), h('th', {}, 'rewards'), h('th', {}, 'tests'), h('th', {}, 'error'))),
-        h('tbody', {}, r.steps.map((x) => h('tr', { class: x.reward === null ? '' : x.reward >= 1 ? 'pass' : 'fail' }, h('td', {}, x.name + (x.contributes ? '' : ' (not counted)') + (x.stoppedTrial ? ' (missed min_reward: the trial stopped here)' : '')), h('td', { class: 'reward' }, fmt3(x.reward)),
+        h('tbody', {}, r.steps.map((x) => h('tr', { class: x.reward === null ? '' : x.reward >= PASS_REWARD ? 'pass' : 'fail' }, h('td', {}, x.name + (x.contributes ? '' : ' (not counted)') + (x.stoppedTrial ? ' (missed min_reward: the trial stopped here)' : '')), h('td', { class: 'reward' }, fmt3(x.reward)),
           h('td', {}, Object.entries(x.rewards || {}).map(([k, v]) => k + ' ' + fmt3(v)).join(', ')), h('td', {}, x.testsSummary.passed + '/' + x.testsSummary.total), h('td', {}, x.error ? x.error.class : '')))))
     : null;
   const versions = r.taskVersion || r.dataset ? h('p', { class: 'muted', id: 'versions' }, 'task version ' + (r.taskVersion || '-') + (r.dataset ? ' \u00B7 dataset ' + (r.dataset.name || '-') + ' ' + (r.dataset.version || '-') : '')) : null;
   const tokens = r.tokens ? r.tokens.input + ' in (' + r.tokens.cached + ' cached) / ' + r.tokens.output + ' out' : '-';
   return h('div', { class: 'trial', 'data-trial': id },
     h('h2', {}, t.row.task + ' \u00B7 ' + t.row.config + ' \u00B7 attempt ' + t.row.attempt),
-    h('p', {}, 'reward ', h('b', { class: t.row.reward >= 1 ? 'ok' : 'err', id: 'reward' }, fmtR(t.row.reward)), ' \u00B7 ' + t.row.status + ' \u00B7 turns ' + (r.turns ?? '-') + ' \u00B7 tokens ' + tokens + ' \u00B7 cost ' + (r.costUsd === null || r.costUsd === undefined ? '-' : '$' + r.costUsd.toFixed(4)) + (r.engine ? ' \u00B7 engine ' + r.engine : '') + (r.imageId ? ' \u00B7 image ' + r.imageId.slice(7, 19) : '')),
+    h('p', {}, 'reward ', h('b', { class: (r.passed ?? t.row.reward >= PASS_REWARD) ? 'ok' : 'err', id: 'reward' }, fmtR(t.row.reward)), ' \u00B7 ' + t.row.status + ' \u00B7 turns ' + (r.turns ?? '-') + ' \u00B7 ', h('span', { id: 'tokens' }, 'tokens ' + tokens), ' \u00B7 ', h('span', { id: 'cost' }, 'cost ' + (r.costUsd === null || r.costUsd === undefined ? '-' : '$' + r.costUsd.toFixed(4))), ' \u00B7 time ' + fmtS(r.durationMs) + (r.infraAttempts > 1 ? ' \u00B7 runs ' + r.infraAttempts : '') + (r.engine ? ' \u00B7 engine ' + r.engine : '') + (r.imageId ? ' \u00B7 image ' + r.imageId.slice(7, 19) : '')),
+    origin,
     t.row.status === 'running' ? h('p', { class: 'running-note' }, 'running: the transcript so far, brought up to date while the trial runs') : null,
-    versions, rewards, err, findings, steps ? h('h3', {}, 'Steps') : null, steps, h('h3', {}, 'Phases'), timeline(r.phases), h('h3', {}, 'Tests'), tests, h('h3', {}, 'Transcript'), transcript(t.trajectory), h('h3', {}, 'Files (agent and verifier logs)'), logs);
+    versions, rewards, err, findings, steps ? h('h3', {}, 'Steps') : null, steps, h('h3', {}, 'Phases'), timeline(r.phases, r), h('h3', {}, 'Tests'), tests, h('h3', {}, 'Transcript'), transcript(t.trajectory), h('h3', {}, 'Files (agent and verifier logs)'), logs);
 }
 
 async function trialView(id) { main.replaceChildren(h('p', {}, h('a', { href: '#/' }, '\u2190 all trials')), await trialPanel(id)); }

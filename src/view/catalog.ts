@@ -1,3 +1,4 @@
+import { passingRewardSql } from '../trial/accounting.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import type { TrialOutcome } from './figures.js';
 import { filesNamed } from '../util/files.js';
 import { processAlive } from '../util/process-alive.js';
 import { JobStore } from '../store/store.js';
+import { storedTrialRecord, type StoredTrialRecord } from '../records/trial-record.js';
 import { runningSlotOf } from './running.js';
 
 /**
@@ -21,7 +23,7 @@ export interface TrialQuery {
   /** The task filter is the whole name (a grid cell's or report row's link), not a part of it. */
   exact?: boolean;
   status?: string;
-  /** pass (reward >= 1), fail (graded, < 1), none (no reward). */
+  /** pass (a passing reward: isPassingReward), fail (a reward that does not pass), none (no reward). */
   reward?: 'pass' | 'fail' | 'none';
   error?: string;
   /** Trials in which a test whose name contains this failed. */
@@ -123,6 +125,8 @@ export class Catalog {
   private readonly jobs: JobSource[] = [];
   private readonly folders: FolderSource[] = [];
   private readonly dirs = new Map<string, string>();
+  /** A job trial's store and its id there: its stored record is read from it. */
+  private readonly stores = new Map<string, { store: JobStore; trialId: string }>();
   private readonly insert: Database.Statement;
   private generation = 0;
 
@@ -329,6 +333,7 @@ export class Catalog {
           findings: findingsText(JSON.parse(findings_json)),
         });
         if (trial_dir) this.dirs.set(id, trial_dir);
+        this.stores.set(id, { store: j.store, trialId: row.id });
       }
     })();
     j.lastCount = head.count;
@@ -423,8 +428,8 @@ export class Catalog {
       args.push(`%${q.test}%`);
     }
     if (q.consistency === 'inconsistent') where.push("findings != ''");
-    if (q.reward === 'pass') where.push('reward >= 1');
-    else if (q.reward === 'fail') where.push('reward < 1');
+    if (q.reward === 'pass') where.push(passingRewardSql('reward'));
+    else if (q.reward === 'fail') where.push(`reward IS NOT NULL AND NOT ${passingRewardSql('reward')}`);
     else if (q.reward === 'none') where.push('reward IS NULL');
     return { w: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
   }
@@ -508,6 +513,12 @@ export class Catalog {
 
   row(id: string): TrialListRow | null {
     return (this.index.prepare('SELECT * FROM trials WHERE id = ?').get(id) as TrialListRow | undefined) ?? null;
+  }
+
+  /** Everything the job's store holds of the trial (null for a trial folder outside a job). */
+  stored(id: string): StoredTrialRecord | null {
+    const at = this.stores.get(id);
+    return at ? storedTrialRecord(at.store, at.trialId) : null;
   }
 
   /** The trial's folder, when it has one. */

@@ -1,4 +1,5 @@
-import { configStats, taskRates } from '../report/aggregate.js';
+import { isPassingReward } from '../trial/accounting.js';
+import { configStats, taskRates, type ConfigStats } from '../report/aggregate.js';
 import { countByTask } from '../records/counts.js';
 import { loadRecordSet } from '../records/load.js';
 import type { StatsRecord } from '../records/record.js';
@@ -19,6 +20,9 @@ export interface JobConfigFigures {
   coverage: number;
   /** Sum of the trials' recorded cost; null when no trial recorded one. */
   costUsd: number | null;
+  /** pass@k as `stats` gives it, each with its method and the prior it used. */
+  passAtK: ConfigStats['passAtK'];
+  passAtKPrior: ConfigStats['passAtKPrior'];
 }
 
 /** One job's (or trial folder's) figures per configuration, read as `stats` reads it; a source that cannot be read says why. */
@@ -41,6 +45,8 @@ export async function jobFigures(dir: string): Promise<{ configs: JobConfigFigur
         pass1: { mean: c.pass1.mean, ciLo: c.pass1.ciLo, ciHi: c.pass1.ciHi },
         coverage: c.coverage.fraction,
         costUsd: costs.length ? costs.reduce((a, b) => a + b, 0) : null,
+        passAtK: c.passAtK,
+        passAtKPrior: c.passAtKPrior,
       };
     }),
   };
@@ -79,7 +85,7 @@ export function grid(rows: TrialOutcome[]): { tasks: string[]; configs: string[]
       task: r.task,
       config: r.config,
       reward: r.reward,
-      passed: r.reward !== null && r.reward >= 1,
+      passed: isPassingReward(r.reward),
       errorClass: r.error_class,
       durationMs: 0,
       outputTokens: null,

@@ -14,13 +14,18 @@ export function trialsLink(f: { config: string; task?: string }): string {
   return `/#/?${q}`;
 }
 
+/** report.json's figures over the viewer's sources (the report's default band and minimum trials). */
+export async function viewerReportData(sources: string[]): Promise<ReturnType<typeof reportData>> {
+  const { records, jobs } = await loadRecordSet(sources);
+  const details = await loadDetails(sources);
+  return reportData({ sources, jobs, records, details, band: [0.25, 0.75], minTrials: 4 });
+}
+
 /**
  * `termgrade report`'s page over the viewer's sources, with the report's default band and
  * minimum trials, each row linking to its trials in the viewer.
  */
 export async function viewerReport(sources: string[]): Promise<string> {
-  const { records, jobs } = await loadRecordSet(sources);
-  const details = await loadDetails(sources);
-  const data = reportData({ sources, jobs, records, details, band: [0.25, 0.75], minTrials: 4 });
+  const data = await viewerReportData(sources);
   return renderReport(data, await charts(data), new Date().toISOString(), { trialsLink });
 }

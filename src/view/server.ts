@@ -10,7 +10,8 @@ import { generateToken } from '../util/token.js';
 import { APP_HTML, APP_JS } from './app.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 import { grid, jobFigures, type JobConfigFigures } from './figures.js';
-import { viewerReport } from './report.js';
+import { viewerReport, viewerReportData } from './report.js';
+import { statsJson } from '../util/json.js';
 
 export interface ViewerOptions {
   sources: string[];
@@ -137,6 +138,12 @@ function listRoutes(app: App, catalog: Catalog): void {
     return { jobs: out, version: catalog.version };
   });
 
+  // report.json of everything shown: the same figures as `termgrade report`, `stats` and `compare`.
+  app.get('/api/report', async (_req, reply) =>
+    reply
+      .type('application/json; charset=utf-8')
+      .send(statsJson(await viewerReportData(catalog.sources().map((x) => x.dir)))),
+  );
   // The report of everything shown, served beside the viewer: its rows link to their trials here.
   app.get('/report', async (_req, reply) =>
     reply.type('text/html; charset=utf-8').send(await viewerReport(catalog.sources().map((x) => x.dir))),
@@ -152,9 +159,14 @@ function trialRoutes(app: App, catalog: Catalog): void {
     const row = catalog.row(id);
     if (!row) return reply.code(404).send({ error: { code: 'not_found', message: `no trial ${id}` } });
     const dir = catalog.dirOf(id);
+    const file = dir ? await readJsonIfThere(path.join(dir, 'result.json')) : null;
+    // termgrade's own result.json, or another harness's (an imported Harbor trial's): the store's
+    // record stands in for the fields the file does not have, so every stored field is shown.
+    const native = file && typeof file === 'object' && 'schemaVersion' in file && 'trialId' in file ? file : null;
+    const stored = catalog.stored(id);
     return {
       row,
-      result: dir ? await readJsonIfThere(path.join(dir, 'result.json')) : null,
+      result: stored ? { ...stored, ...(native ?? {}), recordSource: native ? 'result.json' : 'store' } : file,
       trajectory: dir ? await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json')) : null,
       files: dir ? await filesUnder(dir) : [],
     };

@@ -4,7 +4,7 @@ import { scrubValue, type Scrub } from '../../util/scrub.js';
 import { nowIso } from '../../util/time.js';
 import { protectionModeOf } from '../../verifier/protection.js';
 import { summarizeTests } from '../../verifier/schema.js';
-import { INFRA_ERROR_CLASSES } from '../accounting.js';
+import { INFRA_ERROR_CLASSES, isPassingReward } from '../accounting.js';
 import type { TrialError, TrialResult } from '../schema.js';
 import { timed, type TrialState } from '../state.js';
 import { admissionRefOf } from './verification.js';
@@ -44,7 +44,7 @@ export function resultOf(state: TrialState): TrialResult {
     attempt: state.attempt,
     reward,
     rewards: v?.rewards ?? {},
-    passed: reward !== null && reward >= 1,
+    passed: isPassingReward(reward),
     steps: state.stepResults,
     taskVersion: task.version ?? null,
     dataset: task.dataset ?? null,

@@ -1,6 +1,6 @@
 import type { Sandbox, SandboxProvider, SnapshotBounds } from '../../sandbox/sandbox.js';
 import type { Task } from '../../task/task.js';
-import { EngineLostError, GradingStepError, errorMessage } from '../../util/errors.js';
+import { errorMessage, isEngineLost } from '../../util/errors.js';
 import type { GradingPolicy } from '../../verifier/evidence.js';
 import type { ProtectionRecord } from '../../verifier/protection.js';
 import type { VerifierOutcome } from '../../verifier/schema.js';
@@ -62,10 +62,13 @@ export function gradeAgentSandbox(
   return gradeSandbox(box, view, grading, context.provider);
 }
 
-/** A grading that threw: the engine was lost (the work runs again elsewhere), or the verifier crashed. */
+/**
+ * A grading that threw (see OUTCOME_CLASSES in accounting.ts for what each class means): the
+ * engine was lost (the work runs again elsewhere), or grading could not finish on an engine that
+ * is still there (verifier_crash). Both are infrastructure failures: no reward, retried.
+ */
 export function gradingFailureClass(err: unknown): 'environment_error' | 'verifier_crash' {
-  const lost = err instanceof GradingStepError ? err.cause instanceof EngineLostError : err instanceof EngineLostError;
-  return lost ? 'environment_error' : 'verifier_crash';
+  return isEngineLost(err) ? 'environment_error' : 'verifier_crash';
 }
 
 /** The admission record a grade used, as results name it; null when it had none. */
