@@ -24,13 +24,14 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { ModelConfigSchema } from '../src/model/config.js';
-import { enginesFromFlags, providerFor } from '../src/sandbox/engines.js';
 import { formatFunnel } from '../src/synth/funnel.js';
 import { Generator } from '../src/synth/generator.js';
 import { synthesize, type SynthEvent } from '../src/synth/synth.js';
 import { startEngines } from '../test/support/engines.js';
 import { ScriptedModelServer } from '../test/support/scripted-model-server.js';
 import { scriptedGenerator, seedFor, type CandidateKind } from '../test/support/scripted-generator.js';
+import { enginesFromFlags } from '../src/sandbox/pool/engine-spec.js';
+import { createProvider } from '../src/sandbox/registry.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string): string[] => args.flatMap((a, i) => (args[i - 1] === name ? [a] : []));
@@ -127,7 +128,7 @@ async function machineBusyMs(): Promise<number> {
 
 async function runJob(concurrency: number, baseUrl: string): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'termgrade-synth-bench-'));
-  const provider = providerFor(enginesFromFlags(engines.length ? engines : undefined));
+  const provider = createProvider({ engines: enginesFromFlags(engines) ?? [] });
   // A candidate's stages run one after another: its span from first start to last end, less its
   // stages' own time, is what recording each stage (the store's transaction) and scheduling cost.
   const firstStart = new Map<string, number>();
@@ -224,7 +225,7 @@ const baseUrl = await server.start();
 const started = extraEngines > 0 ? await startEngines(extraEngines) : [];
 engines.push(...started.map((e, i) => `${e.host},name=x${i + 1},capacity=2`));
 try {
-  const probe = providerFor(enginesFromFlags(engines.length ? engines : undefined));
+  const probe = createProvider({ engines: enginesFromFlags(engines) ?? [] });
   const capacity = probe.capacity ?? 2;
   await probe.closeAll();
   const concurrencies = (flag('--concurrency')[0] ?? String(capacity)).split(',').map(Number);

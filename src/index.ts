@@ -44,7 +44,6 @@ export {
   type EngineSpecInput,
 } from './sandbox/pool/engine-spec.js';
 export { engineReport, type EngineReport } from './sandbox/pool/inspect.js';
-export { providerFor } from './sandbox/engines.js';
 export { BACKENDS, backendNamed, createProvider, type Backend, type BackendOptions } from './sandbox/registry.js';
 export { acquireSandbox, withSandbox, type AcquireOptions, type SandboxLease } from './sandbox/lease.js';
 export { selfcheck, SELF_CHECKS, type CheckResult, type SelfCheckOptions } from './selfcheck/selfcheck.js';

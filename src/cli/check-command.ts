@@ -5,13 +5,14 @@ import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
 import { TermgradeError } from '../util/errors.js';
 import { checkTasks, findTaskDirs } from '../index.js';
-import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { formatCheckReport } from './format.js';
 import { poolEventLine } from './job-progress.js';
 import { checkProgress, stdoutIsStderr } from './progress.js';
 import { EXIT, handleSignals } from './signals.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { wheelsIn } from '../verifier/toolchain/plan.js';
+import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
+import { createProvider } from '../sandbox/registry.js';
 
 export interface CheckFlags {
   engine?: string[];
@@ -68,7 +69,8 @@ export async function checkCommand(dirs: string[], flags: CheckFlags): Promise<n
   const review = reviewConfig(flags);
   const taskDirs = await findTaskDirs(dirs);
   if (flags.verifierWheels) await wheelsIn(flags.verifierWheels);
-  const provider = providerFor(enginesFromFlags(flags.engine), {
+  const provider = createProvider({
+    engines: enginesFromFlags(flags.engine) ?? [],
     buildNetwork: resolveBuildNetwork(flags.buildNetwork),
     onEvent: (e) => log(poolEventLine(e)),
   });

@@ -1,7 +1,7 @@
 import { engineReport } from '../sandbox/pool/inspect.js';
-import { enginesFromFlags } from '../sandbox/engines.js';
 import { EXIT } from './signals.js';
 import { table } from './table.js';
+import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
 
 /** Each engine's health, capacity, sandboxes in use and images; exit 3 when none answers. */
 export async function enginesCommand(flags: { engine?: string[]; json?: boolean }): Promise<number> {

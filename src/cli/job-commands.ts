@@ -13,7 +13,6 @@ import {
   type JobSpecInput,
   TermgradeError,
 } from '../index.js';
-import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
 import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
 import type { AgentConfigInput } from '../job/spec.js';
@@ -33,6 +32,8 @@ import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { harborJobsDirOf, readHarborRunFile } from './harbor-run.js';
 import { exportHarborJobs, exportHarborTrial } from '../harbor/export-job.js';
 import type { JobEvent } from '../job/events.js';
+import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
+import { createProvider } from '../sandbox/registry.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -331,7 +332,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   };
   // Engine events go where the job's events go, once the progress display exists.
   let onPoolEvent: (e: PoolEvent) => void = () => {};
-  const provider = providerFor(spec.engines, {
+  const provider = createProvider({
+    engines: spec.engines ?? [],
     buildNetwork: resolveBuildNetwork(flags.buildNetwork),
     onEvent: (e) => onPoolEvent(e),
   });

@@ -1,7 +1,7 @@
-import { enginesFromFlags } from '../sandbox/engines.js';
 import { createProvider } from '../sandbox/registry.js';
 import { selfcheck } from '../selfcheck/selfcheck.js';
 import { EXIT } from './signals.js';
+import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
 
 /** The Sandbox contract's checks against a backend, one line per check; exit 1 on any failure. */
 export async function selfcheckCommand(flags: {

@@ -4,7 +4,6 @@ import { poolEventLine } from './job-progress.js';
 import { warnAboutTasks } from './format.js';
 import { EXIT } from './signals.js';
 import { loadAgentModule } from '../index.js';
-import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { checkServedModels, loadServedModels, parseModelFlag, shownUrl, type ServedModel } from '../serve/models.js';
 import { checkWarm, startServer } from '../serve/server.js';
 import { CurriculumConfigSchema, type CurriculumConfig } from '../serve/curriculum.js';
@@ -13,6 +12,8 @@ import { TermgradeError } from '../util/errors.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { admissionStore } from '../verifier/protection-store.js';
 import type { GradingPolicy } from '../verifier/evidence.js';
+import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
+import { createProvider } from '../sandbox/registry.js';
 
 export interface ServeFlags {
   buildNetwork?: string;
@@ -112,7 +113,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const curriculum = curriculumFlags(flags);
   const models = await servedModels(flags);
   for (const m of flags.agentImportPath ?? []) await loadAgentModule(m);
-  const provider = providerFor(enginesFromFlags(flags.engine), {
+  const provider = createProvider({
+    engines: enginesFromFlags(flags.engine) ?? [],
     buildNetwork: resolveBuildNetwork(flags.buildNetwork),
     onEvent: (e) => process.stderr.write(`termgrade serve: ${poolEventLine(e)}\n`),
   });

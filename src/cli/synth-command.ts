@@ -3,7 +3,6 @@ import path from 'node:path';
 import { holdJobFolder } from '../job/job.js';
 import { ModelConfigSchema, type ModelConfig } from '../model/config.js';
 import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
-import { enginesFromFlags, providerFor } from '../sandbox/engines.js';
 import { readExemplars } from '../synth/exemplar.js';
 import { formatFunnel } from '../synth/funnel.js';
 import type { SynthReport } from '../synth/schema.js';
@@ -15,6 +14,8 @@ import { TermgradeError } from '../util/errors.js';
 import { poolEventLine } from './job-progress.js';
 import { admissionStore } from '../verifier/protection-store.js';
 import { EXIT, handleSignals } from './signals.js';
+import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
+import { createProvider } from '../sandbox/registry.js';
 
 export interface SynthFlags {
   seeds?: string;
@@ -80,7 +81,8 @@ export async function synthCommand(flags: SynthFlags): Promise<number> {
   if (flags.preflight !== false) for (const w of await preflightModels([config])) log(`warning: ${w}`);
   const outDir = path.resolve(flags.out);
   const held = await holdJobFolder(path.join(outDir, '.synth'), `synth job in ${outDir}`);
-  const provider = providerFor(enginesFromFlags(flags.engine), {
+  const provider = createProvider({
+    engines: enginesFromFlags(flags.engine) ?? [],
     buildNetwork: resolveBuildNetwork(flags.buildNetwork),
     onEvent: (e) => log(poolEventLine(e)),
   });

@@ -156,3 +156,8 @@ export function connectEngine(spec: EngineSpec): EngineConnection {
   }
   throw new TermgradeError('bad_input', `engine host "${h}": unknown scheme ${url.protocol} (unix://, tcp://, ssh://)`);
 }
+
+/** Engines from repeated `--engine` flags (undefined when none was given). */
+export function enginesFromFlags(flags: string[] | undefined): EngineSpec[] | undefined {
+  return flags?.length ? flags.map(parseEngineFlag) : undefined;
+}
