@@ -362,8 +362,9 @@ describe('the viewer shows every stored field of an imported trial', () => {
       assert.equal(await page.textContent('#tokens'), 'tokens 1200 in (100 cached) / 800 out');
       assert.equal(await page.textContent('#cost'), 'cost $0.0123');
       assert.match((await page.textContent('#origin'))!, /imported from harbor/);
+      // The import keeps Harbor's own record under harbor/ (termgrade's record is the page itself).
       assert.equal(
-        await page.locator('details[data-file="result.json"]').count(),
+        await page.locator('details[data-file="harbor/result.json"]').count(),
         1,
         "Harbor's own result.json is listed",
       );
