@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, symlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -236,9 +237,13 @@ describe('Terminal-Bench 1 conversion', () => {
     const tm = converted[1]!.unconverted.join('\n');
     assert.match(tm, /description variant/);
     assert.match(tm, /2 services \(client, db\)/);
-    assert.match(tm, /solution\.yaml step 2: keystrokes/);
+    assert.match(tm, /solution\.yaml step 3: keystrokes/);
     assert.match(tm, /installs tools at test time/);
     assert.match(await readFile(path.join(out, 'tmux-steps', 'CONVERT.md'), 'utf8'), /Not carried over/);
+    // A step that does not block is backgrounded as a whole command: the script parses.
+    const solve = path.join(out, 'tmux-steps', 'solution', 'solve.sh');
+    assert.match(await readFile(solve, 'utf8'), /^sleep 0\.1 &$/m);
+    assert.equal(spawnSync('bash', ['-n', solve]).status, 0, 'solve.sh is valid bash');
     const report = await checkTasks([path.join(out, 'line-count')], {
       provider: docker(),
       outDir: await tempDir(),

@@ -44,11 +44,14 @@ const TB1_OWN = new Set([
   'docker-compose.yml',
 ]);
 
-/** The reward file from run-tests.sh's exit code, as TB1's pytest parser would judge it. */
+/**
+ * The reward file from run-tests.sh's exit code, as TB1's pytest parser would judge it. Run from
+ * the verifier's working folder (the image's WORKDIR), as TB1 runs it: tests that use relative
+ * paths find the task's files.
+ */
 const TEST_SH = `#!/bin/bash
 # Converted from Terminal-Bench 1: run-tests.sh decides (exit code 0 = every test passed).
 export TEST_DIR=/tests
-cd /tests
 bash /tests/run-tests.sh
 if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
 `;
@@ -148,7 +151,8 @@ async function convertSolution(src: string, dest: string, unconverted: string[])
         unconverted.push(
           `solution.yaml step ${i + 1}: keystrokes (${JSON.stringify(s.command.slice(0, 40))}) that are not a whole command`,
         );
-      lines.push(s.block === false ? `${s.command} &` : s.command);
+      // A step that does not block runs on in the background (its YAML text may end in a newline).
+      lines.push(s.block === false ? `${s.command.trimEnd()} &` : s.command.trimEnd());
     });
     await writeFile(path.join(dest, 'solution', 'solve.sh'), `${lines.join('\n')}\n`, { mode: 0o755 });
   } else {
