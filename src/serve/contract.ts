@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   conflict: 409,
   gone: 410,
   over_capacity: 429,
+  not_implemented: 501,
   unavailable: 503,
 } as const;
 export type ServeErrorCode = keyof typeof ERROR_STATUS;
@@ -141,6 +142,9 @@ export const CreateGroupBody = z
         message: `${ids.length} session ids for ${b.n} episodes`,
       });
   });
+
+/** n continuations of a live session (POST /v1/sessions/{id}/fork). */
+export const ForkBody = z.strictObject({ n: z.number().int().min(1).max(256) });
 
 export const CurriculumQuery = z.strictObject({ policy: z.string().max(200).optional() });
 

@@ -8,6 +8,7 @@ import {
   CurriculumQuery,
   EpisodeBody,
   ExecBody,
+  ForkBody,
   type GroupEpisode,
   ServeError,
 } from '../contract.js';
@@ -38,6 +39,10 @@ export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/exec', async (req) => {
     const body = parse(ExecBody, req.body);
     return sessions.exec(req.params.id, body.command, body.timeout_sec);
+  });
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (req, reply) => {
+    const body = parse(ForkBody, req.body);
+    return reply.code(201).send(await sessions.fork(req.params.id, body.n));
   });
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/verify', async (req) => sessions.verify(req.params.id));
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req, reply) => {

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Docker from 'dockerode';
+import { DockerProvider } from '../src/sandbox/docker/provider.js';
+import { startServer, type RunningServer } from '../src/serve/server.js';
+import { LABEL_SERVER } from '../src/serve/sessions.js';
+import { loadServedTasks } from '../src/serve/tasks.js';
+import { makeTask, tempDir } from './helpers.js';
+
+/**
+ * Forking a live session (issue 37) on the real Docker engine, through the real HTTP API: the
+ * children see the parent's files and reach its service (started again in each), a change in one
+ * is seen by no other, each grades on its own, and nothing is left once all are deleted.
+ */
+
+/** A line server on 127.0.0.1:PORT answering with /app/greeting as it is at each connection (perl: in debian's base image). */
+const server = (port: number): string =>
+  `use IO::Socket::INET; my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => ${port}, Listen => 5, ReuseAddr => 1) or die "bind: $!"; while (my $c = $s->accept) { open(my $f, '<', '/app/greeting'); my $g = <$f>; print $c $g; close $c }`;
+/** Prints what the server on PORT answers; exits 1 when nothing listens. */
+const client = (port: number): string =>
+  `perl -MIO::Socket::INET -e '$c = IO::Socket::INET->new("127.0.0.1:${port}") or die "connect: $!\\n"; print <$c>'`;
+
+/** Reward 1 when /app/answer.txt says 42 and the agent's service answers the tests. */
+const TEST_SH = `#!/bin/bash
+if [ "$(cat /app/answer.txt 2>/dev/null)" = 42 ] && ${client(8080)} | grep -q .; then
+  echo "PASSED t.py::test_answer"; echo 1 > /logs/verifier/reward.txt
+else
+  echo "FAILED t.py::test_answer - no"; echo 0 > /logs/verifier/reward.txt
+fi
+`;
+
+async function call(url: string, token: string, method: string, route: string, body?: unknown) {
+  const res = await fetch(`${url}${route}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+
+describe('fork a live session (real HTTP, real containers)', () => {
+  let running: RunningServer;
+  const engine = new Docker();
+  const req = (method: string, route: string, body?: unknown) => call(running.url, running.token!, method, route, body);
+  const exec = async (id: string, command: string) => {
+    const r = await req('POST', `/v1/sessions/${id}/exec`, { command, timeout_sec: 60 });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    return r.json as { output: string; exit_code: number };
+  };
+  /** This server's containers (sessions, forks, verifiers). */
+  const containers = async () =>
+    engine.listContainers({ all: true, filters: { label: [`${LABEL_SERVER}=${running.sessions.serverId}`] } });
+
+  before(async () => {
+    const task = await makeTask({
+      'task.toml': '[task]\nname = "forky"\n[verifier]\ntimeout_sec = 60\n[agent]\ntimeout_sec = 60\n',
+      'instruction.md': 'Start the greeting service on port 8080 and write the answer to /app/answer.txt.\n',
+      'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+      'tests/test.sh': TEST_SH,
+    });
+    running = await startServer({
+      provider: new DockerProvider(),
+      tasks: await loadServedTasks([task]),
+      dataDir: await tempDir(),
+      maxSessions: 6,
+      idleTtlSec: 300,
+    });
+  });
+  after(() => running.close());
+
+  it('forks a session that wrote files and started a service into 4: each sees both, is isolated, grades alone; nothing is left', async () => {
+    const parent = (await req('POST', '/v1/sessions', { task: 'forky' })).json.session_id as string;
+    await exec(
+      parent,
+      `echo from parent > /app/notes.txt && echo parent > /app/greeting && cat > /app/srv.pl <<'PL'\n${server(8080)}\nPL\n` +
+        `cd /app && (nohup perl srv.pl > /app/srv.log 2>&1 &) && (sleep 1000 > /dev/null 2>&1 &) && sleep 0.5`,
+    );
+    assert.equal((await exec(parent, client(8080))).output, 'parent\n', 'the parent serves');
+
+    const forked = await req('POST', `/v1/sessions/${parent}/fork`, { n: 4 });
+    assert.equal(forked.status, 201, JSON.stringify(forked.json));
+    const kids = (forked.json.sessions as Array<{ session_id: string; forked_from: string; expires_at: string }>).map(
+      (s) => s.session_id,
+    );
+    assert.equal(new Set([...kids, parent]).size, 5, 'each child has its own id');
+    assert.ok(
+      forked.json.sessions.every(
+        (s: { forked_from: string; expires_at: string }) => s.forked_from === parent && s.expires_at,
+      ),
+    );
+    assert.deepEqual(
+      forked.json.carried.services.map((s: { command: string[]; cwd: string; ports: number[] }) => [
+        s.command,
+        s.cwd,
+        s.ports,
+      ]),
+      [[['perl', 'srv.pl'], '/app', [8080]]],
+    );
+    assert.ok(forked.json.carried.not_carried.includes('sleep 1000'), JSON.stringify(forked.json.carried));
+
+    // Each child: the parent's files, and its service answering (restarted in it, reading its files).
+    for (const k of kids) {
+      assert.equal((await exec(k, 'cat /app/notes.txt')).output, 'from parent\n');
+      assert.equal((await exec(k, client(8080))).output, 'parent\n', `child ${k} reaches the service`);
+      assert.equal(
+        (await exec(k, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'sleep 100[0]'")).output,
+        '0\n',
+        'a non-service is not carried',
+      );
+    }
+    // A change in one child is seen by no sibling, nor by the parent; the parent's later change by no child.
+    await exec(kids[2]!, 'echo changed > /app/greeting && touch /app/only-in-2');
+    await exec(parent, 'touch /app/after-fork');
+    assert.equal((await exec(kids[2]!, client(8080))).output, 'changed\n');
+    for (const other of [parent, kids[0]!, kids[1]!, kids[3]!]) {
+      assert.equal((await exec(other, client(8080))).output, 'parent\n');
+      assert.equal((await exec(other, 'test -e /app/only-in-2; echo $?')).output, '1\n');
+    }
+    for (const k of kids) assert.equal((await exec(k, 'test -e /app/after-fork; echo $?')).output, '1\n');
+
+    // Capacity counts children: 5 of 6 are in use, so a fork of 2 more does not fit.
+    const full = await req('POST', `/v1/sessions/${parent}/fork`, { n: 2 });
+    assert.deepEqual([full.status, full.json.error.code], [429, 'over_capacity']);
+
+    // Each child grades on its own: one solved (reward 1), one not (0); the parent too.
+    await exec(kids[0]!, 'echo 42 > /app/answer.txt');
+    await exec(kids[1]!, 'echo 41 > /app/answer.txt');
+    const [g0, g1] = await Promise.all([
+      req('POST', `/v1/sessions/${kids[0]}/verify`),
+      req('POST', `/v1/sessions/${kids[1]}/verify`),
+    ]);
+    assert.deepEqual([g0.json.reward, g1.json.reward], [1, 0], JSON.stringify([g0.json, g1.json]));
+    assert.equal((await exec(parent, client(8080))).output, 'parent\n', 'the parent runs on');
+    assert.equal(
+      (await req('POST', `/v1/sessions/${parent}/verify`)).json.reward,
+      0,
+      'the parent never wrote the answer',
+    );
+
+    for (const id of [parent, ...kids]) assert.equal((await req('DELETE', `/v1/sessions/${id}`)).status, 204);
+    assert.deepEqual(await containers(), [], 'nothing is left after the parent and children are deleted');
+  });
+
+  it('a session whose service cannot be carried is not forked: it says so, and no child is left', async () => {
+    const parent = (await req('POST', '/v1/sessions', { task: 'forky' })).json.session_id as string;
+    // The service's script is deleted once it runs: the parent serves, a fork could not start it again.
+    await exec(
+      parent,
+      `echo parent > /app/greeting && cat > /tmp/gone.pl <<'PL'\n${server(9090)}\nPL\n` +
+        `(nohup perl /tmp/gone.pl > /dev/null 2>&1 &) && sleep 0.5 && rm /tmp/gone.pl`,
+    );
+    assert.equal((await exec(parent, client(9090))).output, 'parent\n');
+    const before = (await containers()).length;
+    const refused = await req('POST', `/v1/sessions/${parent}/fork`, { n: 3 });
+    assert.equal(refused.status, 409, JSON.stringify(refused.json));
+    assert.match(refused.json.error.message, /perl \/tmp\/gone\.pl.*9090.*did not listen again/);
+    assert.equal((await containers()).length, before, 'no child is left, not even a half-made one');
+    assert.equal((await exec(parent, client(9090))).output, 'parent\n', 'the parent runs on untouched');
+    assert.equal(running.sessions.live(), 1, 'the refused children hold no capacity');
+    assert.equal((await req('DELETE', `/v1/sessions/${parent}`)).status, 204);
+    assert.deepEqual(await containers(), []);
+  });
+
+  it('refuses a bad fork body and an unknown session', async () => {
+    const bad = await req('POST', '/v1/sessions/x/fork', { n: 0 });
+    assert.deepEqual([bad.status, bad.json.error.code], [400, 'bad_request']);
+    const none = await req('POST', '/v1/sessions/nope/fork', { n: 1 });
+    assert.deepEqual([none.status, none.json.error.code], [404, 'not_found']);
+  });
+});
