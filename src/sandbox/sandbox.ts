@@ -161,6 +161,9 @@ export interface SandboxFork {
   services: ForkedService[];
   /** Command lines of the parent's other processes, which no child has (a shell, a job in the background). */
   notCarried: string[];
+  /** Milliseconds the parent was frozen (its one copy), and the whole fork took; where the backend can tell. */
+  frozenMs?: number;
+  totalMs?: number;
 }
 
 /**

@@ -311,6 +311,7 @@ export class SessionManager {
         })),
         not_carried: made.notCarried,
       },
+      frozen_ms: made.frozenMs ?? null,
     };
   }
 

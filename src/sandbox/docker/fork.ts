@@ -1,6 +1,7 @@
 import { readFile, readlink } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { errorMessage } from '../../util/errors.js';
+import { log } from '../../util/log.js';
 import { sleep } from '../../util/time.js';
 import {
   DiskLimitError,
@@ -165,7 +166,7 @@ async function frozenCopy(
   info: Docker.ContainerInspectInfo,
   layer: { from: string; to: string },
   options: ForkOptions,
-): Promise<Recorded> {
+): Promise<Recorded & { frozenMs: number }> {
   const { container, turn } = host;
   const pid = info.State.Pid;
   const procCgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => null);
@@ -177,13 +178,14 @@ async function frozenCopy(
   } catch (err) {
     throw new ForkError(`the sandbox's processes could not be frozen for the copy: ${errorMessage(err)}`);
   }
+  const frozenAt = performance.now();
   try {
     const ownCommand = [...(info.Config.Entrypoint ?? []), ...(info.Config.Cmd ?? [])];
     const [recorded] = await Promise.all([
       recordProcesses(pid, files.dir, ownCommand),
       copyParent(layer.from, layer.to, options),
     ]);
-    return recorded;
+    return { ...recorded, frozenMs: performance.now() - frozenAt };
   } finally {
     await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
   }
@@ -245,6 +247,8 @@ async function bringUp(made: CreatedContainer, services: RecordedService[], opti
  */
 export async function forkByCopy(host: ForkHost, n: number, options: ForkOptions = {}): Promise<SandboxFork> {
   if (!Number.isInteger(n) || n < 1) throw new ForkError(`a fork makes at least one sandbox (asked for ${n})`);
+  const began = performance.now();
+  const phase = (name: string): void => log.debug('fork', { phase: name, ms: Math.round(performance.now() - began) });
   const info = await host.container.inspect();
   if (!info.State.Running || info.State.Paused)
     throw new ForkError('the sandbox is not running; only a live one is forked');
@@ -265,14 +269,18 @@ export async function forkByCopy(host: ForkHost, n: number, options: ForkOptions
     const uppers = await Promise.all(made.map(async (m) => (await m.sandbox.ownLayers())?.upper ?? null));
     if (uppers.some((u) => u === null)) throw new ForkError("a fork's layer is not readable from this machine");
     const [first, ...others] = uppers as string[];
+    phase('created');
     const recorded = await frozenCopy(host, info, { from: layers.upper, to: first! }, options);
     const refused = recorded.services.find((s) => s.refusal);
     if (refused)
       throw new ForkError(
         `the service "${refused.command.join(' ') || refused.pid}" cannot be carried into a fork: ${refused.refusal}`,
       );
+    phase('frozen copy');
     await Promise.all(others.map((to) => copyParent(first!, to, options)));
+    phase('copies');
     await Promise.all(made.map((m) => bringUp(m, recorded.services, options)));
+    phase('ready');
     return {
       children: made.map((m) => m.sandbox),
       services: recorded.services.map(({ command, cwd, user, ports, sockets }) => ({
@@ -283,6 +291,8 @@ export async function forkByCopy(host: ForkHost, n: number, options: ForkOptions
         sockets,
       })),
       notCarried: recorded.notCarried,
+      frozenMs: recorded.frozenMs,
+      totalMs: performance.now() - began,
     };
   } catch (err) {
     await Promise.all(made.map((m) => m.sandbox.close()));

@@ -61,7 +61,8 @@ export async function socketsOf(pid: number): Promise<Socket[]> {
   for (const line of unix.split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     // Flags 00010000: __SO_ACCEPTCON, a socket that listen() was called on.
-    if (f.length >= 7) out.push({ inode: f[6]!, port: 0, path: f[7] ?? '', listening: (parseInt(f[3]!, 16) & 0x10000) !== 0 });
+    if (f.length >= 7)
+      out.push({ inode: f[6]!, port: 0, path: f[7] ?? '', listening: (parseInt(f[3]!, 16) & 0x10000) !== 0 });
   }
   return out;
 }
@@ -141,7 +142,12 @@ export async function holdFrozen(place: HoldPlace, reserved: number[]): Promise<
     const wanted = new Set(reserved);
     // A socket no process holds (inode 0: TIME_WAIT, say) takes no port from the tests.
     const squatted = [...new Set(sockets.filter((s) => s.inode !== '0' && wanted.has(s.port)).map((s) => s.port))];
-    const hold = { held, services, squatted: squatted.sort((a, b) => a - b), release: releaser(containerId, files, child) };
+    const hold = {
+      held,
+      services,
+      squatted: squatted.sort((a, b) => a - b),
+      release: releaser(containerId, files, child),
+    };
     active.set(containerId, hold);
     return hold;
   } catch (err) {

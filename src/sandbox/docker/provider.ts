@@ -15,7 +15,13 @@ import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder, type DockerBuilder } from './image.js';
 import { resolveBuildNetwork, type BuildNetwork } from './build-network.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, LABEL_VERIFIER, ownerId } from './labels.js';
-import { DockerSandbox, type CreatedContainer, type DockerExecVia, type SiblingFactory, type VerifierFactory } from './sandbox.js';
+import {
+  DockerSandbox,
+  type CreatedContainer,
+  type DockerExecVia,
+  type SiblingFactory,
+  type VerifierFactory,
+} from './sandbox.js';
 import { EngineTurns } from './turns.js';
 import { trialNetworkRefusal, type NetworkInspection } from './trial-network.js';
 
