@@ -138,10 +138,12 @@ async function main(): Promise<void> {
           const t = performance.now();
           const made = await parent.sandbox.fork!(n);
           fork.frozen.push(made.frozenMs ?? NaN);
-          for (const c of made.children) {
-            const up = await c.exec(['bash', '-c', ANSWERS], { timeoutSec: 60 });
-            if (up.stdout.text !== 'parent\n') throw new Error('a fork does not answer');
-          }
+          await Promise.all(
+            made.children.map(async (c) => {
+              const up = await c.exec(['bash', '-c', ANSWERS], { timeoutSec: 60 });
+              if (up.stdout.text !== 'parent\n') throw new Error('a fork does not answer');
+            }),
+          );
           const ms = performance.now() - t;
           return { boxes: made.children, ms: made.children.map(() => ms) };
         });

@@ -165,6 +165,41 @@ describe('fork a live session (real HTTP, real containers)', () => {
     assert.deepEqual(await containers(), []);
   });
 
+  it('a group of forks (POST /v1/groups from_session): a service of another user carried, rewards answered together', async () => {
+    const parent = (await req('POST', '/v1/sessions', { task: 'forky' })).json.session_id as string;
+    await exec(
+      parent,
+      `echo parent > /app/greeting && chmod 644 /app/greeting && cat > /tmp/srv.pl <<'PL'\n${server(8080)}\nPL\n` +
+        `chmod 644 /tmp/srv.pl && cd /tmp && (setpriv --reuid=65534 --regid=65534 --clear-groups nohup perl srv.pl > /dev/null 2>&1 &) && sleep 0.5`,
+    );
+    const other = await req('POST', '/v1/groups', { task: 'other', n: 2, from_session: parent });
+    assert.deepEqual([other.status, other.json.error.message], [409, `session ${parent} is of task forky, not other`]);
+    const g = await req('POST', '/v1/groups', { task: 'forky', n: 2, from_session: parent });
+    assert.equal(g.status, 201, JSON.stringify(g.json));
+    assert.deepEqual(
+      g.json.carried.services.map((s: { user: string; cwd: string }) => [s.user, s.cwd]),
+      [['65534:65534', '/tmp']],
+    );
+    const [a, b] = (g.json.sessions as Array<{ session_id: string }>).map((s) => s.session_id) as [string, string];
+    assert.equal(
+      (
+        await exec(
+          a,
+          `${client(8080)}; stat -c %u /proc/$(cat /proc/[0-9]*/stat | awk '$2 == "(perl)" {print $1; exit}')`,
+        )
+      ).output,
+      'parent\n65534\n',
+      'the service runs as its user in the child',
+    );
+    await exec(a, 'echo 42 > /app/answer.txt');
+    assert.equal((await req('POST', `/v1/sessions/${a}/verify`)).json.reward, 1);
+    assert.equal((await req('POST', `/v1/sessions/${b}/verify`)).json.reward, 0);
+    const view = await req('GET', `/v1/groups/${g.json.group_id}`);
+    assert.deepEqual([view.json.done, view.json.rewards], [true, [1, 0]], JSON.stringify(view.json));
+    assert.equal((await req('DELETE', `/v1/sessions/${parent}`)).status, 204);
+    assert.deepEqual(await containers(), []);
+  });
+
   it('refuses a bad fork body and an unknown session', async () => {
     const bad = await req('POST', '/v1/sessions/x/fork', { n: 0 });
     assert.deepEqual([bad.status, bad.json.error.code], [400, 'bad_request']);

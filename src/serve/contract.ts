@@ -124,8 +124,16 @@ export const CreateGroupBody = z
     member: z.literal(true).optional(),
     // Short enough that "<group_id>.<i>" is still a safe id.
     group_id: SafeId.refine((id) => id.length <= 120, 'at most 120 characters').optional(),
+    /** A live session to branch: the group is n forks of it (its task, or "auto" for it). */
+    from_session: SafeId.optional(),
   })
   .superRefine((b, ctx) => {
+    if (b.from_session !== undefined && (b.episode || b.member || b.group_id !== undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['from_session'],
+        message: 'a group of forks takes no episode, member or group_id',
+      });
     if (b.group_id !== undefined && !b.episode && !b.member)
       ctx.addIssue({
         code: 'custom',

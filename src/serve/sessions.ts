@@ -231,6 +231,12 @@ export class SessionManager {
     return this.answer(s);
   }
 
+  /** A live session's task, who chose it and its policy (a group of its forks takes them). */
+  describe(id: string): { task: string; servedBy: ServedBy; policy: string | null } {
+    const s = this.usable(id);
+    return { task: s.task.task.name, servedBy: s.servedBy, policy: s.policy };
+  }
+
   /** What a session's creation answers. */
   private answer(s: Session): Record<string, unknown> {
     return {
@@ -249,7 +255,7 @@ export class SessionManager {
    * untouched. Whole or not at all: 409 when the parent's state cannot be carried (nothing made),
    * 501 when the backend cannot fork, 429 when n more do not fit now.
    */
-  async fork(id: string, n: number): Promise<Record<string, unknown>> {
+  async fork(id: string, n: number, group: string | null = null): Promise<Record<string, unknown>> {
     const parent = this.usable(id);
     const fork = parent.sandbox.fork?.bind(parent.sandbox);
     if (!this.options.provider.capabilities.fork || !fork)
@@ -263,7 +269,7 @@ export class SessionManager {
     const children: Session[] = Array.from({ length: n }, () => ({
       ...parent,
       id: randomUUID(),
-      group: null,
+      group,
       state: 'starting' as const,
       sandbox: null,
       grade: null,

@@ -201,10 +201,11 @@ function networkOf(info: Docker.ContainerInspectInfo): string | null {
 }
 
 /** The service started again in a child, detached (the exec returns at once), as it was recorded. */
-async function restart(child: Sandbox, s: RecordedService): Promise<void> {
+async function restart(child: Sandbox, s: RecordedService, rootByDefault: boolean): Promise<void> {
   const r = await child.exec(
     ['/bin/sh', '-c', 'out=$1; shift; env -i "$@" </dev/null >>"$out" 2>&1 &', 'sh', s.output, ...s.env, ...s.command],
-    { user: s.user, cwd: s.cwd, timeoutSec: 30 },
+    // As root, the container's own user, through the sandbox's helper shell (no engine exec of its own).
+    { ...(s.user === '0:0' && rootByDefault ? {} : { user: s.user }), cwd: s.cwd, timeoutSec: 30 },
   );
   if (r.exitCode !== 0)
     throw new ForkError(
@@ -230,10 +231,15 @@ async function untilListening(pid: number, services: RecordedService[], timeoutS
 }
 
 /** Starts a child and its services, and waits until they listen. */
-async function bringUp(made: CreatedContainer, services: RecordedService[], options: ForkOptions): Promise<void> {
+async function bringUp(
+  made: CreatedContainer,
+  recorded: Recorded & { rootByDefault: boolean },
+  options: ForkOptions,
+): Promise<void> {
+  const { services } = recorded;
   await made.start(options.signal);
   if (services.length === 0) return;
-  for (const s of services) await restart(made.sandbox, s);
+  for (const s of services) await restart(made.sandbox, s, recorded.rootByDefault);
   const pid = await made.sandbox.initPid();
   await untilListening(pid, services, options.readyTimeoutSec ?? DEFAULT_FORK_READY_SEC);
 }
@@ -279,7 +285,8 @@ export async function forkByCopy(host: ForkHost, n: number, options: ForkOptions
     phase('frozen copy');
     await Promise.all(others.map((to) => copyParent(first!, to, options)));
     phase('copies');
-    await Promise.all(made.map((m) => bringUp(m, recorded.services, options)));
+    const rootByDefault = ['', 'root', '0', '0:0'].includes(info.Config.User ?? '');
+    await Promise.all(made.map((m) => bringUp(m, { ...recorded, rootByDefault }, options)));
     phase('ready');
     return {
       children: made.map((m) => m.sandbox),
