@@ -2,6 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
+import { acquireSandbox } from '../src/sandbox/lease.js';
+import { EnginePool } from '../src/sandbox/pool/provider.js';
+import { ForkError } from '../src/sandbox/sandbox.js';
+import { loadTask } from '../src/task/load.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { LABEL_SERVER } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
@@ -205,5 +209,80 @@ describe('fork a live session (real HTTP, real containers)', () => {
     assert.deepEqual([bad.status, bad.json.error.code], [400, 'bad_request']);
     const none = await req('POST', '/v1/sessions/nope/fork', { n: 1 });
     assert.deepEqual([none.status, none.json.error.code], [404, 'not_found']);
+  });
+});
+
+describe('fork on an engine pool (real engine)', () => {
+  it("puts the children on the parent's engine, in slots taken there, and says when they do not fit", async () => {
+    const pool = new EnginePool([{ name: 'local', host: 'unix:///var/run/docker.sock', capacity: 3, labels: {} }]);
+    after(() => pool.closeAll());
+    assert.equal(pool.capabilities.fork, true);
+    const task = await loadTask(
+      await makeTask({
+        'task.toml': '[task]\nname = "forky-pool"\n',
+        'instruction.md': 'x\n',
+        'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+        'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+      }),
+    );
+    const parent = await acquireSandbox({ provider: pool, task });
+    try {
+      await parent.sandbox.putFiles([{ path: '/app/state', content: 'parent\n' }]);
+      await assert.rejects(
+        parent.sandbox.fork!(3),
+        /a fork into 3 runs on its parent's engine local, which has room for 2 more/,
+      );
+      assert.equal(pool.status()[0]!.inUse, 1, 'a refused fork holds no slot');
+      const made = await parent.sandbox.fork!(2);
+      assert.deepEqual(
+        made.children.map((c) => c.engine),
+        ['local', 'local'],
+      );
+      assert.equal(pool.status()[0]!.inUse, 3, 'each child holds a slot');
+      assert.equal((await made.children[1]!.readFile('/app/state', 100))?.toString(), 'parent\n');
+      await Promise.all(made.children.map((c) => c.close()));
+      assert.equal(pool.status()[0]!.inUse, 1, "a closed child's slot is free again");
+    } finally {
+      await parent.close();
+    }
+  });
+});
+
+describe('fork refusals known before any child starts (real engine)', () => {
+  it('a service whose program was deleted is named, and no child is left', async () => {
+    const provider = new DockerProvider();
+    after(() => provider.closeAll());
+    const task = await loadTask(
+      await makeTask({
+        'task.toml': '[task]\nname = "forky-gone"\n',
+        'instruction.md': 'x\n',
+        'environment/Dockerfile': 'FROM debian:bookworm-slim\nWORKDIR /app\n',
+        'tests/test.sh': '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n',
+      }),
+    );
+    const parent = await acquireSandbox({ provider, task });
+    const mark = `gone-${process.pid}-${Date.now()}`;
+    try {
+      await parent.sandbox.putFiles([{ path: '/app/srv.pl', content: server(8080) }]);
+      const r = await parent.sandbox.exec(
+        'cp /usr/bin/perl /tmp/myperl && cd /app && (nohup /tmp/myperl srv.pl > /dev/null 2>&1 &) && sleep 0.5 && rm /tmp/myperl',
+      );
+      assert.equal(r.exitCode, 0, r.stderr.text);
+      await assert.rejects(
+        parent.sandbox.fork!(2, { labels: () => ({ 'io.termgrade.test-fork': mark }) }),
+        (err: Error) =>
+          err instanceof ForkError &&
+          /"\/tmp\/myperl srv\.pl" cannot be carried.*\/tmp\/myperl was deleted/.test(err.message),
+      );
+      const left = await new Docker().listContainers({
+        all: true,
+        filters: { label: [`io.termgrade.test-fork=${mark}`] },
+      });
+      assert.deepEqual(left, [], 'no child is left');
+      const still = await parent.sandbox.exec(client(8080));
+      assert.equal(still.exitCode, 0, `the parent's service still answers: ${still.stderr.text}`);
+    } finally {
+      await parent.close();
+    }
   });
 });
