@@ -28,7 +28,11 @@ export type {
   StartOptions,
   ProviderHealth,
   ImageSource,
+  ForkOptions,
+  ForkedService,
+  SandboxFork,
 } from './sandbox/sandbox.js';
+export { ForkError } from './sandbox/sandbox.js';
 export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';
 export {
   EnginePool,

@@ -27,7 +27,7 @@ describe('selfcheck', () => {
   it('the Docker backend passes every check (termgrade selfcheck, exit 0)', () => {
     const r = spawnSync(process.execPath, [CLI, 'selfcheck'], { encoding: 'utf8', timeout: 900_000 });
     assert.equal(r.status, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /docker: 11 passed, 0 failed, 0 skipped/);
+    assert.match(r.stdout, /docker: 12 passed, 0 failed, 0 skipped/);
     assert.doesNotMatch(r.stdout, /^(FAIL|SKIP)/m);
   });
 
@@ -74,5 +74,24 @@ describe('selfcheck', () => {
     const report = await selfcheck(withDefect(docker, deaf), { only: ['timeout'] });
     assert.equal(report.ok, false);
     assert.match(report.results[0]!.detail, /still running 30 s after its 1 s timeout/);
+  });
+
+  it("fails a backend whose fork's child shares the parent's files", async () => {
+    const docker = new DockerProvider();
+    after(() => docker.closeAll());
+    // The "child" is a view of the parent itself: one container, one filesystem.
+    const shared = (s: Sandbox): Sandbox => {
+      const fork: Sandbox['fork'] = async () => ({
+        children: [
+          Object.create(s, { id: { value: `${s.id}-child` }, close: { value: async () => undefined } }) as Sandbox,
+        ],
+        services: [],
+        notCarried: ['sleep 300'],
+      });
+      return Object.assign(Object.create(s) as Sandbox, { fork });
+    };
+    const report = await selfcheck(withDefect(docker, shared), { only: ['fork'] });
+    assert.equal(report.ok, false);
+    assert.match(report.results[0]!.detail, /the child's write reached the parent/);
   });
 });

@@ -117,8 +117,60 @@ export interface Sandbox {
    * this one's network, so it follows. A sandbox started on no network cannot be given one later.
    */
   setNetwork(network: string | null): Promise<void>;
+  /**
+   * Branches this live sandbox into `n` new ones (present when the provider reports
+   * `capabilities.fork`). Each child starts from this sandbox's files at one moment (its processes
+   * frozen while they are copied, then running on, untouched), from the same image with the same
+   * limits and network, and none shares files, processes or network with another. Of the
+   * processes, every service (a process holding a listening socket) is started again in every
+   * child by its recorded command line, working folder, user and environment, and is listening
+   * there before the children are handed out; nothing else is carried (SandboxFork says what was
+   * left). All or none: ForkError when the sandbox's state cannot be carried as promised (a
+   * service that does not listen again, files past the bounds), `environment_error` when the
+   * engine fails; either way no child is left. The caller closes each child.
+   */
+  fork?(n: number, options?: ForkOptions): Promise<SandboxFork>;
   close(): Promise<void>;
 }
+
+export interface ForkOptions {
+  signal?: AbortSignal;
+  /** Labels added to child `i` (0-based), over the parent's own. */
+  labels?: (i: number) => Record<string, string>;
+  /** What the parent's files may hold at most (as for a snapshot: the disk limit, the copy's time). */
+  bounds?: SnapshotBounds;
+  /** Seconds each child's services have to listen again; default 15. */
+  readyTimeoutSec?: number;
+}
+
+/** A service of the parent's, started again in every child of a fork. */
+export interface ForkedService {
+  /** Its command line, as recorded (argv). */
+  command: string[];
+  cwd: string;
+  /** uid:gid it ran as. */
+  user: string;
+  /** TCP and UDP ports it listened on, and unix socket paths: each listens again in every child. */
+  ports: number[];
+  sockets: string[];
+}
+
+/** What a fork made: the children (in order) and what each got of the parent's processes. */
+export interface SandboxFork {
+  children: Sandbox[];
+  services: ForkedService[];
+  /** Command lines of the parent's other processes, which no child has (a shell, a job in the background). */
+  notCarried: string[];
+  /** Milliseconds the parent was frozen (its one copy), and the whole fork took; where the backend can tell. */
+  frozenMs?: number;
+  totalMs?: number;
+}
+
+/**
+ * A fork that cannot give what it promises (a service that does not listen again in a child, the
+ * parent's files past their bounds, processes that would not freeze): no child was made.
+ */
+export class ForkError extends Error {}
 
 /** Changes in a snapshot past this count are not scanned: the scan fails closed (see ScanLimitError). */
 export const MAX_SCANNED_CHANGES = 200_000;
@@ -343,6 +395,8 @@ export interface ProviderCapabilities {
   engineImages: boolean;
   /** Holds at most `capacity` sandboxes at once (start waits for a free slot). */
   fixedCapacity: boolean;
+  /** A live sandbox can be branched into several (Sandbox.fork); its services are carried, no other process. */
+  fork: boolean;
 }
 
 /**

@@ -96,4 +96,42 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
       );
     },
   },
+  {
+    name: 'fork',
+    about:
+      "a fork's child starts from the parent's files, neither sees the other's later writes, and what was not carried is said",
+    needs: ['fork', 'commands'],
+    run: async (ctx) => {
+      const s = await ctx.sandbox();
+      expect(s.fork !== undefined, 'the backend reports the fork capability, but its sandbox has no fork');
+      await s.putFiles([{ path: '/app/state', content: 'parent\n' }]);
+      await s.exec('sleep 300 > /dev/null 2>&1 &');
+      // One child: a pool of capacity 2 holds the parent and it.
+      const made = await s.fork(1);
+      try {
+        expect(made.children.length === 1, `a fork of 1 made ${made.children.length}`);
+        const child = made.children[0]!;
+        expect(child.id !== s.id, 'the child is not a sandbox of its own');
+        expect(
+          (await child.readFile('/app/state', 100))?.toString() === 'parent\n',
+          "the child lacks the parent's file",
+        );
+        await child.putFiles([{ path: '/app/state', content: 'child\n' }]);
+        await s.putFiles([{ path: '/app/later', content: 'later\n' }]);
+        expect(
+          (await s.readFile('/app/state', 100))?.toString() === 'parent\n',
+          "the child's write reached the parent",
+        );
+        expect((await child.readFile('/app/later', 100)) === null, "the parent's later write reached the child");
+        expect(
+          made.notCarried.some((c) => c.startsWith('sleep 300')),
+          `a process the fork did not carry is not said (not carried: ${JSON.stringify(made.notCarried)})`,
+        );
+        const running = await child.exec("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'sleep 30[0]'");
+        expect(running.stdout.text.trim() === '0', 'a process said not carried runs in the child');
+      } finally {
+        await Promise.all(made.children.map((c) => c.close()));
+      }
+    },
+  },
 ];

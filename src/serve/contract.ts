@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   conflict: 409,
   gone: 410,
   over_capacity: 429,
+  not_implemented: 501,
   unavailable: 503,
 } as const;
 export type ServeErrorCode = keyof typeof ERROR_STATUS;
@@ -123,8 +124,16 @@ export const CreateGroupBody = z
     member: z.literal(true).optional(),
     // Short enough that "<group_id>.<i>" is still a safe id.
     group_id: SafeId.refine((id) => id.length <= 120, 'at most 120 characters').optional(),
+    /** A live session to branch: the group is n forks of it (its task, or "auto" for it). */
+    from_session: SafeId.optional(),
   })
   .superRefine((b, ctx) => {
+    if (b.from_session !== undefined && (b.episode || b.member || b.group_id !== undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['from_session'],
+        message: 'a group of forks takes no episode, member or group_id',
+      });
     if (b.group_id !== undefined && !b.episode && !b.member)
       ctx.addIssue({
         code: 'custom',
@@ -141,6 +150,9 @@ export const CreateGroupBody = z
         message: `${ids.length} session ids for ${b.n} episodes`,
       });
   });
+
+/** n continuations of a live session (POST /v1/sessions/{id}/fork). */
+export const ForkBody = z.strictObject({ n: z.number().int().min(1).max(256) });
 
 export const CurriculumQuery = z.strictObject({ policy: z.string().max(200).optional() });
 

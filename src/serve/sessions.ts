@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { truncateMiddle } from '../agent/truncate.js';
-import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import { ForkError, type Sandbox, type SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { errorMessage } from '../util/errors.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
@@ -63,6 +63,8 @@ interface Session {
   lastUsed: number;
   grade: Grade | null;
   endedAt: number | null;
+  /** The session it was forked from, if it was. */
+  forkedFrom: string | null;
 }
 
 export interface SessionOptions {
@@ -206,6 +208,7 @@ export class SessionManager {
       lastUsed: Date.now(),
       grade: null,
       endedAt: null,
+      forkedFrom: null,
     };
     this.sessions.set(s.id, s);
     try {
@@ -225,12 +228,96 @@ export class SessionManager {
     s.state = 'live';
     s.lastUsed = Date.now();
     this.counters.created += 1;
+    return this.answer(s);
+  }
+
+  /** A live session's task, who chose it and its policy (a group of its forks takes them). */
+  describe(id: string): { task: string; servedBy: ServedBy; policy: string | null } {
+    const s = this.usable(id);
+    return { task: s.task.task.name, servedBy: s.servedBy, policy: s.policy };
+  }
+
+  /** What a session's creation answers. */
+  private answer(s: Session): Record<string, unknown> {
     return {
       session_id: s.id,
-      task: served.task.name,
-      instruction: served.task.instruction,
+      task: s.task.task.name,
+      instruction: s.task.task.instruction,
       tools: SESSION_TOOLS,
       expires_at: new Date(s.lastUsed + this.options.idleTtlSec * 1000).toISOString(),
+      ...(s.forkedFrom ? { forked_from: s.forkedFrom } : {}),
+    };
+  }
+
+  /**
+   * n new sessions branched from a live one (Sandbox.fork): each its own id, deadline and grading,
+   * starting from the parent's files at one moment with its services running; the parent runs on
+   * untouched. Whole or not at all: 409 when the parent's state cannot be carried (nothing made),
+   * 501 when the backend cannot fork, 429 when n more do not fit now.
+   */
+  async fork(id: string, n: number, group: string | null = null): Promise<Record<string, unknown>> {
+    const parent = this.usable(id);
+    const fork = parent.sandbox.fork?.bind(parent.sandbox);
+    if (!this.options.provider.capabilities.fork || !fork)
+      throw new ServeError(
+        'not_implemented',
+        `this server's sandbox backend (${this.options.provider.name}) cannot fork a session`,
+      );
+    this.ensureRoomFor(n);
+    parent.lastUsed = Date.now();
+    // Counted as starting (capacity) before anything is awaited, as a group's sessions are.
+    const children: Session[] = Array.from({ length: n }, () => ({
+      ...parent,
+      id: randomUUID(),
+      group,
+      state: 'starting' as const,
+      sandbox: null,
+      grade: null,
+      endedAt: null,
+      forkedFrom: parent.id,
+    }));
+    for (const c of children) this.sessions.set(c.id, c);
+    this.warm.plan();
+    let made;
+    try {
+      made = await fork(n, {
+        labels: (i) => ({ ...this.labels, 'io.termgrade.session': children[i]!.id }),
+        signal: this.stopping.signal,
+      });
+    } catch (err) {
+      for (const c of children) this.sessions.delete(c.id);
+      this.warm.schedule();
+      if (err instanceof ForkError) throw new ServeError('conflict', `session ${id} cannot be forked: ${err.message}`);
+      this.countError('environment_error');
+      throw new ServeError('unavailable', `session ${id} could not be forked: ${errorMessage(err)}`, 10);
+    } finally {
+      parent.lastUsed = Date.now();
+    }
+    const now = Date.now();
+    children.forEach((c, i) => {
+      c.sandbox = made.children[i]!;
+      c.lastUsed = now;
+    });
+    // A child deleted while the fork ran (its id was not yet given out, but the server may be stopping).
+    await Promise.all(
+      children.filter((c) => c.state !== 'starting').map((c) => made.children[children.indexOf(c)]!.close()),
+    );
+    for (const c of children) if (c.state === 'starting') c.state = 'live';
+    this.counters.created += n;
+    return {
+      forked_from: parent.id,
+      sessions: children.map((c) => this.answer(c)),
+      carried: {
+        services: made.services.map((s) => ({
+          command: s.command,
+          cwd: s.cwd,
+          user: s.user,
+          ports: s.ports,
+          sockets: s.sockets,
+        })),
+        not_carried: made.notCarried,
+      },
+      frozen_ms: made.frozenMs ?? null,
     };
   }
 

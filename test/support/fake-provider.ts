@@ -188,6 +188,7 @@ export class FakeProvider implements SandboxProvider {
     networkIsolation: false,
     engineImages: false,
     fixedCapacity: false,
+    fork: false,
   };
   /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once. */
   starts = 0;

@@ -30,15 +30,18 @@ export async function releaseHold(containerId: string): Promise<void> {
   await active.get(containerId)?.release();
 }
 
-interface Socket {
+export interface Socket {
   inode: string;
+  /** 0 for a unix socket. */
   port: number;
+  /** A unix socket's path (empty when it has none, or for TCP and UDP). */
+  path: string;
   /** Listening TCP, an unconnected bound UDP socket, or a listening unix socket. */
   listening: boolean;
 }
 
 /** The sockets of a network namespace, from /proc/PID/net of a process in it. */
-async function socketsOf(pid: number): Promise<Socket[]> {
+export async function socketsOf(pid: number): Promise<Socket[]> {
   const out: Socket[] = [];
   for (const [table, listenState] of [
     ['tcp', '0A'],
@@ -51,20 +54,21 @@ async function socketsOf(pid: number): Promise<Socket[]> {
       const f = line.trim().split(/\s+/);
       if (f.length < 10) continue;
       const port = parseInt(f[1]!.slice(f[1]!.lastIndexOf(':') + 1), 16);
-      out.push({ inode: f[9]!, port, listening: f[3] === listenState && port !== 0 });
+      out.push({ inode: f[9]!, port, path: '', listening: f[3] === listenState && port !== 0 });
     }
   }
   const unix = await readFile(`/proc/${pid}/net/unix`, 'utf8').catch(() => '');
   for (const line of unix.split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     // Flags 00010000: __SO_ACCEPTCON, a socket that listen() was called on.
-    if (f.length >= 7) out.push({ inode: f[6]!, port: 0, listening: (parseInt(f[3]!, 16) & 0x10000) !== 0 });
+    if (f.length >= 7)
+      out.push({ inode: f[6]!, port: 0, path: f[7] ?? '', listening: (parseInt(f[3]!, 16) & 0x10000) !== 0 });
   }
   return out;
 }
 
 /** The socket inodes a process holds open. */
-async function socketInodes(pid: number): Promise<Set<string>> {
+export async function socketInodes(pid: number): Promise<Set<string>> {
   const inodes = new Set<string>();
   const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
   for (const fd of fds) {
@@ -75,7 +79,7 @@ async function socketInodes(pid: number): Promise<Set<string>> {
   return inodes;
 }
 
-const pidsIn = async (dir: string): Promise<number[]> =>
+export const pidsIn = async (dir: string): Promise<number[]> =>
   (await readFile(`${dir}/cgroup.procs`, 'utf8').catch(() => ''))
     .split('\n')
     .filter((l) => /^\d+$/.test(l))

@@ -15,7 +15,13 @@ import { removeLeftovers } from './cleanup.js';
 import { ImageBuilder, type DockerBuilder } from './image.js';
 import { resolveBuildNetwork, type BuildNetwork } from './build-network.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_TASK, LABEL_VERIFIER, ownerId } from './labels.js';
-import { DockerSandbox, type CreatedContainer, type DockerExecVia, type VerifierFactory } from './sandbox.js';
+import {
+  DockerSandbox,
+  type CreatedContainer,
+  type DockerExecVia,
+  type SiblingFactory,
+  type VerifierFactory,
+} from './sandbox.js';
 import { EngineTurns } from './turns.js';
 import { trialNetworkRefusal, type NetworkInspection } from './trial-network.js';
 
@@ -126,6 +132,7 @@ export const DOCKER_CAPABILITIES: ProviderCapabilities = {
   networkIsolation: true,
   engineImages: true,
   fixedCapacity: false,
+  fork: true,
 };
 
 export class DockerProvider implements SandboxProvider {
@@ -238,12 +245,23 @@ export class DockerProvider implements SandboxProvider {
           'verifier container',
         ),
     };
+    // A fork's children: the same image, limits and labels, each able to fork in turn (see fork.ts).
+    const siblings: SiblingFactory = (labels, network) =>
+      this.create(
+        task,
+        containerSpec(task, prepared.image, { ...options.labels, ...labels }, network),
+        this.turns.place(),
+        'forked container',
+        verifiers,
+        siblings,
+      );
     const made = await this.create(
       task,
       containerSpec(task, prepared.image, options.labels, options.network ?? null),
       place,
       'container',
       verifiers,
+      siblings,
     );
     await made.start(options.signal);
     return made.sandbox;
@@ -256,6 +274,7 @@ export class DockerProvider implements SandboxProvider {
     place: number,
     what: string,
     verifiers?: VerifierFactory,
+    siblings?: SiblingFactory,
   ): Promise<CreatedContainer> {
     const container = await this.turns.run(place, () => this.docker.createContainer(spec));
     const sandbox = new DockerSandbox(
@@ -266,6 +285,7 @@ export class DockerProvider implements SandboxProvider {
       () => this.open.delete(sandbox),
       verifiers,
       this.execVia,
+      siblings,
     );
     this.open.add(sandbox);
     return {

@@ -17,7 +17,11 @@ import {
   type Shell,
   type SnapshotOptions,
   type VerifierCommand,
+  ForkError,
+  type ForkOptions,
+  type SandboxFork,
 } from '../sandbox.js';
+import { forkByCopy } from './fork.js';
 import { snapshotByCommit, snapshotByCopy } from './snapshot.js';
 import { releaseHold } from './hold.js';
 import { canTrace, tracedCommand } from './trace.js';
@@ -68,6 +72,9 @@ export interface VerifierFactory {
   beside(networkOf: string | null, command?: VerifierCommand): Promise<CreatedContainer>;
 }
 
+/** Creates (does not start) a container beside a sandbox from its image, limits and labels, plus `labels`, on `network` (see fork.ts). */
+export type SiblingFactory = (labels: Record<string, string>, network: string | null) => Promise<CreatedContainer>;
+
 export class DockerSandbox implements Sandbox {
   private closing: Promise<void> | null = null;
   private helper: Promise<DockerShell> | null = null;
@@ -82,6 +89,8 @@ export class DockerSandbox implements Sandbox {
     /** Makes this sandbox's verifiers (the provider knows the task's limits); absent on a verifier. */
     private readonly verifiers?: VerifierFactory,
     private readonly execVia: DockerExecVia = 'shell',
+    /** Makes this sandbox's forks; absent on a verifier. */
+    private readonly siblings?: SiblingFactory,
   ) {
     // A verifier's sandbox spools on its own fresh /dev/shm, under a name the agent could not have
     // prepared (whatever it did to /tmp lives on in the snapshot).
@@ -348,6 +357,27 @@ export class DockerSandbox implements Sandbox {
     const layers = await this.upperLayers();
     if (layers) return snapshotByCopy({ ...host, layers, createVerifier: verifiers.beside }, options);
     return snapshotByCommit({ ...host, startVerifier: verifiers.fromImage }, options);
+  }
+
+  /** Branches this sandbox (see Sandbox.fork and fork.ts); a verifier's sandbox cannot be. */
+  async fork(n: number, options: ForkOptions = {}): Promise<SandboxFork> {
+    const siblings = this.siblings;
+    if (!siblings) throw new ForkError("a verifier's sandbox cannot be forked");
+    return forkByCopy(
+      { container: this.container, turn: this.turn, layers: await this.ownLayers(), createSibling: siblings },
+      n,
+      options,
+    );
+  }
+
+  /** The container's overlay layers when readable from here, whatever path its commands take (fork.ts copies them). */
+  ownLayers(): Promise<OverlayLayers | null> {
+    return overlayLayers(this.container);
+  }
+
+  /** The host pid of the container's init (0 when it does not run). */
+  async initPid(): Promise<number> {
+    return (await this.container.inspect()).State.Pid;
   }
 
   /** Closes the helper shell (its process is about to die with the container's): the next use opens a new one. */

@@ -309,6 +309,35 @@ export class EnginePool implements SandboxProvider {
     for (const w of [...this.waiters]) w();
   }
 
+  /**
+   * n slots on `engine` taken at once for a fork's children, which live where their parent does
+   * (its layer is copied on that machine); `environment_error` when they do not fit there now.
+   * Returns how to wrap each child the fork made (its slot freed when it closes) and how to give
+   * back the slots of children never made.
+   */
+  reserveOn(engine: Engine, n: number): { adopt(inner: Sandbox): PoolSandbox; giveBack(count: number): void } {
+    if (!engine.up) throw new TermgradeError('environment_error', `engine ${engine.name} is lost: ${engine.reason}`);
+    if (engine.inUse + n > engine.capacity)
+      throw new TermgradeError(
+        'environment_error',
+        `a fork into ${n} runs on its parent's engine ${engine.name}, which has room for ${engine.capacity - engine.inUse} more`,
+      );
+    engine.inUse += n;
+    return {
+      adopt: (inner) => {
+        const sandbox = new PoolSandbox(this, engine, inner, () => {
+          this.open.delete(sandbox);
+          this.release(engine);
+        });
+        this.open.add(sandbox);
+        return sandbox;
+      },
+      giveBack: (count) => {
+        for (let i = 0; i < count; i++) this.release(engine);
+      },
+    };
+  }
+
   release(engine: Engine): void {
     engine.inUse = Math.max(0, engine.inUse - 1);
     this.wake();

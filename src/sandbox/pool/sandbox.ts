@@ -4,8 +4,10 @@ import type {
   ExecOptions,
   ExecResult,
   FileEntry,
+  ForkOptions,
   FsChange,
   Sandbox,
+  SandboxFork,
   SandboxSnapshot,
   Shell,
   SnapshotOptions,
@@ -40,6 +42,24 @@ export class PoolSandbox implements Sandbox {
     private readonly onClosed: () => void,
   ) {
     this.lost = home.lostSignal.signal;
+    if (inner.fork) this.fork = (n, options) => this.forkOnHome(n, options);
+  }
+
+  fork?: (n: number, options?: ForkOptions) => Promise<SandboxFork>;
+
+  /** The children live on this sandbox's engine, in slots taken there first (see EnginePool.reserveOn); same loss rule. */
+  private forkOnHome(n: number, options?: ForkOptions): Promise<SandboxFork> {
+    return this.call(async () => {
+      const slots = this.pool.reserveOn(this.home, n);
+      let made: SandboxFork;
+      try {
+        made = await this.inner.fork!(n, options);
+      } catch (err) {
+        slots.giveBack(n);
+        throw err;
+      }
+      return { ...made, children: made.children.map((c) => slots.adopt(c)) };
+    });
   }
 
   get id(): string {

@@ -8,6 +8,7 @@ import {
   CurriculumQuery,
   EpisodeBody,
   ExecBody,
+  ForkBody,
   type GroupEpisode,
   ServeError,
 } from '../contract.js';
@@ -38,6 +39,10 @@ export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/exec', async (req) => {
     const body = parse(ExecBody, req.body);
     return sessions.exec(req.params.id, body.command, body.timeout_sec);
+  });
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (req, reply) => {
+    const body = parse(ForkBody, req.body);
+    return reply.code(201).send(await sessions.fork(req.params.id, body.n));
   });
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/verify', async (req) => sessions.verify(req.params.id));
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req, reply) => {
@@ -75,6 +80,7 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     const body = parse(CreateGroupBody, req.body);
     const policy = body.policy ?? null;
     if (body.member) return reply.code(201).send(await claimMember(ctx, body, starting));
+    if (body.from_session) return reply.code(201).send(await forkGroup(ctx, body, body.from_session));
     sessions.ensureRoomFor(body.n);
     if (body.episode) {
       const known =
@@ -101,6 +107,25 @@ function registerGroupRoutes(app: FastifyInstance, ctx: ServeContext): void {
     });
   });
   app.get<{ Params: { id: string } }>('/v1/groups/:id', async (req) => groups.view(req.params.id));
+}
+
+/**
+ * A group of n forks of one live session (tree-shaped rollouts: the members share the parent's
+ * prefix): made whole or not at all, then filed as a group whose rewards are answered together.
+ */
+async function forkGroup(
+  ctx: ServeContext,
+  body: z.infer<typeof CreateGroupBody>,
+  parent: string,
+): Promise<Record<string, unknown>> {
+  const of = ctx.sessions.describe(parent);
+  if (body.task !== AUTO && body.task !== of.task)
+    throw new ServeError('conflict', `session ${parent} is of task ${of.task}, not ${body.task}`);
+  const id = ctx.groups.newId();
+  const forked = await ctx.sessions.fork(parent, body.n, id);
+  const members = (forked.sessions as Array<{ session_id: string }>).map((s) => s.session_id);
+  ctx.groups.add({ id, kind: 'sessions', task: of.task, servedBy: of.servedBy, policy: of.policy, sessions: members });
+  return { group_id: id, task: of.task, served_by: of.servedBy, ...forked };
 }
 
 /** n sessions of one task, started whole or not at all (those that did start are removed), then filed as a group. */
