@@ -320,6 +320,11 @@ describe("Harbor's job config and job folder", () => {
         .filter((f) => f === 'n_attempt'),
       ['n_attempt'],
     );
+    // ... with the key it most likely meant.
+    assert.match(
+      harborConfigToSpec({ ...raw, n_attempt: 3 }, 'f', '/w', 'x').ignored.find((i) => i.field === 'n_attempt')!.why,
+      /did you mean n_attempts\?/,
+    );
     // A termgrade job file is not taken for Harbor's.
     assert.equal(isHarborJobConfig({ name: 'j', tasks: { paths: ['t'] }, agents: [{ agent: 'oracle' }], k: 2 }), false);
   });

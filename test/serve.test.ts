@@ -146,6 +146,8 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
       ['POST', '/v1/sessions/unknown/exec', { command: 'true' }, 404, 'not_found'],
       ['POST', '/v1/sessions/hello/verify', '{"broken', 400, 'bad_request'],
       ['GET', '/v1/nothing', undefined, 404, 'not_found'],
+      // A body over serve's 2 MiB limit is refused for its size (413), as a model server would.
+      ['POST', '/v1/sessions/unknown/exec', { command: 'x'.repeat(2 * 1024 * 1024 + 1) }, 413, 'too_large'],
     ];
     for (const [method, url, body, status, code] of cases) {
       const r = await call(base, method, url, body);

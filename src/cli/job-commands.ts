@@ -378,7 +378,8 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
       protection: admission,
     });
     progress.stop();
-    if (!flags.jsonl && !flags.quiet) await printRunSummary(spec, summary, skipped.length, job);
+    // --quiet silences progress, not the result: the summary is what the run was for.
+    if (!flags.jsonl) await printRunSummary(spec, summary, skipped.length, job);
     await harbor.finish(flags);
     const interrupted = signals.exitCode();
     if (interrupted !== null) return interrupted;
@@ -438,7 +439,7 @@ function harborFolderKeeper(
       await queue;
       if (!harborJobsDir) return;
       const [written] = await exportHarborJobs([jobDir], harborJobsDir, { replace: true });
-      if (written && !flags.quiet && !flags.jsonl)
+      if (written && !flags.jsonl)
         process.stdout.write(
           `harbor job folder: ${written.dir} (${written.trials} trials; harbor view ${harborJobsDir})\n`,
         );

@@ -299,7 +299,7 @@ program
   .option('--harbor-jobs-dir <dir>', "where Harbor's job folder goes (implies --format harbor; default jobs)")
   .option('--admission-dir <dir>', ADMISSION_DIR_HELP)
   .option('--jsonl', 'print every event as a JSON line on stdout')
-  .option('-q, --quiet', 'no progress output')
+  .option('-q, --quiet', 'no progress output (the summary at the end is still printed)')
   // A test hook, not for users: each trial's store write stalls this long (tests kill a run mid-write).
   .addOption(new Option('--fault-store-write-delay-ms <ms>').argParser(positiveInt).hideHelp())
   .addHelpText(

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { AgentConfigInput, JobSpecInput } from '../job/spec.js';
 import { knownAgents } from '../agent/registry.js';
 import { TermgradeError } from '../util/errors.js';
+import { nearestName } from '../util/nearest.js';
 
 /**
  * Harbor's job config (`harbor run -c job.yaml`, Harbor's JobConfig) read into termgrade's job
@@ -123,11 +124,14 @@ class Collector {
   /** Keys of an object that are not among those read: each named, none dropped silently. */
   rest(prefix: string, obj: Raw, read: string[]): void {
     for (const k of Object.keys(obj))
-      if (!read.includes(k))
+      if (!read.includes(k)) {
+        // A misspelt key (n_attempt) would otherwise change nothing, silently: name the nearest one.
+        const near = nearestName(k, read);
         this.ignored.push({
           field: `${prefix}${k}`,
-          why: "not a key of Harbor's job config that termgrade knows; ignored",
+          why: `not a key of Harbor's job config that termgrade knows${near ? `; did you mean ${prefix}${near}?` : ''}; ignored`,
         });
+      }
   }
 }
 

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import { tokenEquals } from '../util/net.js';
 import type { HostCheck } from '../util/host-check.js';
-import { ERROR_STATUS, ServeError } from './contract.js';
+import { BODY_LIMIT_BYTES, ERROR_STATUS, ServeError } from './contract.js';
 
 /** The error shape of every route: `{"error": {"code", "message"}}` with the code's status. */
 export function send(reply: FastifyReply, err: ServeError): FastifyReply {
@@ -30,7 +30,7 @@ function tokenMatches(header: string | undefined, token: string): boolean {
  * every route but /healthz.
  */
 export function createApp(hostCheck: HostCheck, token: string): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 });
+  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
   // A JSON content type with no body (POST .../verify from many clients) is an empty request, not an error.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
@@ -40,6 +40,11 @@ export function createApp(hostCheck: HostCheck, token: string): FastifyInstance 
   app.setErrorHandler((err, _req, reply) => {
     if (err instanceof ServeError) return send(reply, err);
     const e = err as { statusCode?: number; code?: string; message: string };
+    if (e.statusCode === 413)
+      return send(
+        reply,
+        new ServeError('too_large', `the request body is over serve's limit of ${BODY_LIMIT_BYTES} bytes`),
+      );
     if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500)
       return send(reply, new ServeError('bad_request', e.message));
     return send(reply, new ServeError('unavailable', `internal error: ${e.message}`, 5));

@@ -14,11 +14,16 @@ export const ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   gone: 410,
+  // A request body over serve's limit (BODY_LIMIT_BYTES).
+  too_large: 413,
   over_capacity: 429,
   not_implemented: 501,
   unavailable: 503,
 } as const;
 export type ServeErrorCode = keyof typeof ERROR_STATUS;
+
+/** The largest request body serve reads (a step's command and files are far smaller). */
+export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
 export class ServeError extends Error {
   constructor(
