@@ -51,7 +51,7 @@ type Progress = { onEvent: (e: JobEvent) => void; stop: () => void };
 type Fields = Record<string, string | number>;
 
 /** What the job's events said so far: per configuration counts, and the image builds. */
-class JobTally {
+export class JobTally {
   readonly counters = new Map<string, Counter>();
   readonly images = { building: [] as string[], started: 0, built: 0, failed: 0 };
   private readonly started = Date.now();
@@ -92,6 +92,8 @@ class JobTally {
       case 'trial-done': {
         const c = counters.get(e.slot.config)!;
         c.running -= 1;
+        // A trial an interrupt cancelled was not run (the summary says so): not done, no time to learn from.
+        if (e.status === 'not_run') return null;
         c.done += 1;
         c.durationMs += e.durationMs;
         if (e.status === 'error') c.failed += 1;
