@@ -200,6 +200,14 @@ describe('fork a live session (real HTTP, real containers)', () => {
     assert.equal((await req('POST', `/v1/sessions/${b}/verify`)).json.reward, 0);
     const view = await req('GET', `/v1/groups/${g.json.group_id}`);
     assert.deepEqual([view.json.done, view.json.rewards], [true, [1, 0]], JSON.stringify(view.json));
+    // Members as POST /v1/groups gives them (objects with their id), each with its grade.
+    assert.deepEqual(
+      view.json.sessions.map((s: { session_id: string; reward: number | null }) => [s.session_id, s.reward]),
+      [
+        [a, 1],
+        [b, 0],
+      ],
+    );
     assert.equal((await req('DELETE', `/v1/sessions/${parent}`)).status, 204);
     assert.deepEqual(await containers(), []);
   });

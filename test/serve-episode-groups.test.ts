@@ -96,7 +96,12 @@ describe('serve: groups of episodes', () => {
     assert.deepEqual([...sessionsSeen].sort(), ['t-miss', 't-solve', 't2-solve']);
     const view = await call('GET', '/v1/groups/g-mixed');
     assert.deepEqual(
-      [view.json.kind, view.json.done, view.json.rewards, view.json.episodes],
+      [
+        view.json.kind,
+        view.json.done,
+        view.json.rewards,
+        view.json.episodes.map((e: { episode_id: string }) => e.episode_id),
+      ],
       ['episodes', true, [1, 0, 1], ['g-mixed.0', 'g-mixed.1', 'g-mixed.2']],
     );
     assert.deepEqual(await groupsOf('grpo'), { total: 1, all_zero: 0, all_one: 0 });

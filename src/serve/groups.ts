@@ -122,17 +122,30 @@ export class GroupBook {
       this.onComplete({ task: g.task, policy: g.policy, outcomes: all.map((x) => x.solved) });
   }
 
+  /** How many members the group has. */
+  members(id: string): number {
+    const g = this.groups.get(id);
+    if (!g) throw new ServeError('not_found', `no group "${id.slice(0, 200)}"`);
+    return g.sessions.length;
+  }
+
   view(id: string): Record<string, unknown> {
     const g = this.groups.get(id);
     if (!g) throw new ServeError('not_found', `no group "${id.slice(0, 200)}"`);
     const rewards = g.sessions.map((s) => g.grades.get(s)?.reward ?? null);
     const done = g.grades.size === g.sessions.length;
+    // Each member as POST /v1/groups answers it (an object with its id), with its grade so far.
+    const idKey = g.kind === 'episodes' ? 'episode_id' : 'session_id';
     return {
       group_id: g.id,
       kind: g.kind,
       task: g.task,
       policy: g.policy,
-      [g.kind]: g.sessions,
+      [g.kind]: g.sessions.map((s) => ({
+        [idKey]: s,
+        status: g.grades.get(s)?.status ?? 'pending',
+        reward: g.grades.get(s)?.reward ?? null,
+      })),
       done,
       rewards,
       statuses: g.sessions.map((s) => g.grades.get(s)?.status ?? 'pending'),

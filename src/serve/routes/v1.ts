@@ -193,7 +193,7 @@ async function claimMember(
   const known = ctx.groups.chosen(id)!;
   if (body.task !== AUTO && body.task !== known.task)
     throw new ServeError('conflict', `group "${id}" is of task ${known.task}, not ${body.task}`);
-  const size = (ctx.groups.view(id).sessions as string[]).length;
+  const size = ctx.groups.members(id);
   if (size !== body.n) throw new ServeError('conflict', `group "${id}" has ${size} members, not ${body.n}`);
   const claimed = ctx.groups.claim(id);
   if (!claimed) throw new ServeError('conflict', `every member of group "${id}" was handed out already`);
