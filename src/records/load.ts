@@ -111,9 +111,10 @@ export async function loadRecords(sources: string[]): Promise<StatsRecord[]> {
  * per line) and folders holding trial folders (every result.json below them, e.g. a check's --out). A bad line is an
  * error naming the file and line. A trial is its job and its trial id (store/identity.ts): the
  * same trial read twice (a job given twice, or with its own trials folder) is counted once, and
- * trials of two jobs are never merged, however alike their ids.
+ * trials of two jobs are never merged, however alike their ids. A folder holding neither a job nor
+ * a trial is bad input, unless `allowEmpty` (a report of a synth job alone has no trials to read).
  */
-export async function loadRecordSet(sources: string[]): Promise<RecordSet> {
+export async function loadRecordSet(sources: string[], how: { allowEmpty?: boolean } = {}): Promise<RecordSet> {
   const out: StatsRecord[] = [];
   const jobs = new Jobs();
   const folders = new TrialFolderJobs();
@@ -146,7 +147,7 @@ export async function loadRecordSet(sources: string[]): Promise<RecordSet> {
         jobs.note(job);
         out.push({ ...rec, job: job.id });
       }
-      if (!found)
+      if (!found && !how.allowEmpty)
         throw new TermgradeError(
           'bad_input',
           `${source}: not a job folder (no job.db) and no trial folders under it (no result.json)`,

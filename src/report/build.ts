@@ -58,7 +58,8 @@ async function readContract<T>(
  * sorting, nothing fetched) and report.json (the figures) in `outDir`.
  */
 export async function buildReport(o: BuildReportOptions): Promise<{ index: string; data: ReportData }> {
-  const { records, jobs } = await loadRecordSet(o.sources);
+  // A report of a synth job (--synth) may have no trials of its own.
+  const { records, jobs } = await loadRecordSet(o.sources, { allowEmpty: o.synth !== undefined });
   const details = await loadDetails(o.sources);
   let check: CheckReport | null = null;
   if (o.check) check = await readContract(o.check, CheckReportSchema, 'a check output (check.json)');
