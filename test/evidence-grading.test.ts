@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { checkTasks } from '../src/check/check.js';
-import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
 import { runTrial } from '../src/trial/run.js';
 import type { TrialResult } from '../src/trial/schema.js';
 import { checkEvidence, rewardWriters, type GradingEvidence } from '../src/verifier/evidence.js';
 import type { ProtectionRecord } from '../src/verifier/protection.js';
-import { ProtectionStore } from '../src/verifier/protection-store.js';
 import type { TestResult } from '../src/verifier/schema.js';
-import { docker, makeTask, onEachDockerExecPath, tempDir } from './helpers.js';
+import { makeTask, onEachDockerExecPath, tempDir } from './helpers.js';
+import { admitted as admittedByCheck } from './support/admit.js';
 import { scriptAgent } from './support/attack-suite.js';
 
 const t = (name: string, status: TestResult['status']): TestResult => ({
@@ -171,17 +169,7 @@ function admitCalc(): Promise<{ task: Task; record: ProtectionRecord }> {
       'tests/test.sh': CALC_TEST_SH,
       'tests/test_calc.py': CALC_TESTS,
     });
-    const store = new ProtectionStore(await tempDir());
-    const report = await checkTasks([dir], {
-      provider: docker(),
-      outDir: await tempDir(),
-      repeat: 1,
-      probes: 'none',
-      protection: store,
-    });
-    assert.deepEqual(report.tasks[0]!.reasons, [], report.tasks[0]!.details.join(' | '));
-    const task = await loadTask(dir);
-    const record = (await store.load(task))!;
+    const { task, record } = await admittedByCheck(dir);
     assert.ok(record.evidence, 'admission records what a pass looks like');
     return { task, record };
   })();

@@ -2,13 +2,11 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Agent } from '../src/agent/agent.js';
 import { oracleAgent } from '../src/agent/oracle.js';
-import { checkTasks } from '../src/check/check.js';
-import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
 import { runTrial } from '../src/trial/run.js';
 import { mergeStepRecords, type ProtectionRecord } from '../src/verifier/protection.js';
-import { ProtectionStore } from '../src/verifier/protection-store.js';
 import { docker, makeTask, tempDir } from './helpers.js';
+import { admitted } from './support/admit.js';
 
 /**
  * A two-step task whose step tests run the agent's own /app/run.sh before judging (a real shape:
@@ -60,18 +58,7 @@ describe('a multi-step task: each step graded against its own evidence from admi
   let record: ProtectionRecord;
 
   before(async () => {
-    const dir = await twoStepTask();
-    const store = new ProtectionStore(await tempDir());
-    const report = await checkTasks([dir], {
-      provider: docker(),
-      outDir: await tempDir(),
-      repeat: 1,
-      probes: 'none',
-      protection: store,
-    });
-    assert.deepEqual(report.tasks[0]!.reasons, [], report.tasks[0]!.details.join(' | '));
-    task = await loadTask(dir);
-    record = (await store.load(task))!;
+    ({ task, record } = await admitted(await twoStepTask()));
   });
 
   it("admission keeps each step's evidence under its name", () => {

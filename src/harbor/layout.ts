@@ -140,6 +140,16 @@ function multipliers(spec: JobSpec | null): {
 }
 
 /** The job's config.json: a task path that is a task folder is one of Harbor's `tasks`, any other a dataset. */
+
+/** A task of a job config given by its local folder (no git source, nothing to download). */
+const localTask = (p: string): HarborJobConfig['tasks'][number] => ({
+  path: p,
+  git_url: null,
+  git_commit_id: null,
+  overwrite: false,
+  download_dir: null,
+  source: null,
+});
 export function harborJobConfig(spec: JobSpec, jobsDir: string, taskFolders: ReadonlySet<string>): HarborJobConfig {
   const t = spec.tasks;
   return {
@@ -162,16 +172,7 @@ export function harborJobConfig(spec: JobSpec, jobsDir: string, taskFolders: Rea
         exclude_task_names: t.exclude.length ? t.exclude : null,
         n_tasks: t.limit ?? null,
       })),
-    tasks: t.paths
-      .filter((p) => taskFolders.has(p))
-      .map((p) => ({
-        path: p,
-        git_url: null,
-        git_commit_id: null,
-        overwrite: false,
-        download_dir: null,
-        source: null,
-      })),
+    tasks: t.paths.filter((p) => taskFolders.has(p)).map(localTask),
     artifacts: [],
   };
 }
@@ -213,14 +214,7 @@ export function importedJobConfig(
     metrics: [],
     agents: [...agents.values()],
     datasets: [],
-    tasks: [...new Set(taskPaths)].sort().map((p) => ({
-      path: p,
-      git_url: null,
-      git_commit_id: null,
-      overwrite: false,
-      download_dir: null,
-      source: null,
-    })),
+    tasks: [...new Set(taskPaths)].sort().map(localTask),
     artifacts: [],
   };
 }

@@ -140,17 +140,18 @@ export async function timed<T>(state: TrialState, phase: Phase, work: () => Prom
   const s = nowIso();
   const p0 = performance.now();
   state.log.info(`${phase} started`, { phase });
-  let failed: unknown = null;
+  // Whether the phase threw, and what: a thrown value may itself be falsy.
+  let failed: { err: unknown } | null = null;
   try {
     return await work();
   } catch (err) {
-    failed = err;
+    failed = { err };
     throw err;
   } finally {
     state.log[failed ? 'error' : 'info'](`${phase} ${failed ? 'threw' : 'ended'}`, {
       phase,
       duration_ms: Math.round(performance.now() - p0),
-      ...(failed ? { cause: causeOf(failed) } : {}),
+      ...(failed ? { cause: causeOf(failed.err) } : {}),
     });
     const before = state.phases[phase];
     const ms = performance.now() - p0;
