@@ -356,7 +356,8 @@ describe('evaluation jobs', () => {
         jobsDir,
         '-q',
       ];
-      assert.equal((await runCli(args('2'))).status, 0);
+      const first = await runCli(args('2'));
+      assert.equal(first.status, 0, first.stderr);
       spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, 'filler')}`, 'bs=64k']);
       try {
         const r = await runCli(args('4'));
@@ -387,7 +388,8 @@ describe('evaluation jobs', () => {
         jobsDir,
         '-q',
       ];
-      assert.equal((await runCli(args('2'))).status, 0);
+      const first = await runCli(args('2'));
+      assert.equal(first.status, 0, first.stderr);
       execFileSync('mount', ['-o', 'remount,ro', mnt]);
       try {
         const r = await runCli(args('4'));

@@ -7,7 +7,7 @@ import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { readFile } from 'node:fs/promises';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
-import { ROOT, tempDir, trivialTask } from './helpers.js';
+import { ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 
 /** Runs one of test/python's files with the machine's python3; its exit code and output. */
 async function python(file: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
@@ -31,6 +31,7 @@ describe('python adapters against termgrade serve', () => {
   let dataDir: string;
   const model = new ScriptedModelServer({
     solver: [{ reply: { content: SOLVE } }, { reply: { content: 'Done.<|end|>' } }],
+    'solver-again': [{ reply: { content: SOLVE } }, { reply: { content: 'Done.<|end|>' } }],
     quitter: [{ reply: { content: 'I give up.<|end|>' } }],
   });
   let modelUrl: string;
@@ -62,18 +63,34 @@ describe('python adapters against termgrade serve', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { model?: string; reward?: number | null; group_id?: string | null });
+    // the group's two members and the third rollout the loop ran outside the group, all labelled
     const labelled = grades.filter((g) => g.model === 'e2e/ckpt-5');
-    assert.deepEqual(labelled.map((g) => g.reward).sort(), [0, 1], JSON.stringify(grades));
-    assert.ok(
-      labelled.every((g) => g.group_id === 'uid-e2e-1'),
+    assert.deepEqual(labelled.map((g) => g.reward).sort(), [0, 1, 1], JSON.stringify(grades));
+    assert.deepEqual(
+      labelled.map((g) => g.group_id ?? null).sort(),
+      [null, 'uid-e2e-1', 'uid-e2e-1'],
       JSON.stringify(labelled),
+    );
+    // drift reads the label: the checkpoint's rollouts are its own row, apart from the other policies'
+    const drift = await runCli(['drift', dataDir, '--json', '--min-trials', '1']);
+    assert.equal(drift.status, 0, drift.stderr);
+    const rows = (JSON.parse(drift.stdout) as { rows: { policy: string; task: string; n: number; c: number }[] }).rows;
+    const mine = rows.filter((r) => r.policy === 'e2e/ckpt-5');
+    assert.deepEqual(
+      mine.map((r) => [r.task, r.n, r.c]),
+      [['hello', 3, 2]],
+      JSON.stringify(rows),
+    );
+    assert.ok(
+      rows.some((r) => r.policy !== 'e2e/ckpt-5'),
+      'the other tests graded under other labels',
     );
   });
 
   it("a verl step with failed rollouts merges, trains only on graded rows, and the README command passes verl's checks", async () => {
     for (const [file, summary] of [
-      ['test_verl_training.py', /verl training tests: 9 ok of 9/],
-      ['test_verl_config.py', /verl config tests: 5 ok of 5/],
+      ['test_verl_training.py', /verl training tests: 10 ok of 10/],
+      ['test_verl_config.py', /verl config tests: 6 ok of 6/],
     ] as const) {
       const { code, output } = await python(file, {});
       assert.equal(code, 0, output);

@@ -253,16 +253,19 @@ class CurriculumGroupTests(unittest.TestCase):
             f.write("5")
         os.environ["TERMGRADE_TASK"] = "auto"
         try:
+            def rollout(model):
+                config = Config({"actor_rollout_ref": {"rollout": {"response_length": 4096, "prompt_length": 4096, "calculate_log_probs": True, "n": 2, "multi_turn": {"max_assistant_turns": 5}}}, "data": {}, "trainer": {"experiment_name": "e2e", "default_local_dir": checkpoints}})
+                _, entry = agent_loop_entry()
+                loop = instantiate(entry, trainer_config=DictConfigWrap(config), server_manager=ScriptedModelManager(model), tokenizer=CharTokenizer(), processor=None, dataset_cls=None, dataset_config=DictConfigWrap(Config({})))
+                return loop.run({"temperature": 1.0, "logprobs": True}, extra_info={"task": "ignored-with-auto", "split": "train"}, uid="uid-e2e-1")
+
             async def both():
-                rows = []
-                for model in ("solver", "quitter"):
-                    config = Config({"actor_rollout_ref": {"rollout": {"response_length": 4096, "prompt_length": 4096, "calculate_log_probs": True, "n": 2, "multi_turn": {"max_assistant_turns": 5}}}, "data": {}, "trainer": {"experiment_name": "e2e", "default_local_dir": checkpoints}})
-                    _, entry = agent_loop_entry()
-                    loop = instantiate(entry, trainer_config=DictConfigWrap(config), server_manager=ScriptedModelManager(model), tokenizer=CharTokenizer(), processor=None, dataset_cls=None, dataset_config=DictConfigWrap(Config({})))
-                    rows.append(loop.run({"temperature": 1.0, "logprobs": True}, extra_info={"task": "ignored-with-auto", "split": "train"}, uid="uid-e2e-1"))
-                return await asyncio.gather(*rows)
+                return await asyncio.gather(rollout("solver"), rollout("quitter"))
 
             solver, quitter = asyncio.run(both())
+            # a third rollout of the prompt (n is 2): serve answers the member call 409, the loop runs it
+            # in a fresh session of the group's task, outside the group
+            third = asyncio.run(rollout("solver-again"))
         finally:
             del os.environ["TERMGRADE_TASK"]
         self.assertEqual((solver.reward_score, quitter.reward_score), (1.0, 0.0))
@@ -271,8 +274,14 @@ class CurriculumGroupTests(unittest.TestCase):
             self.assertEqual(row.extra_fields["termgrade_policy"], "e2e/ckpt-5")
             self.assertEqual(row.extra_fields["termgrade_group"], "uid-e2e-1")
             self.assertEqual(len(row.response_logprobs), len(row.response_ids))
-        group = TermgradeClient(URL, TOKEN).group("uid-e2e-1")
+        client = TermgradeClient(URL, TOKEN)
+        group = client.group("uid-e2e-1")
         self.assertEqual((group["task"], group["done"], sorted(group["rewards"])), ("hello", True, [0, 1]))
+        # a third rollout of a prompt whose n is 2 (a verl retry of a member, say) gets no session of the group
+        self.assertEqual((third.reward_score, third.extra_fields["termgrade_task"], third.extra_fields["termgrade_group"], third.extra_fields["termgrade_policy"]), (1.0, "hello", "", "e2e/ckpt-5"))
+        with self.assertRaises(TermgradeAPIError) as extra:
+            client.group_member("uid-e2e-1", "auto", 2, policy="e2e/ckpt-5", split="train")
+        self.assertEqual((extra.exception.status, extra.exception.code), (409, "conflict"))
 
 
 if __name__ == "__main__":

@@ -84,9 +84,11 @@ def problems(config, train_rows, max_sessions, env):
         out.append("equal_worker_chunks")
     if g % config["actor_rollout_ref.rollout.tensor_model_parallel_size"]:
         out.append("rollout_tp_divides_gpus")
-    if config["algorithm.adv_estimator"] not in ("gae", "grpo"):
-        if "termgrade_advantage" not in env.get("VERL_USE_EXTERNAL_MODULES", "").split(","):
-            out.append("external_modules")
+    external = env.get("VERL_USE_EXTERNAL_MODULES", "").split(",")
+    if config["algorithm.adv_estimator"] not in ("gae", "grpo") and "termgrade_advantage" not in external:
+        out.append("external_modules")
+    if "termgrade_validation" not in external:
+        out.append("validation_leaves_failures_out")
     if bs * n > max_sessions:
         out.append(f"serve capacity: {bs * n} rollouts a step, --max-sessions {max_sessions}")
     return out
@@ -127,6 +129,12 @@ class ReadmeCommandTests(unittest.TestCase):
         config["data.train_batch_size"] = 64  # lowered under the default mini batch of 256
         config["actor_rollout_ref.actor.ppo_mini_batch_size"] = FACTS["defaults"]["actor_rollout_ref.actor.ppo_mini_batch_size"]["value"]
         self.assertIn("mini_le_batch", problems(config, self.train_rows, self.max_sessions, self.env))
+
+    def test_the_checks_need_both_termgrade_modules(self):
+        env = dict(self.env, VERL_USE_EXTERNAL_MODULES="termgrade_advantage")
+        self.assertEqual(problems(self.config, self.train_rows, self.max_sessions, env), ["validation_leaves_failures_out"])
+        env["VERL_USE_EXTERNAL_MODULES"] = "termgrade_validation"
+        self.assertEqual(problems(self.config, self.train_rows, self.max_sessions, env), ["external_modules"])
 
     def test_serve_outlives_a_generation(self):
         # The longest generation (the response budget) at 20 tokens/s must fit in serve's idle time.

@@ -17,13 +17,15 @@ sys.path.insert(0, os.path.join(HERE, "verl_standin"))
 sys.path.insert(0, os.path.join(ROOT, "integrations"))
 sys.path.insert(0, os.path.join(ROOT, "integrations", "verl"))
 
-import termgrade_advantage  # noqa: E402,F401  (registers termgrade_grpo, as VERL_USE_EXTERNAL_MODULES does)
+# As the README's command: importing verl imports these (termgrade_grpo registers, validation wraps)
+os.environ["VERL_USE_EXTERNAL_MODULES"] = "termgrade_advantage,termgrade_validation"
+import verl  # noqa: E402,F401
 import termgrade_agent_loop  # noqa: E402
 from termgrade_client import TermgradeAPIError  # noqa: E402
 from verl._tensor import Tensor  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import Config, DictConfigWrap, manager_generate  # noqa: E402
 from verl.protocol import DataProto  # noqa: E402
-from verl.trainer.ppo import core_algos  # noqa: E402
+from verl.trainer.ppo import core_algos, metric_utils  # noqa: E402
 from verl.trainer.ppo.ray_trainer import compute_advantage, validation_metrics  # noqa: E402
 
 PROMPT_LEN, RESPONSE_LEN = 256, 64
@@ -188,13 +190,31 @@ class StepTests(unittest.TestCase):
             DataProto.concat([data_a, data_c])
 
     def test_validation_leaves_failures_out(self):
-        data, scripts = step_batch([[F, 1, 0, F], [1, 1, 0, 1]], False)
+        data, scripts = step_batch([[F, 1, 0, F], [1, 1, 0, 1], [F, F, F, F], [0, 0, 1, 1]], False)
         metrics = validation_metrics(data)
-        graded = [s for s in scripts if s != F]
-        acc, share = metrics["val-core/termgrade/acc/mean@4"], metrics["val-aux/termgrade/graded/mean@4"]
-        # verl's own acc counts the failures as 0; the graded share turns it into the graded-only score exactly
-        self.assertAlmostEqual(acc, sum(graded) / len(scripts))
-        self.assertAlmostEqual(acc / share, sum(graded) / len(graded))
+        prompts = [scripts[i : i + 4] for i in range(0, len(scripts), 4)]
+        graded = [[s for s in p if s != F] for p in prompts]
+        scored = [g for g in graded if g]  # a prompt with no graded row is in no score
+        # every prompt with a graded row counts, its mean over its graded rows only, named @4 as verl names it
+        self.assertAlmostEqual(metrics["val-core/termgrade/acc/mean@4"], sum(sum(g) / len(g) for g in scored) / len(scored))
+        self.assertAlmostEqual(metrics["val-aux/termgrade/reward/mean@4"], sum(sum(g) / len(g) for g in scored) / len(scored))
+        self.assertAlmostEqual(metrics["val-aux/termgrade/graded/mean@4"], sum(len(g) for g in graded) / len(scripts))
+        # best of 4 needs 4 graded rows: only the prompts with no failure (2 and 4) are in it; no size but 2 and 4 appears
+        clean, _ = step_batch([[1, 1, 0, 1], [0, 0, 1, 1]], False)
+        self.assertAlmostEqual(metrics["val-core/termgrade/acc/best@4/mean"], validation_metrics(clean)["val-core/termgrade/acc/best@4/mean"])
+        self.assertFalse([k for k in metrics if "/acc/" in k and "@2/" not in k and "@4" not in k], metrics)
+        # exactly the scores of a validation batch that never had the failed rows, when no prompt lost one
+        same, _ = step_batch([[1, 1, 0, 1], [F, F, F, F], [0, 0, 1, 1]], False)
+        mine = {k: v for k, v in validation_metrics(same).items() if "/graded/" not in k}
+        self.assertEqual(mine, {k: v for k, v in validation_metrics(clean).items() if "/graded/" not in k})
+
+    def test_verls_own_validation_counts_a_failure_as_0(self):
+        data, scripts = step_batch([[F, 1, 0, F], [1, 1, 0, 1]], False)
+        infos = {"reward": data.batch["rm_scores"].sum(dim=-1).tolist(), "acc": list(data.non_tensor_batch["acc"])}
+        original = metric_utils.process_validation_metrics.original
+        unwrapped = original(list(data.non_tensor_batch["data_source"]), list(data.non_tensor_batch["uid"]), infos)
+        self.assertAlmostEqual(unwrapped["termgrade"]["acc"]["mean@4"], (1 / 4 + 3 / 4) / 2)
+        self.assertAlmostEqual(validation_metrics(data)["val-core/termgrade/acc/mean@4"], (1 / 2 + 3 / 4) / 2)
 
 
 class RowTests(unittest.TestCase):

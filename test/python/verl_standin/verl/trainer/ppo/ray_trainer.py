@@ -5,15 +5,16 @@ batch goes through after generation, written from its source, not copied:
   the norm_adv_by_std_in_grpo argument (:178-190); any other name is looked up in the registry and
   called with token_level_rewards, response_mask, config and (when there is a uid column) index
   (:191-218). token_level_rewards are the agent loop's rm_scores here (no KL in the reward);
-- validation (`validation_metrics`, from _validate :553-678, _compute_or_extract_reward :480-517,
-  _val_metrics_update :680-700 and metric_utils.process_validation_metrics :511-660): the score of
-  a row is its rm_scores summed ("reward"), the reward_extra_keys of meta_info are read from the
-  batch, values are grouped by data_source and uid, mean@n per uid then the mean over uids; the
-  "core" variable is acc when present, else reward.
+- validation (`validation_metrics`, from _validate :553-678, _compute_or_extract_reward :480-517
+  and _val_metrics_update :680-700): the score of a row is its rm_scores summed ("reward"), the
+  reward_extra_keys of meta_info are read from the batch, and process_validation_metrics, bound by
+  name when this module is imported (:46-51, as verl does), gives each data source's metrics; the
+  "core" variable is acc when present, else reward; a metric is val-core when it is the core
+  variable's mean, maj or best at the largest size any of its metric names carries, val-aux
+  otherwise.
 """
-from collections import defaultdict
-
 from verl.trainer.ppo import core_algos
+from verl.trainer.ppo.metric_utils import process_validation_metrics
 
 
 def compute_advantage(data, adv_estimator, norm_adv_by_std_in_grpo=True, config=None):
@@ -35,18 +36,13 @@ def validation_metrics(data):
     infos = {"reward": scores}
     for key in data.meta_info.get("reward_extra_keys", []):
         infos[key] = list(data.non_tensor_batch[key])
-    by_source = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for i, source in enumerate(data.non_tensor_batch["data_source"]):
-        for var, values in infos.items():
-            by_source[source][data.non_tensor_batch["uid"][i]][var].append(values[i])
+    by_source = process_validation_metrics(list(data.non_tensor_batch["data_source"]), list(data.non_tensor_batch["uid"]), infos)
     metrics = {}
-    for source, uids in by_source.items():
-        per_var = defaultdict(list)
-        for var_values in uids.values():
-            for var, values in var_values.items():
-                per_var[var].append(sum(values) / len(values))
+    for source, per_var in by_source.items():
         core = "acc" if "acc" in per_var else "reward"
-        n = max(len(v) for u in uids.values() for v in u.values())
-        for var, means in per_var.items():
-            metrics[f"{'val-core' if var == core else 'val-aux'}/{source}/{var}/mean@{n}"] = sum(means) / len(means)
+        for var, named in per_var.items():
+            n_max = max(int(name.split("@")[-1].split("/")[0]) for name in named)
+            for name, value in named.items():
+                core_metric = var == core and name.startswith(("mean", "maj", "best")) and f"@{n_max}" in name
+                metrics[f"{'val-core' if core_metric else 'val-aux'}/{source}/{var}/{name}"] = value
     return metrics
