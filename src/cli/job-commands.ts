@@ -14,7 +14,7 @@ import {
   TermgradeError,
 } from '../index.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
-import { jobDbOf, jobDirOf, openJob, storedSpec } from '../job/job.js';
+import { jobDirOf, openJob, storedSpec } from '../job/job.js';
 import type { AgentConfigInput } from '../job/spec.js';
 import { agentNeedsModel, isModuleFile, loadAgentModule, loadAgentModules } from '../agent/registry.js';
 import { agentEnvOf, parseEnvAssignment } from '../agent/env.js';
@@ -34,6 +34,7 @@ import { exportHarborJobs, exportHarborTrial } from '../harbor/export-job.js';
 import type { JobEvent } from '../job/events.js';
 import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
 import { createProvider } from '../sandbox/registry.js';
+import { isJobFolder, jobDbOf, openJobRecords } from '../records/source.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -343,7 +344,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
   const removed = await provider.cleanup();
   if (removed) log(`removed ${removed} container(s) left by runs that were killed`);
   // --name of a job that already has trials would silently extend it: resuming is said with --job.
-  if (!file && flags.name && !flags.job && existsSync(jobDbOf(jobDirOf(flags.jobsDir, flags.name)))) {
+  if (!file && flags.name && !flags.job && isJobFolder(jobDirOf(flags.jobsDir, flags.name))) {
     throw new TermgradeError(
       'usage',
       `job "${flags.name}" already exists in ${path.resolve(flags.jobsDir)}: resume it with --job ${flags.name}, or choose another --name`,
@@ -400,7 +401,7 @@ export async function runCommand(file: string | undefined, flags: RunFlags): Pro
 
 /** A new job's Harbor folder must not be someone else's: refused before the job exists (a resumed job's is checked by its id). */
 async function refuseForeignHarborFolder(spec: JobSpec, jobsDir: string): Promise<void> {
-  if (!spec.harborJobsDir || existsSync(jobDbOf(jobDirOf(jobsDir, spec.name)))) return;
+  if (!spec.harborJobsDir || isJobFolder(jobDirOf(jobsDir, spec.name))) return;
   const dir = path.join(spec.harborJobsDir, spec.name);
   if (existsSync(dir) && (await readdir(dir)).length)
     throw new TermgradeError(
@@ -491,9 +492,9 @@ async function endingTable(store: JobStore, jobDir: string): Promise<string> {
 }
 
 function openStore(jobsDir: string, name: string): JobStore {
-  const file = jobDbOf(jobDirOf(jobsDir, name));
-  if (!existsSync(file)) throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
-  return JobStore.open(file, { readonly: true }); // a damaged store says so (exit 5)
+  const dir = jobDirOf(jobsDir, name);
+  if (!isJobFolder(dir)) throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
+  return openJobRecords(dir); // a damaged store says so (exit 5)
 }
 
 export async function trialsCommand(flags: {

@@ -1,11 +1,12 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { JobStore, type TrialRow } from '../store/store.js';
+import { type TrialRow } from '../store/store.js';
 import { combiningLine, TrialFolderJobs, type JobRef } from '../store/identity.js';
 import { accountingOf } from '../trial/accounting.js';
 import { TermgradeError } from '../util/errors.js';
 import { filesNamed, readTextIfThere } from '../util/files.js';
 import { MESSAGE, writeParquet, type Column } from './parquet.js';
+import { openJobRecords, recordSource } from '../records/source.js';
 
 /** One trial as a dataset row: the record, its per-test results, and the full episode. */
 export interface TrialRowOut {
@@ -148,12 +149,11 @@ export async function collectTrialRows(sources: string[]): Promise<TrialRowOut[]
   const rows: TrialRowOut[] = [];
   const folders = new TrialFolderJobs();
   for (const source of sources) {
-    const st = await stat(source).catch(() => null);
-    if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
-    if (!st.isDirectory())
+    const kind = (await recordSource(source)).kind;
+    if (kind === 'file')
       throw new TermgradeError('bad_input', `${source}: not a job folder or a folder of trial folders`);
-    if (await stat(path.join(source, 'job.db')).catch(() => null)) {
-      const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
+    if (kind === 'job') {
+      const store = openJobRecords(source);
       try {
         const job: JobRef = { id: store.jobId(), name: path.basename(path.resolve(source)), source };
         for (const r of store.listTrials()) {

@@ -1,7 +1,7 @@
 import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseEnvFile } from '../agent/env.js';
-import { jobDbOf } from '../job/job.js';
+import {} from '../job/job.js';
 import { parseSpec } from '../job/load-spec.js';
 import type { JobSpec } from '../job/spec.js';
 import { JobStore, type TrialRow } from '../store/store.js';
@@ -26,6 +26,7 @@ import {
   HarborTrialResultSchema,
   type HarborTrialResult,
 } from './schema.js';
+import { openJobRecords, recordSource } from '../records/source.js';
 
 const VERSION = '0.1.0';
 /** What a trial folder holds that is not copied to the export: its record (written anew) and the import's originals. */
@@ -156,12 +157,12 @@ interface ExportContext {
 }
 
 async function openSource(source: string): Promise<JobStore> {
-  if (!(await exists(jobDbOf(source))))
+  if ((await recordSource(source)).kind !== 'job')
     throw new TermgradeError(
       'bad_input',
       `${source}: not a termgrade job folder (no job.db); the Harbor layout is written per job`,
     );
-  return JobStore.open(jobDbOf(source), { readonly: true });
+  return openJobRecords(source);
 }
 
 async function contextOf(store: JobStore, source: string, outDir: string): Promise<ExportContext> {

@@ -9,6 +9,7 @@ import { parseSpec } from './load-spec.js';
 import { configFingerprint, configLabelOf, type JobSpec } from './spec.js';
 import { readPriors } from '../records/priors.js';
 import { resolveTasks } from './tasks.js';
+import { jobDbOf, openJobRecords } from '../records/source.js';
 
 export interface OpenedJob {
   spec: JobSpec;
@@ -21,14 +22,13 @@ export interface OpenedJob {
 }
 
 export const jobDirOf = (jobsDir: string, name: string): string => path.resolve(jobsDir, name);
-export const jobDbOf = (jobDir: string): string => path.join(jobDir, 'job.db');
 
 /** The spec a job was last run with (to resume by name alone). */
 export function storedSpec(jobsDir: string, name: string): JobSpec {
   const dir = jobDirOf(jobsDir, name);
   if (!existsSync(jobDbOf(dir))) throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
   // A store that exists but cannot be read says why (damaged, newer schema), never "no job".
-  const store = JobStore.open(jobDbOf(dir), { readonly: true });
+  const store = openJobRecords(dir);
   try {
     const raw = store.getMeta('spec');
     if (!raw)

@@ -1,12 +1,13 @@
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TermgradeError } from '../util/errors.js';
 import { filesNamed } from '../util/files.js';
 import { storedRules } from './sampling.js';
-import { JobStore, slotKey } from '../store/store.js';
+import { slotKey } from '../store/store.js';
 import { trialKey, TrialFolderJobs, type JobRef } from '../store/identity.js';
 import { isNotRun, toStatsRecord, type StatsRecord } from './record.js';
+import { openJobRecords, recordSource } from './source.js';
 
 function badRecord(where: string, err: unknown): TermgradeError {
   const detail =
@@ -57,7 +58,7 @@ async function readJsonl(file: string, out: StatsRecord[], jobs: Jobs): Promise<
 
 /** A job folder: its store's graded and errored trials. */
 function readJob(dir: string, out: StatsRecord[], jobs: Jobs): void {
-  const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
+  const store = openJobRecords(dir);
   try {
     jobs.note({ id: store.jobId(), name: path.basename(path.resolve(dir)), source: dir });
     const ruleOf = storedRules(store);
@@ -119,15 +120,10 @@ export async function loadRecordSet(sources: string[], how: { allowEmpty?: boole
   const jobs = new Jobs();
   const folders = new TrialFolderJobs();
   for (const source of sources) {
-    let st;
-    try {
-      st = await stat(source);
-    } catch {
-      throw new TermgradeError('bad_input', `${source}: no such file or folder`);
-    }
-    if (st.isDirectory() && (await stat(path.join(source, 'job.db')).catch(() => null))) {
+    const kind = (await recordSource(source)).kind;
+    if (kind === 'job') {
       readJob(source, out, jobs);
-    } else if (st.isDirectory()) {
+    } else if (kind === 'folder') {
       let found = 0;
       for await (const file of filesNamed(source, 'result.json')) {
         found += 1;

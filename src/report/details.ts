@@ -1,12 +1,12 @@
 import { accountingOf, isPassingReward } from '../trial/accounting.js';
-import { readdir, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { JobStore } from '../store/store.js';
 import { trialKey, TrialFolderJobs } from '../store/identity.js';
 import { filesNamed, readJsonIfThere } from '../util/files.js';
 import { configLabel } from '../records/record.js';
 import type { TrialDetail } from './page-data.js';
 import { summarizeTrajectory } from './trajectory.js';
+import { openJobRecords, recordSource } from '../records/source.js';
 
 interface ResultFields {
   trialId?: string;
@@ -72,10 +72,10 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
     out.push(d);
   };
   for (const source of sources) {
-    const st = await stat(source).catch(() => null);
-    if (!st?.isDirectory()) continue;
-    if (await stat(path.join(source, 'job.db')).catch(() => null)) {
-      const store = JobStore.open(path.join(source, 'job.db'), { readonly: true });
+    const kind = (await recordSource(source)).kind;
+    if (kind === 'file') continue; // a JSONL listing holds no trial folders to read details from
+    if (kind === 'job') {
+      const store = openJobRecords(source);
       const rows = [...store.listTrials()].filter((r) => r.status !== 'not_run');
       const failed = store.failedTests();
       const job = store.jobId();

@@ -113,6 +113,34 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   }
 }
 
+/**
+ * Brings a store's schema up to date: `migrations` in order, each in its own transaction with the
+ * PRAGMA user_version that counts those run, so a crash leaves a schema that the next open resumes.
+ * A file written by a newer termgrade (more migrations than `migrations`) is refused, named `what`.
+ * The one migration runner of every termgrade store (jobs, synth).
+ */
+export function migrate(db: Database.Database, file: string, migrations: readonly string[], what: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > migrations.length) throw tooNew(file, what, version, migrations.length);
+  try {
+    for (let v = version; v < migrations.length; v++) {
+      db.transaction(() => {
+        db.exec(migrations[v]!);
+        db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  } catch (err) {
+    throw storeError(file, err);
+  }
+}
+
+function tooNew(file: string, what: string, version: number, known: number): TermgradeError {
+  return new TermgradeError(
+    'store_error',
+    `${file} was written by a newer termgrade (${what} ${version}, this one knows ${known})`,
+  );
+}
+
 export class JobStore {
   private readonly db: Database.Database;
 
@@ -129,8 +157,9 @@ export class JobStore {
     const db = openDatabase(file, options);
     const store = new JobStore(file, db, options.writeDelayMs);
     try {
-      if (!options.readonly) store.migrate();
-      else if ((db.pragma('user_version', { simple: true }) as number) > MIGRATIONS.length) throw store.tooNew();
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (!options.readonly) migrate(db, file, MIGRATIONS, 'schema');
+      else if (version > MIGRATIONS.length) throw tooNew(file, 'schema', version, MIGRATIONS.length);
       // A damaged file can open and fail only at its first read: read the schema now, to say so here.
       db.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'trials'").get();
     } catch (err) {
@@ -138,28 +167,6 @@ export class JobStore {
       throw err instanceof TermgradeError ? err : storeError(file, err);
     }
     return store;
-  }
-
-  private tooNew(): TermgradeError {
-    return new TermgradeError(
-      'store_error',
-      `${this.file} was written by a newer termgrade (schema ${this.db.pragma('user_version', { simple: true })}, this one knows ${MIGRATIONS.length})`,
-    );
-  }
-
-  private migrate(): void {
-    const version = this.db.pragma('user_version', { simple: true }) as number;
-    if (version > MIGRATIONS.length) throw this.tooNew();
-    try {
-      for (let v = version; v < MIGRATIONS.length; v++) {
-        this.db.transaction(() => {
-          this.db.exec(MIGRATIONS[v]!);
-          this.db.pragma(`user_version = ${v + 1}`);
-        })();
-      }
-    } catch (err) {
-      throw storeError(this.file, err);
-    }
   }
 
   /**

@@ -1,5 +1,5 @@
-import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
-import { withSandbox as withLease } from '../sandbox/lease.js';
+import type { PreparedEnvironment, SandboxProvider } from '../sandbox/sandbox.js';
+import { withSandbox } from '../sandbox/lease.js';
 import type { Task } from '../task/task.js';
 import type { EnvironmentPart, EnvironmentState, SolutionState } from './schema.js';
 
@@ -18,15 +18,8 @@ const HARNESS_PATHS = /^\/(solution|logs|proc|sys|dev|run|tmp\/\.termgrade)(\/|$
 const tail = (text: string, n = OUTPUT_KEEP): string =>
   text.length > n ? `[... ${text.length - n} characters cut ...]${text.slice(-n)}` : text;
 
-async function withSandbox<T>(
-  provider: SandboxProvider,
-  task: Task,
-  prepared: PreparedEnvironment,
-  signal: AbortSignal | undefined,
-  work: (box: Sandbox) => Promise<T>,
-): Promise<T> {
-  return withLease({ provider, task, prepare: prepared, signal, labels: { 'termgrade.synth': 'true' } }, work);
-}
+/** A synth sandbox is leased as any other, labelled so that `cleanup` and operators can tell it. */
+const SYNTH_LABELS = { 'termgrade.synth': 'true' };
 
 const TREE_SCRIPT = `set -u
 n=${MAX_TREE_ENTRIES + 1}
@@ -64,7 +57,7 @@ export async function recordEnvironmentState(
   env: EnvironmentPart,
   signal?: AbortSignal,
 ): Promise<EnvironmentState> {
-  return withSandbox(provider, task, prepared, signal, async (box) => {
+  return withSandbox({ provider, task, prepare: prepared, signal, labels: SYNTH_LABELS }, async (box) => {
     const pwd = await box.exec(['pwd'], { timeoutSec: 10, signal });
     const workdir = pwd.stdout.text.trim() || '/';
     const roots = [...new Set([workdir, ...env.statePaths])];
@@ -114,7 +107,7 @@ export async function runSolution(
   prepared: PreparedEnvironment,
   signal?: AbortSignal,
 ): Promise<SolutionState> {
-  return withSandbox(provider, task, prepared, signal, async (box) => {
+  return withSandbox({ provider, task, prepare: prepared, signal, labels: SYNTH_LABELS }, async (box) => {
     await box.copyIn(task.solutionDir!, '/solution');
     const run = await box.exec(['bash', '/solution/solve.sh'], {
       env: task.config.solution.env,

@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3';
-import { openDatabase, storeError } from '../store/store.js';
-import { TermgradeError } from '../util/errors.js';
+import { migrate, openDatabase, storeError } from '../store/store.js';
 import { CandidateStateSchema, type CandidateState, type StageName } from './schema.js';
 
 /**
@@ -63,24 +62,11 @@ export class SynthStore {
 
   static open(file: string): SynthStore {
     const db = openDatabase(file);
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > MIGRATIONS.length) {
-      db.close();
-      throw new TermgradeError(
-        'store_error',
-        `${file} was written by a newer termgrade (synth schema ${version}, this one knows ${MIGRATIONS.length})`,
-      );
-    }
     try {
-      for (let v = version; v < MIGRATIONS.length; v++) {
-        db.transaction(() => {
-          db.exec(MIGRATIONS[v]!);
-          db.pragma(`user_version = ${v + 1}`);
-        })();
-      }
+      migrate(db, file, MIGRATIONS, 'synth schema');
     } catch (err) {
       db.close();
-      throw storeError(file, err);
+      throw err;
     }
     return new SynthStore(file, db);
   }

@@ -1,6 +1,6 @@
 import { passingRewardSql } from '../trial/accounting.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { TermgradeError } from '../util/errors.js';
@@ -10,6 +10,7 @@ import { processAlive } from '../util/process-alive.js';
 import { JobStore } from '../store/store.js';
 import { storedTrialRecord, type StoredTrialRecord } from '../records/trial-record.js';
 import { runningSlotOf } from './running.js';
+import { isJobFolder, openJobRecords, recordSource } from '../records/source.js';
 
 /**
  * Every trial the viewer shows, from job stores (read live: new records appear within a second),
@@ -146,16 +147,15 @@ export class Catalog {
   static async open(sources: string[]): Promise<Catalog> {
     const c = new Catalog();
     for (const source of sources) {
-      const st = await stat(source).catch(() => null);
-      if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
-      if (!st.isDirectory())
+      const kind = (await recordSource(source)).kind;
+      if (kind === 'file')
         throw new TermgradeError(
           'bad_input',
           `${source}: give a job folder, a check output folder or a folder of trial folders`,
         );
       const dir = path.resolve(source);
       if (c.jobs.some((j) => j.dir === dir) || c.folders.some((f) => f.dir === dir)) continue; // given twice: one job
-      if (await stat(path.join(source, 'job.db')).catch(() => null)) c.addJob(dir);
+      if (kind === 'job') c.addJob(dir);
       else {
         // Job folders inside: a jobs folder, watched for jobs made later. Nothing at all inside:
         // the same (a jobs folder before its first job). Trial folders inside: a check output.
@@ -184,12 +184,12 @@ export class Catalog {
     return names
       .sort()
       .map((n) => path.join(dir, n))
-      .filter((d) => existsSync(path.join(d, 'job.db')));
+      .filter(isJobFolder);
   }
 
   private addJob(dir: string): void {
     if (this.jobs.some((j) => j.dir === dir)) return;
-    const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
+    const store = openJobRecords(dir);
     const j: JobSource = {
       name: this.uniqueName(dir),
       dir,
