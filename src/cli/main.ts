@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 // half a second of start-up that `stats` or `--help` should not pay.
 import { parseBand } from './table.js';
 import { EXIT } from './signals.js';
-import { TermgradeError } from '../util/errors.js';
+import { exitCodeOf, TermgradeError } from '../util/errors.js';
 
 export function positiveInt(value: string): number {
   const n = Number(value);
@@ -669,14 +669,7 @@ try {
 } catch (err) {
   if (err instanceof TermgradeError) {
     process.stderr.write(`termgrade: ${err.message}\n`);
-    process.exit(
-      err.code === 'engine_unavailable'
-        ? EXIT.engine
-        : // A damaged store is bad input (the file named); 5 is for a store that cannot be written.
-          err.code.startsWith('store_') && err.code !== 'store_corrupt'
-          ? EXIT.store
-          : EXIT.usage,
-    );
+    process.exit(exitCodeOf(err.code));
   }
   // One line for the user; the whole trace in a file, for the bug report.
   const { writeFileSync } = await import('node:fs');

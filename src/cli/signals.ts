@@ -1,15 +1,8 @@
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 
-export const EXIT = {
-  ok: 0,
-  rejected: 1,
-  usage: 2,
-  engine: 3,
-  internal: 4,
-  store: 5,
-  sigint: 130,
-  sigterm: 143,
-} as const;
+/** Exit codes live beside the error codes that map to them (util/errors.ts); the CLI imports them from here. */
+import { EXIT } from '../util/errors.js';
+export { EXIT };
 
 /**
  * Turns Ctrl-C / SIGTERM into an aborted signal so running trials stop and tear down, and removes

@@ -1,10 +1,73 @@
 /**
+ * A command's exit codes, the same for every command; the README's table is rendered from these
+ * and ERROR_CODES (test/exit-codes.test.ts checks it).
+ */
+export const EXIT = {
+  ok: 0,
+  rejected: 1,
+  usage: 2,
+  engine: 3,
+  internal: 4,
+  store: 5,
+  sigint: 130,
+  sigterm: 143,
+} as const;
+
+/** What each exit code says, for the README's table. */
+export const EXIT_MEANS: Record<keyof typeof EXIT, string> = {
+  ok: 'success',
+  rejected: 'a task rejected, a trial failed or slots left (budget)',
+  usage: 'bad usage or input: one line naming the file or flag and the problem, never a stack trace',
+  engine:
+    'a service termgrade needs does not answer or failed: no Docker engine, engines lost, the generator model down (synth: run the same command again to resume)',
+  internal: 'internal error: one line, and the file the full trace was written to',
+  store: 'the store cannot be written (disk full, read-only); a damaged store given to read is bad input, 2',
+  sigint: 'interrupted by SIGINT (every container removed)',
+  sigterm: 'terminated by SIGTERM (every container removed)',
+};
+
+/**
+ * Every TermgradeError code and the exit code of a command it ends: the one table the CLI maps by.
+ * A new code is added here first (the type of `TermgradeError.code` is its keys).
+ */
+export const ERROR_CODES = {
+  usage: 'usage',
+  bad_input: 'usage',
+  invalid_task: 'usage',
+  job_busy: 'usage',
+  store_corrupt: 'usage',
+  engine_unavailable: 'engine',
+  environment_error: 'engine',
+  build_failed: 'rejected',
+  grading_step: 'internal',
+  agent_error: 'internal',
+  cancelled: 'sigint',
+  store_error: 'store',
+  store_full: 'store',
+  store_readonly: 'store',
+  model_rate_limit: 'engine',
+  model_overloaded: 'engine',
+  model_transient: 'engine',
+  model_timeout: 'engine',
+  model_context_length: 'usage',
+  model_auth: 'usage',
+  model_not_found: 'usage',
+  model_refusal: 'usage',
+  model_bad_request: 'usage',
+} as const satisfies Record<string, keyof typeof EXIT>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The exit code of a command that ends with `code`. */
+export const exitCodeOf = (code: ErrorCode): number => EXIT[ERROR_CODES[code]];
+
+/**
  * One error base with a stable code, so callers branch on `code`, never on message text.
  * The message always names what failed and where (file, task, container) in words a user can act on.
  */
 export class TermgradeError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     options?: { cause?: unknown },
   ) {

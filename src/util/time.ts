@@ -1,4 +1,4 @@
-import { CancelledError, TermgradeError } from './errors.js';
+import { CancelledError, TermgradeError, type ErrorCode } from './errors.js';
 
 export const nowIso = (): string => new Date().toISOString();
 
@@ -31,7 +31,7 @@ export function sleep(ms: number, signal?: AbortSignal, what = 'wait'): Promise<
  * Rejects with `code` when `work` takes longer than `ms`. The work itself is not stopped (give it
  * the same deadline through a signal where it can stop); this only bounds how long we wait.
  */
-export async function withTimeout<T>(work: Promise<T>, ms: number, code: string, message: string): Promise<T> {
+export async function withTimeout<T>(work: Promise<T>, ms: number, code: ErrorCode, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new TermgradeError(code, message)), clampMs(ms));
