@@ -59,7 +59,6 @@ export {
   type BackendProvider,
   type BackendSandbox,
   type BackendSnapshot,
-  type BackendCommands,
 } from './sandbox/backend.js';
 export { execByRun, type RunProcess, type ProcessRun } from './sandbox/exec-wrapper.js';
 export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';

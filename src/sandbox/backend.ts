@@ -29,14 +29,16 @@ import { prepareFoldersInside } from './verifier-folders.js';
  * createProvider (registry.ts) applies it to every registered backend.
  */
 
-/** How a backend's sandbox runs commands: a plain process run (the exec contract is built on it), or `exec` itself. */
-export type BackendCommands = { run: RunProcess; exec?: Sandbox['exec'] } | { exec: Sandbox['exec']; run?: RunProcess };
-
 /** What a backend's sandbox must give; any other Sandbox method it gives replaces the default. */
-export type BackendSandbox = BackendCommands & {
+export interface BackendSandbox extends Partial<Omit<Sandbox, 'id' | 'engine' | 'close' | 'snapshot'>> {
   readonly id: string;
   /** The engine of a pool it runs on; unset on a single engine. */
   readonly engine?: string;
+  /**
+   * Runs one process to its end (see RunProcess): the default `exec`, the whole exec contract,
+   * is built on it (execByRun). A backend that gives its own `exec` has it used instead.
+   */
+  run: RunProcess;
   /**
    * Unpacks a tar archive (names relative to /, folders created as needed) into the sandbox, by
    * the backend itself: no program in the sandbox takes part (the verifier's tests travel this way).
@@ -54,10 +56,10 @@ export type BackendSandbox = BackendCommands & {
    * backend's sandboxes cannot be graded, and grading says so.
    */
   snapshot?(options?: SnapshotOptions): Promise<BackendSnapshot | SandboxSnapshot>;
-} & Partial<Omit<Sandbox, 'id' | 'engine' | 'exec' | 'close' | 'snapshot'>>;
+}
 
 /** What a backend's snapshot must give; any other SandboxSnapshot method it gives replaces the default. */
-export type BackendSnapshot = {
+export interface BackendSnapshot extends Partial<Omit<SandboxSnapshot, 'changes' | 'env' | 'discard'>> {
   /** Every path the snapshot differs in from the image (see SandboxSnapshot.changes); the default bounds their count. */
   changes(): Promise<FsChange[]>;
   /** The environment the sandbox's commands start with, as the backend configured it (see SandboxSnapshot.env). */
@@ -72,7 +74,7 @@ export type BackendSnapshot = {
   start(options: { signal?: AbortSignal }): Promise<BackendSandbox | Sandbox>;
   /** Removes what the snapshot holds. Idempotent, never throws. */
   discard(): Promise<void>;
-} & Partial<Omit<SandboxSnapshot, 'changes' | 'env' | 'discard'>>;
+}
 
 /** What a backend's provider must give; any other SandboxProvider member it gives replaces the default. */
 export type BackendProvider = Pick<SandboxProvider, 'name' | 'capabilities' | 'capacity' | 'prepare'> & {
@@ -115,13 +117,9 @@ function lacking(backend: string, what: string): TermgradeError {
 export function completeSandbox(s: BackendSandbox | Sandbox, backend: string): Sandbox {
   if (gives(s, SANDBOX_METHODS)) return s as Sandbox;
   const b = s as BackendSandbox;
-  if (typeof b.run !== 'function' && typeof b.exec !== 'function')
-    throw lacking(backend, 'its sandbox gives neither run (a process run) nor exec');
-  if (!gives(b, ['putArchive', 'getArchive', 'close']))
-    throw lacking(backend, 'its sandbox must give putArchive, getArchive and close');
-  const exec: Sandbox['exec'] = b.exec
-    ? b.exec.bind(b)
-    : (command, options) => execByRun(b.run!.bind(b), command, options);
+  if (!gives(b, ['run', 'putArchive', 'getArchive', 'close']))
+    throw lacking(backend, 'its sandbox must give run, putArchive, getArchive and close');
+  const exec: Sandbox['exec'] = b.exec?.bind(b) ?? ((command, options) => execByRun(b.run.bind(b), command, options));
   const archive = async (path: string): Promise<Readable> => {
     const tar = await b.getArchive(path);
     if (!tar) throw new Error(`${path}: no such file or folder in the sandbox`);
