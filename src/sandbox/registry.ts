@@ -30,8 +30,6 @@ export interface BackendOptions {
 export interface Backend {
   /** The name users type (`--backend NAME`). */
   readonly name: string;
-  /** One line for error messages listing the backends. */
-  readonly description?: string;
   /** Whether it is the backend chosen when engines are given (--engine): one backend says so. */
   readonly takesEngines?: boolean;
   /** Makes the provider (the least it gives: see BackendProvider); throws TermgradeError `usage` for options it cannot serve. */
@@ -69,7 +67,6 @@ export function backendNamed(name: string): Backend {
 
 const BackendShape = z.object({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
-  description: z.string().optional(),
   takesEngines: z.boolean().optional(),
   create: z.custom<Backend['create']>((v) => typeof v === 'function', 'must be a function (options) => provider'),
 });

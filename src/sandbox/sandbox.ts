@@ -149,8 +149,6 @@ export interface ForkOptions {
   labels?: (i: number) => Record<string, string>;
   /** What the parent's files may hold at most (as for a snapshot: the disk limit, the copy's time). */
   bounds?: SnapshotBounds;
-  /** Seconds each child's services have to listen again; default 15. */
-  readyTimeoutSec?: number;
 }
 
 /** A service of the parent's, started again in every child of a fork. */

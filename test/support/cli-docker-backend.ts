@@ -99,9 +99,14 @@ class CliSandbox implements BackendSandbox {
     return archiveOf(this.id, path);
   }
 
-  /** Frozen by `docker pause` while its changes are listed and its files committed to an image. */
+  /**
+   * Frozen by `docker pause` while its changes are listed and its files committed to an image.
+   * Processes that will not freeze (a fork bomb outruns the freezer) are ended instead, and the
+   * files taken as they left them.
+   */
   async snapshot(): Promise<BackendSnapshot> {
-    await must(['pause', this.id]);
+    const paused = (await docker(['pause', this.id])).code === 0;
+    if (!paused) await docker(['kill', this.id]);
     try {
       const diff = await must(['diff', this.id]);
       const changes = diff
@@ -111,7 +116,7 @@ class CliSandbox implements BackendSandbox {
       const image = await must(['commit', '--pause=false', this.id]);
       return new CliSnapshot(image, changes, this.id, this.spec);
     } finally {
-      await docker(['unpause', this.id]);
+      if (paused) await docker(['unpause', this.id]);
     }
   }
 
@@ -245,7 +250,6 @@ const provider: BackendProvider = {
 /** The module's default export: what `--backend-module` registers. */
 const backend: Backend = {
   name: 'cli-docker',
-  description: 'the docker command, driven with child_process (an example backend)',
   create: () => provider,
 };
 export default backend;

@@ -4,7 +4,6 @@ import type { Backend } from '../registry.js';
 /** A pool of Docker engines (local sockets, TLS, SSH), each with a capacity: the default with --engine. */
 export const enginesBackend: Backend = {
   name: 'engines',
-  description: 'a pool of Docker engines given by --engine HOST[,capacity=N,...]',
   takesEngines: true,
   create: (options) =>
     new EnginePool(options.engines, {
