@@ -14,7 +14,7 @@ import { cgroupFreezer } from '../src/sandbox/docker/freezer.js';
 import { holdFrozen, holdPlace } from '../src/sandbox/docker/hold.js';
 import { measureLayer } from '../src/sandbox/docker/layer-copy.js';
 import { containerSpec, verifierSpec } from '../src/sandbox/docker/provider.js';
-import { packDir } from '../src/sandbox/docker/tar.js';
+import { packDir } from '../src/sandbox/tar.js';
 import type { Task } from '../src/task/task.js';
 import { cappedOutput } from '../src/verifier/test-output.js';
 

@@ -7,7 +7,8 @@
  *                                   provider: new DockerProvider(), outDir: 'runs' });
  *
  * Side effects live behind small interfaces (SandboxProvider / Sandbox, Agent, JobStore): a new
- * sandbox backend or agent scaffold is one new implementation of one of them.
+ * sandbox backend (a BackendProvider, registered with registerBackend) or agent scaffold is one
+ * new implementation of one of them.
  */
 
 // Tasks
@@ -15,24 +16,51 @@ export type { Task, TaskEnvironment } from './task/task.js';
 export { loadTask, findTaskDirs } from './task/load.js';
 export { TaskConfigSchema, type TaskConfig } from './task/schema.js';
 
-// Sandboxes
+// Sandboxes: the contract (what agents need, what grading needs), and what a backend implements (docs/architecture.md)
 export type {
+  AgentSandbox,
   Sandbox,
+  SandboxSnapshot,
   SandboxProvider,
+  ProviderCapabilities,
+  Shell,
   ExecOptions,
   ExecResult,
   FileEntry,
+  CopyOptions,
   FsChange,
   PreparedEnvironment,
   PrepareOptions,
   StartOptions,
   ProviderHealth,
   ImageSource,
+  SnapshotOptions,
+  SnapshotBounds,
+  VerifierCommand,
+  VerifierRun,
+  VerifierStartOptions,
   ForkOptions,
   ForkedService,
   SandboxFork,
 } from './sandbox/sandbox.js';
-export { ForkError } from './sandbox/sandbox.js';
+export {
+  ForkError,
+  CopyLimitError,
+  ScanIncompleteError,
+  ScanLimitError,
+  DiskLimitError,
+  MAX_SCANNED_CHANGES,
+  SYSTEM_PATH,
+} from './sandbox/sandbox.js';
+export {
+  completeProvider,
+  completeSandbox,
+  completeSnapshot,
+  type BackendProvider,
+  type BackendSandbox,
+  type BackendSnapshot,
+} from './sandbox/backend.js';
+export { execByRun, type RunProcess, type ProcessRun } from './sandbox/exec-wrapper.js';
 export { DockerProvider, containerSpec, DROPPED_CAPABILITIES } from './sandbox/docker/provider.js';
 export {
   EnginePool,
@@ -48,10 +76,17 @@ export {
   type EngineSpecInput,
 } from './sandbox/pool/engine-spec.js';
 export { engineReport, type EngineReport } from './sandbox/pool/inspect.js';
-export { BACKENDS, backendNamed, createProvider, type Backend, type BackendOptions } from './sandbox/registry.js';
+export {
+  registerBackend,
+  loadBackendModule,
+  knownBackends,
+  backendNamed,
+  createProvider,
+  type Backend,
+  type BackendOptions,
+} from './sandbox/registry.js';
 export { acquireSandbox, withSandbox, type AcquireOptions, type SandboxLease } from './sandbox/lease.js';
 export { selfcheck, SELF_CHECKS, type CheckResult, type SelfCheckOptions } from './selfcheck/selfcheck.js';
-export type { ProviderCapabilities } from './sandbox/sandbox.js';
 
 // Agents and models
 export type { Agent, AgentContext, AgentOutcome, AgentExitReason, AgentUsage } from './agent/agent.js';

@@ -60,7 +60,7 @@ describe('task image identity', () => {
     const first = await docker().prepare(task);
     assert.equal((await docker().prepare(task)).cached, true);
     // The tag moves to a new image (what a registry push or a re-made base image does).
-    const { packEntries } = await import('../src/sandbox/docker/tar.js');
+    const { packEntries } = await import('../src/sandbox/tar.js');
     const { Readable } = await import('node:stream');
     const stream = await engine.buildImage(
       Readable.from([

@@ -1,4 +1,4 @@
-import type { Sandbox } from '../sandbox/sandbox.js';
+import type { AgentSandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import type { Scrub } from '../util/scrub.js';
 
@@ -10,7 +10,8 @@ export interface AgentUsage {
 }
 
 export interface AgentContext {
-  sandbox: Sandbox;
+  /** What an agent needs of its sandbox (commands, files, a shell): never grading's parts. */
+  sandbox: AgentSandbox;
   task: Task;
   /** Host folder for the agent's own logs (becomes <trial>/agent). */
   logsDir: string;

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { ModelClient } from '../model/client.js';
 import { DEFAULT_PRICES, ModelConfigSchema, PriceSchema, type ModelConfigInput, type Price } from '../model/config.js';
 import { z } from 'zod';
 import { TermgradeError } from '../util/errors.js';
+import { importModule } from '../util/modules.js';
+export { isModuleFile } from '../util/modules.js';
 import type { Agent } from './agent.js';
 import { bashToolPlugin } from './bash-tool.js';
 import { nopPlugin, oraclePlugin } from './oracle.js';
@@ -72,35 +71,12 @@ const PluginShape = z.object({
   create: z.custom<AgentPlugin['create']>((v) => typeof v === 'function', 'must be a function (options) => Agent'),
 });
 
-/** An agent module named by a path (./x.js, /abs/x.js, x.mjs) rather than a package name. */
-export function isModuleFile(spec: string): boolean {
-  return spec.startsWith('.') || path.isAbsolute(spec) || /\.(m?js|cjs)$/.test(spec);
-}
-
-/** A file is loaded from its path; anything else as a package resolved from `from`. */
-function resolveModule(spec: string, from: string): string {
-  if (isModuleFile(spec)) return pathToFileURL(path.resolve(from, spec)).href;
-  try {
-    return pathToFileURL(createRequire(path.join(from, 'package.json')).resolve(spec)).href;
-  } catch {
-    throw new TermgradeError('usage', `agent module "${spec}": no such file or package (looked from ${from})`);
-  }
-}
-
 /**
  * Loads a custom agent module and registers the AgentPlugin it exports (default export, or a
  * named `plugin`). Returns the plugin's name. Errors name the module and what is wrong with it.
  */
 export async function loadAgentModule(spec: string, from = process.cwd()): Promise<string> {
-  const url = resolveModule(spec, from);
-  let mod: Record<string, unknown>;
-  try {
-    mod = (await import(url)) as Record<string, unknown>;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ERR_MODULE_NOT_FOUND' ? 'no such file' : (err as Error).message.split('\n')[0];
-    throw new TermgradeError('usage', `agent module ${spec}: cannot be loaded: ${why}`);
-  }
+  const mod = await importModule(spec, from, 'agent');
   const candidate = mod.default ?? mod.plugin;
   const parsed = PluginShape.safeParse(candidate);
   if (!parsed.success) {

@@ -580,6 +580,10 @@ program
   .option('--engine <host>', ENGINE_HELP, collect)
   .option('--backend <name>', 'a backend by its registered name (default: docker, or engines with --engine)')
   .option(
+    '--backend-module <module>',
+    'a backend from outside termgrade: a module (path or package) whose default export is a Backend; checked unless --backend names another',
+  )
+  .option(
     '--image <image>',
     "the image the checks' task builds FROM (needs sh, coreutils, bash)",
     'debian:bookworm-slim',

@@ -1,4 +1,4 @@
-import { createProvider } from '../sandbox/registry.js';
+import { createProvider, loadBackendModule } from '../sandbox/registry.js';
 import { selfcheck } from '../selfcheck/selfcheck.js';
 import { EXIT } from './signals.js';
 import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
@@ -7,11 +7,14 @@ import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
 export async function selfcheckCommand(flags: {
   engine?: string[];
   backend?: string;
+  backendModule?: string;
   image?: string;
   only?: string[];
   json?: boolean;
 }): Promise<number> {
-  const provider = createProvider({ backend: flags.backend, engines: enginesFromFlags(flags.engine) ?? [] });
+  const loaded = flags.backendModule ? await loadBackendModule(flags.backendModule) : undefined;
+  const backend = flags.backend ?? loaded;
+  const provider = createProvider({ backend, engines: enginesFromFlags(flags.engine) ?? [] });
   try {
     for (const w of await provider.ping()) process.stderr.write(`termgrade: warning: ${w}\n`);
     const report = await selfcheck(provider, {

@@ -57,7 +57,8 @@ export interface Shell {
 }
 
 /**
- * A running, isolated machine for one trial. The contract every backend keeps:
+ * What an agent works with in a trial's sandbox: commands, files, a helper shell. The contract
+ * every backend keeps:
  * - `exec` returns when the command's own process exits, even if a child it left in the background
  *   still holds its stdout; output is bounded (head and tail kept, the rest counted), never blocks
  *   the command, and a timeout kills the command's process group and still returns a result.
@@ -65,7 +66,7 @@ export interface Shell {
  *   a failing command is a result with its exit code.
  * - `close` is idempotent, never throws, and removes everything the sandbox created.
  */
-export interface Sandbox {
+export interface AgentSandbox {
   readonly id: string;
   /** The engine of a pool it runs on; unset on a single engine. */
   readonly engine?: string;
@@ -93,6 +94,16 @@ export interface Sandbox {
   ): Promise<void>;
   /** One file's content read by the backend (no program in the sandbox runs); null if absent. */
   readFile(path: string, maxBytes: number): Promise<Buffer | null>;
+  close(): Promise<void>;
+}
+
+/**
+ * A running, isolated machine for one trial: what an agent works with, and what grading and the
+ * trial around it need (a frozen snapshot to grade, the verifier's end, the agent's changes and
+ * disk use, a phase's network). A backend implements as little of it as src/sandbox/backend.ts
+ * asks (BackendSandbox); the rest has defaults there, built on its commands and files.
+ */
+export interface Sandbox extends AgentSandbox {
   /** Filesystem changes since the sandbox started from its image (tamper detection, disk use). */
   changes(): Promise<FsChange[]>;
   /** Bytes the sandbox has written on top of its image, or null when the backend cannot tell. */
@@ -130,7 +141,6 @@ export interface Sandbox {
    * engine fails; either way no child is left. The caller closes each child.
    */
   fork?(n: number, options?: ForkOptions): Promise<SandboxFork>;
-  close(): Promise<void>;
 }
 
 export interface ForkOptions {
@@ -139,8 +149,6 @@ export interface ForkOptions {
   labels?: (i: number) => Record<string, string>;
   /** What the parent's files may hold at most (as for a snapshot: the disk limit, the copy's time). */
   bounds?: SnapshotBounds;
-  /** Seconds each child's services have to listen again; default 15. */
-  readyTimeoutSec?: number;
 }
 
 /** A service of the parent's, started again in every child of a fork. */
@@ -385,25 +393,27 @@ export interface ProviderHealth {
   detail: string;
 }
 
-/** What a backend can do; the self-check skips, naming why, each check a backend lacks the means for. */
+/**
+ * What a backend can do, declared (never assumed by a caller); the self-check skips, naming the
+ * capability, each check a backend lacks the means for. Other optional parts tell their absence
+ * themselves: `ExecResult.trace` undefined (cannot trace), `diskUsage()` null (cannot tell),
+ * `SandboxSnapshot.runVerifier` absent (the verifier is started, then sent its command).
+ */
 export interface ProviderCapabilities {
   /** Commands run in a real POSIX shell with coreutils and /proc (exec, timeouts, process groups). */
   commands: boolean;
   /** A sandbox has no network but loopback unless it is given a named isolated network. */
   networkIsolation: boolean;
-  /** Sandboxes start from engine (OCI) images: a task's Dockerfile or its docker_image. */
-  engineImages: boolean;
-  /** Holds at most `capacity` sandboxes at once (start waits for a free slot). */
-  fixedCapacity: boolean;
   /** A live sandbox can be branched into several (Sandbox.fork); its services are carried, no other process. */
   fork: boolean;
 }
 
 /**
  * Makes sandboxes for tasks: builds (or finds) the task's image once, then starts containers from
- * it. A new backend implements this (and Sandbox), registers in sandbox/registry.ts, and passes
- * `termgrade selfcheck` (src/selfcheck/). Errors are TermgradeErrors with the code named here;
- * CancelledError whenever a caller's signal aborted the call.
+ * it. A new backend implements BackendProvider (src/sandbox/backend.ts: prepare and start, the
+ * rest has defaults), registers with registerBackend (sandbox/registry.ts, or from outside the
+ * package), and passes `termgrade selfcheck` (src/selfcheck/). Errors are TermgradeErrors with the
+ * code named here; CancelledError whenever a caller's signal aborted the call.
  */
 export interface SandboxProvider {
   readonly name: string;

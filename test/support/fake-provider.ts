@@ -186,8 +186,6 @@ export class FakeProvider implements SandboxProvider {
   readonly capabilities: ProviderCapabilities = {
     commands: false,
     networkIsolation: false,
-    engineImages: false,
-    fixedCapacity: false,
     fork: false,
   };
   /** Counters a test reads: sandboxes started (and of them, those asked as background starts), open now, most open at once. */

@@ -1,11 +1,9 @@
-import { DOCKER_CAPABILITIES, DockerProvider } from '../docker/provider.js';
+import { DockerProvider } from '../docker/provider.js';
 import type { Backend } from '../registry.js';
 
 /** The local Docker engine (DOCKER_HOST or /var/run/docker.sock): the default with no --engine. */
 export const dockerBackend: Backend = {
   name: 'docker',
-  description: 'the local Docker engine (DOCKER_HOST, else /var/run/docker.sock)',
-  capabilities: DOCKER_CAPABILITIES,
   takesEngines: false,
   create: (options) => new DockerProvider({ buildNetwork: options.buildNetwork, ...options.docker }),
 };

@@ -1,11 +1,9 @@
-import { EnginePool, POOL_CAPABILITIES } from '../pool/provider.js';
+import { EnginePool } from '../pool/provider.js';
 import type { Backend } from '../registry.js';
 
 /** A pool of Docker engines (local sockets, TLS, SSH), each with a capacity: the default with --engine. */
 export const enginesBackend: Backend = {
   name: 'engines',
-  description: 'a pool of Docker engines given by --engine HOST[,capacity=N,...]',
-  capabilities: POOL_CAPABILITIES,
   takesEngines: true,
   create: (options) =>
     new EnginePool(options.engines, {

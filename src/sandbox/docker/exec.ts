@@ -1,80 +1,30 @@
-import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { CancelledError } from '../../util/errors.js';
 import { sleep } from '../../util/time.js';
 import { OutputCapture, type CapturedOutput } from '../capture.js';
-import { SYSTEM_PATH, type ExecOptions, type ExecResult } from '../sandbox.js';
+import type { ExecOptions, ExecResult } from '../sandbox.js';
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  DEFAULT_SPOOL_DIR,
+  killScript,
+  parseText,
+  spool,
+  timedOutResult,
+  wrap,
+  type Spool,
+} from '../exec-wrapper.js';
 import { shellQuote } from '../../util/shell-quote.js';
 import type { DockerShell } from './shell.js';
 import type { Turn } from './turns.js';
 
-export const DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
-/** Where commands spool their output (a verifier's sandbox uses a name of its own: see DockerSandbox.spoolDir). */
-export const DEFAULT_SPOOL_DIR = '/tmp/.termgrade-exec';
-
-/**
- * Why commands do not write to the exec's pipes directly: a background child (a server that
- * solve.sh starts) would inherit them, the engine would hold the exec open for it, and once the
- * engine gave up on the pipe the child would die of SIGPIPE. So the command writes to spool files
- * in the container; when it exits, the wrapper prints the sizes, then the head and tail of each
- * file (the middle never leaves the container), and removes them. The wrapper leads a new session
- * and records its pid, so a timeout kills the whole process group from a second exec (the Engine
- * API has no "kill exec").
- */
-interface Spool {
-  id: string;
-  dir: string;
-  pid: string;
-  out: string;
-  err: string;
-}
-
-function spool(dir: string): Spool {
-  const id = randomBytes(6).toString('hex');
-  const base = `${dir}/${id}`;
-  return { id, dir, pid: `${base}.pid`, out: `${base}.out`, err: `${base}.err` };
-}
-
-/**
- * Shell that prints "<out bytes> <err bytes>\n", then out's head+tail on stdout and err's on
- * stderr, and removes the spool. Process spawns cost ~5 ms each in a container, so it spawns as
- * few as it can: one wc for both sizes and only when either holds something (most commands the
- * harness sends print nothing), cat/head/tail only for non-empty files, one rm.
- */
-function emitScript(s: Spool, limit: number, joined = false): string {
-  const head = Math.floor(limit / 2);
-  const tail = limit - head;
-  // Joined: stderr follows stdout on the same stream after a marker line (the helper shell has one).
-  const toErr = joined
-    ? `; printf '\\n${STDERR_MARK} ${s.id}\\n'; tg_show "$3" ${s.err}`
-    : `; tg_show "$3" ${s.err} >&2`;
-  return [
-    `tg_show() { if [ "$1" -le ${limit} ]; then [ "$1" -eq 0 ] || cat "$2"; else head -c ${head} "$2"; printf '\\n[... %s bytes omitted ...]\\n' $(($1 - ${limit})); tail -c ${tail} "$2"; fi; }`,
-    `if [ -s ${s.out} ] || [ -s ${s.err} ]; then set -- $(wc -c ${s.out} ${s.err} 2>/dev/null) 0 x 0 x; else set -- 0 x 0 x; fi`,
-    `printf '%s %s\\n' "$1" "$3"`,
-    `tg_show "$1" ${s.out}${toErr}`,
-    `rm -f ${s.out} ${s.err} ${s.pid}`,
-  ].join('; ');
-}
-
-const STDERR_MARK = '\\036TG-STDERR';
-
-function wrap(command: string | string[], s: Spool, limit: number, joined = false): string[] {
-  const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
-  const prepare = `[ -d ${s.dir} ] || { mkdir -p ${s.dir} && chmod 1777 ${s.dir}; } 2>/dev/null`;
-  // The command's own PATH comes back just for it (TG_PATH carries it past setsid).
-  const run = `PATH=$TG_PATH; unset TG_PATH; "$@" > ${s.out} 2> ${s.err} < /dev/null; rc=$?; PATH=${SYSTEM_PATH}`;
-  const script = `${prepare}; echo $$ > ${s.pid}; ${run}; ${emitScript(s, limit, joined)}; exit $rc`;
-  return [
-    '/bin/sh',
-    '-c',
-    `TG_PATH=$PATH PATH=${SYSTEM_PATH} exec setsid -w /bin/sh -c "$@"`,
-    'termgrade-wrap',
-    script,
-    'termgrade-exec',
-    ...argv,
-  ];
+/** Splits the wrapper's size line off stdout and states what was cut. */
+function parseEmitted(
+  stdout: OutputCapture,
+  stderr: OutputCapture,
+  limit: number,
+): { out: CapturedOutput; err: CapturedOutput } {
+  return parseText(stdout.result().text, stderr.result().text, stdout.total, stderr.total, limit);
 }
 
 /** Starts an exec and collects its (already bounded) output until the stream ends. */
@@ -110,33 +60,6 @@ async function startExec(
     stream.once('error', () => resolve());
   });
   return { exec, stream, stdout, stderr, ended };
-}
-
-/** Splits the wrapper's size line off stdout and states what was cut. */
-function parseEmitted(
-  stdout: OutputCapture,
-  stderr: OutputCapture,
-  limit: number,
-): { out: CapturedOutput; err: CapturedOutput } {
-  return parseText(stdout.result().text, stderr.result().text, stdout.total, stderr.total, limit);
-}
-
-function parseText(
-  raw: string,
-  errText: string,
-  outTotal: number,
-  errTotal: number,
-  limit: number,
-): { out: CapturedOutput; err: CapturedOutput } {
-  const nl = raw.indexOf('\n');
-  const sizes = /^(\d+) (\d+)$/.exec(nl >= 0 ? raw.slice(0, nl).trim() : '');
-  const outBytes = sizes ? Number(sizes[1]) : outTotal;
-  const errBytes = sizes ? Number(sizes[2]) : errTotal;
-  const cut = (n: number): number => Math.max(0, n - limit);
-  return {
-    out: { text: sizes ? raw.slice(nl + 1) : raw, totalBytes: outBytes, truncatedBytes: cut(outBytes) },
-    err: { text: errText, totalBytes: errBytes, truncatedBytes: cut(errBytes) },
-  };
 }
 
 /**
@@ -205,18 +128,6 @@ export async function shellExec(
   };
 }
 
-/** What a killed command leaves: the output it had written (when it could be read back). */
-function timedOutResult(collected: { out: CapturedOutput; err: CapturedOutput } | null, started: number): ExecResult {
-  const empty: CapturedOutput = { text: '', totalBytes: 0, truncatedBytes: 0 };
-  return {
-    exitCode: null,
-    stdout: collected?.out ?? empty,
-    stderr: collected?.err ?? empty,
-    timedOut: true,
-    durationMs: performance.now() - started,
-  };
-}
-
 async function killGroupAndCollect(
   docker: Docker,
   container: Docker.Container,
@@ -225,7 +136,7 @@ async function killGroupAndCollect(
   limit: number,
 ): Promise<{ out: CapturedOutput; err: CapturedOutput } | null> {
   try {
-    const kill = `PATH=${SYSTEM_PATH}; p=$(cat ${s.pid} 2>/dev/null) && kill -9 -"$p" 2>/dev/null; ${emitScript(s, limit)}`;
+    const kill = killScript(s, limit);
     const run = await startExec(docker, container, turn, ['/bin/sh', '-c', kill], {}, limit);
     await Promise.race([run.ended, sleep(10_000)]);
     run.stream.destroy();

@@ -30,8 +30,8 @@ export interface ForkHost {
   createSibling(labels: Record<string, string>, network: string | null): Promise<CreatedContainer>;
 }
 
-/** Default seconds a child's services have to listen again. */
-export const DEFAULT_FORK_READY_SEC = 15;
+/** Seconds a child's services have to listen again. */
+export const FORK_READY_SEC = 15;
 
 /** A service of the parent's as recorded while it was frozen, with what it takes to start it again. */
 interface RecordedService extends ForkedService {
@@ -241,7 +241,7 @@ async function bringUp(
   if (services.length === 0) return;
   for (const s of services) await restart(made.sandbox, s, recorded.rootByDefault);
   const pid = await made.sandbox.initPid();
-  await untilListening(pid, services, options.readyTimeoutSec ?? DEFAULT_FORK_READY_SEC);
+  await untilListening(pid, services, FORK_READY_SEC);
 }
 
 /**

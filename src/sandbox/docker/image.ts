@@ -11,7 +11,7 @@ import { withFileLock } from '../../util/lock.js';
 import type { PreparedEnvironment, PrepareOptions } from '../sandbox.js';
 import { LABEL_MANAGED, LABEL_TASK } from './labels.js';
 import { BuildkitLog } from './buildkit-log.js';
-import { packContext, packDir, packEntries } from './tar.js';
+import { packContext, packDir, packEntries } from '../tar.js';
 import { buildRequestOf, networkHint, type BuildNetwork } from './build-network.js';
 
 export const IMAGE_REPO = 'termgrade-env';

@@ -130,8 +130,6 @@ export interface DockerProviderOptions {
 export const DOCKER_CAPABILITIES: ProviderCapabilities = {
   commands: true,
   networkIsolation: true,
-  engineImages: true,
-  fixedCapacity: false,
   fork: true,
 };
 

@@ -53,8 +53,8 @@ export interface EnginePoolOptions {
   docker?: Pick<DockerProviderOptions, 'execVia' | 'builder'>;
 }
 
-/** An engine pool is Docker engines with a fixed capacity in all. */
-export const POOL_CAPABILITIES: ProviderCapabilities = { ...DOCKER_CAPABILITIES, fixedCapacity: true };
+/** An engine pool is Docker engines (its fixed capacity in all is `capacity`). */
+export const POOL_CAPABILITIES: ProviderCapabilities = { ...DOCKER_CAPABILITIES };
 
 /** The signal every call in flight on an engine listens to (one listener each: many at once are expected). */
 function lostController(): AbortController {

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import tarFs from 'tar-fs';
 import tarStream from 'tar-stream';
-import type { FileEntry } from '../sandbox.js';
+import type { FileEntry } from './sandbox.js';
 
 /** A tar of `hostDir`'s contents with every entry placed under `destDir` (relative to /), owned by root. */
 export function packDir(hostDir: string, destDir: string): Readable {
