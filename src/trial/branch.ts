@@ -17,6 +17,8 @@ export interface BranchPlan {
   n: number;
   atTurn?: number;
   atCommand?: RegExp;
+  /** The agent that continues branch j (serve's: one whose model calls name the branch); default the prefix's. */
+  branchAgent?: (j: number) => TrialOptions['agent'];
 }
 
 /** Branch `j` (from 0) of the tree whose prefix is trial `prefix`. */
@@ -89,7 +91,15 @@ export async function runBranchedTrial(options: TrialOptions, plan: BranchPlan):
   await teardownPhase(state);
   await writeTree(state, tree, made.children.length);
   const branches = await Promise.all(
-    made.children.map((child, j) => runBranch(options, state, { child, j, n: plan.n, pause, forkTiming })),
+    made.children.map((child, j) =>
+      runBranch({ ...options, agent: plan.branchAgent?.(j) ?? options.agent }, state, {
+        child,
+        j,
+        n: plan.n,
+        pause,
+        forkTiming,
+      }),
+    ),
   );
   return { ...tree, branches, failed: null };
 }
