@@ -14,6 +14,9 @@ import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { servedModels } from '../src/cli/serve-command.js';
+import { branchPointOf } from '../src/serve/tree.js';
+import { treeStreams } from '../src/serve/token-stream.js';
+import { gradeOf, UNPROTECTED } from '../src/serve/grade.js';
 import { CLI, tempDir, trivialTask } from './helpers.js';
 import { bash } from './support/scripts.js';
 import { assistantIds, promptIds, ScriptedModelServer, type ChatRequest } from './support/scripted-model-server.js';
@@ -54,6 +57,30 @@ interface Stream {
   loss_mask: number[];
   logprobs: Array<number | null>;
 }
+
+describe("a tree's streams and branch point (pure)", () => {
+  const turn = (p: number[], c: number[]) => ({
+    prompt_token_ids: p,
+    completion_token_ids: c,
+    logprobs: c.map(() => -1),
+  });
+  it('gives each branch only what follows the prefix, and refuses a branch whose prompt rewrote the prefix', () => {
+    const t = treeStreams([turn([1], [2])], [[turn([1, 2, 3], [4])], [turn([1, 9, 3], [5])]]);
+    assert.deepEqual(t.prefix.stream?.ids, [1, 2]);
+    assert.deepEqual(t.branches[0]!.stream, { ids: [3, 4], loss_mask: [0, 1], logprobs: [null, -1] });
+    assert.match(String(t.branches[1]!.problem), /turn 2: .* at token 1/);
+  });
+  it('counts a branch point all-same only when every branch was graded', () => {
+    const graded = (r: number) => gradeOf(r, null, [], UNPROTECTED);
+    const infra = gradeOf(null, 'environment_error', [], UNPROTECTED);
+    assert.deepEqual(
+      [branchPointOf(2, ['a', 'b'], [graded(0), graded(0)])].map((p) => [p.all_same, p.all_zero, p.all_one]),
+      [[true, true, false]],
+    );
+    const p = branchPointOf(2, ['a', 'b'], [graded(0), infra]);
+    assert.deepEqual([p.graded, p.all_same, p.all_zero, p.all_one], [1, null, null, null]);
+  });
+});
 
 describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () => {
   let server: RunningServer;
