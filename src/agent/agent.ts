@@ -24,17 +24,43 @@ export interface AgentContext {
   sessionId: string;
   /** Environment variables the configuration gives the agent's commands (--agent-env, env files). */
   env: Record<string, string>;
+  /**
+   * Tree rollouts (an agent with `canBranch`): asked after each whole turn (its model call and its
+   * commands run); true stops the run there, ending `paused` with the state to continue from.
+   */
+  pauseWhen?: (turn: AgentTurn) => boolean;
+  /** Tree rollouts: continue a paused run (a branch), its conversation and counters as they were. */
+  resumeFrom?: AgentPause;
+}
+
+/** A turn that just ended, for a branch condition: its number (from 1) and the commands it ran. */
+export interface AgentTurn {
+  turn: number;
+  commands: string[];
+}
+
+/**
+ * A paused run, handed from the run that paused to each branch that continues it: opaque to all
+ * but the agent that made it. Each branch gets its own copy (`structuredClone`).
+ */
+export interface AgentPause {
+  readonly agent: string;
+  /** Turns taken before the pause. */
+  readonly turns: number;
+  readonly state: unknown;
 }
 
 /** Why the agent stopped; the trial records it and verifies the sandbox either way. */
 export type AgentExitReason =
-  'completed' | 'max_turns' | 'context_exhausted' | 'model_error' | 'parse_errors' | 'agent_error';
+  'completed' | 'max_turns' | 'context_exhausted' | 'model_error' | 'parse_errors' | 'agent_error' | 'paused';
 
 export interface AgentOutcome {
   exitReason: AgentExitReason;
   message: string | null;
   /** With exitReason model_error: the model client's error kind (rate_limit, auth, refusal ...). */
   modelErrorKind?: string;
+  /** With exitReason paused (ctx.pauseWhen said so): what a branch continues from. */
+  pause?: AgentPause;
 }
 
 /**
@@ -51,6 +77,12 @@ export interface Agent {
    * the start behind the model's latency.
    */
   readonly modelFirst?: boolean;
+  /**
+   * The agent can pause at a turn and be continued from there in another sandbox (ctx.pauseWhen,
+   * ctx.resumeFrom): tree rollouts. An agent whose state lives in the sandbox's processes (a
+   * terminal session) cannot: a fork carries files and services, not its shell.
+   */
+  readonly canBranch?: boolean;
   /** Dockerfile lines the agent needs on top of the task's image, baked in before trials run. */
   readonly imageLayer?: string;
   /** Installs what the agent needs in the sandbox (its own phase, with its own timeout). */

@@ -1,7 +1,7 @@
 import type { Agent, AgentContext, AgentExitReason, AgentOutcome } from './agent.js';
 import { ModelClient, type Completion, type Message, type Tool, type ToolCall } from '../model/client.js';
 import { ModelError } from '../model/errors.js';
-import { Transcript } from './transcript.js';
+import { Transcript, type TranscriptState } from './transcript.js';
 import { truncateMiddle } from './truncate.js';
 import type { AgentPlugin } from './registry.js';
 
@@ -148,37 +148,74 @@ export function createBashToolAgent(options: BashToolOptions): Agent {
     model: client.config.model,
     // The first turn is a model call on the instruction alone: the sandbox may still be starting.
     modelFirst: true,
+    // Its state is the conversation (files and services are the sandbox's): a branch continues it.
+    canBranch: true,
     async setup(): Promise<void> {},
 
     async run(ctx: AgentContext): Promise<AgentOutcome> {
-      const transcript = new Transcript('bash-tool', client.config.model, [BASH_TOOL]);
-      const messages: Message[] = [
-        { role: 'system', content: SYSTEM_PROMPT },
-        { role: 'user', content: ctx.task.instruction },
-      ];
-      transcript.system(SYSTEM_PROMPT);
-      transcript.user(ctx.task.instruction);
-      const state: RunState = {
-        ctx,
-        client,
-        maxNoTool,
-        commandTimeoutSec,
-        options,
-        transcript,
-        messages,
-        noTool: 0,
-      };
-
+      const state = openRun(ctx, { client, maxNoTool, commandTimeoutSec, options });
       try {
-        for (let turn = 0; turn < maxTurns; turn++) {
-          const outcome = await step(state);
+        for (let turn = state.turns; turn < maxTurns; turn++) {
+          const outcome = (await step(state)) ?? pauseAfter(state, turn + 1);
           if (outcome) return outcome;
         }
         return end('max_turns', `stopped after ${maxTurns} turns`);
       } finally {
-        await transcript.write(ctx.logsDir, ctx.sessionId, ctx.scrub);
+        await state.transcript.write(ctx.logsDir, ctx.sessionId, ctx.scrub);
       }
     },
+  };
+}
+
+/** What a paused bash-tool run hands its branches (AgentPause.state). */
+interface PausedRun {
+  transcript: TranscriptState;
+  messages: Message[];
+  noTool: number;
+}
+
+/** A run's state: from the instruction, or (a branch) from the paused run it continues. */
+function openRun(
+  ctx: AgentContext,
+  how: Pick<RunState, 'client' | 'maxNoTool' | 'commandTimeoutSec' | 'options'>,
+): RunState & { turns: number } {
+  const transcript = new Transcript('bash-tool', how.client.config.model, [BASH_TOOL]);
+  const from = ctx.resumeFrom;
+  if (from) {
+    if (from.agent !== 'bash-tool') throw new Error(`a bash-tool run cannot continue a ${from.agent} run`);
+    const paused = structuredClone(from.state as PausedRun);
+    transcript.restore(paused.transcript);
+    ctx.usage.turns = transcript.totals.turns;
+    ctx.usage.tokens = { ...transcript.totals.tokens };
+    ctx.usage.costUsd = transcript.totals.costUsd;
+    return { ...how, ctx, transcript, messages: paused.messages, noTool: paused.noTool, turns: from.turns };
+  }
+  transcript.system(SYSTEM_PROMPT);
+  transcript.user(ctx.task.instruction);
+  const messages: Message[] = [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: ctx.task.instruction },
+  ];
+  return { ...how, ctx, transcript, messages, noTool: 0, turns: 0 };
+}
+
+/** The run paused after `turn` when ctx.pauseWhen says so (its state copied for the branches), else nothing. */
+function pauseAfter(state: RunState, turn: number): AgentOutcome | undefined {
+  const last = state.transcript.steps.at(-1);
+  const commands = (last?.source === 'agent' ? (last.tool_calls ?? []) : []).flatMap((c) => {
+    const command = (c.arguments as { command?: unknown } | null)?.command;
+    return typeof command === 'string' ? [command] : [];
+  });
+  if (!state.ctx.pauseWhen?.({ turn, commands })) return undefined;
+  const paused: PausedRun = {
+    transcript: state.transcript.snapshot(),
+    messages: structuredClone(state.messages),
+    noTool: state.noTool,
+  };
+  return {
+    exitReason: 'paused',
+    message: `paused after turn ${turn}`,
+    pause: { agent: 'bash-tool', turns: turn, state: paused },
   };
 }
 

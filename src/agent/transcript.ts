@@ -25,6 +25,13 @@ export interface AtifStep {
   extra?: Record<string, unknown>;
 }
 
+/** A transcript's content at one moment (Transcript.snapshot). */
+export interface TranscriptState {
+  steps: AtifStep[];
+  totals: Totals;
+  episode: Message[];
+}
+
 export interface Totals {
   turns: number;
   tokens: { input: number; cached: number; output: number };
@@ -48,6 +55,19 @@ export class Transcript {
     readonly modelName: string,
     readonly tools: Tool[] = [],
   ) {}
+
+  /** What the transcript holds so far, copied (a paused run's, for its branches). */
+  snapshot(): TranscriptState {
+    return structuredClone({ steps: this.steps, totals: this.totals, episode: this.episode });
+  }
+
+  /** Takes on a snapshot's content (a branch continuing a paused run), copied. */
+  restore(s: TranscriptState): void {
+    const copy = structuredClone(s);
+    this.steps.splice(0, this.steps.length, ...copy.steps);
+    this.episode.splice(0, this.episode.length, ...copy.episode);
+    Object.assign(this.totals, copy.totals);
+  }
 
   private push(step: Omit<AtifStep, 'step_id' | 'timestamp'>): AtifStep {
     const full = { step_id: this.steps.length + 1, timestamp: new Date().toISOString(), ...step };

@@ -197,6 +197,12 @@ program
   .option('--timeout-multiplier <x>', 'multiply the task agent and verifier timeouts', positiveNumber, 1)
   .addOption(new Option('--grading <policy>', GRADING_HELP).choices(['evidence', 'harbor']))
   .option('--json', 'print the trial result as JSON')
+  .option(
+    '--branch-at <turn>',
+    'a tree: run the agent to this turn, fork its sandbox and conversation into --branches, run and grade each (bash-tool)',
+    positiveInt,
+  )
+  .option('--branches <n>', 'how many branches --branch-at makes', positiveInt)
   .action(async (task: string, opts) => {
     const { runTrialCommand } = await import('./run-trial-command.js');
     process.exitCode = await runTrialCommand(task, opts);

@@ -10,6 +10,7 @@ import { resolveBuildNetwork } from '../sandbox/docker/build-network.js';
 import { asGraded } from '../verifier/toolchain/plan.js';
 import { admissionStore } from '../verifier/protection-store.js';
 import { trialAdmission } from '../trial/admission.js';
+import { runBranchedTrial, type BranchedTrial } from '../trial/branch.js';
 
 export interface RunTrialFlags {
   buildNetwork?: string;
@@ -32,6 +33,9 @@ export interface RunTrialFlags {
   contextWindow?: number;
   maxTurns?: number;
   prices?: string;
+  /** A tree: branch after this turn into `branches` (both or neither). */
+  branchAt?: number;
+  branches?: number;
 }
 
 const round3 = (v: number): number => Math.round(v * 1000) / 1000;
@@ -98,7 +102,39 @@ function printTrialResult(
   );
 }
 
+/** A tree's branches as text: each branch's trial and reward, then the rewards and where the prefix is. */
+function printTree(tree: BranchedTrial, out: string): void {
+  const dir = (id: string): string => path.join(path.resolve(out), id);
+  if (tree.failed) {
+    const e = tree.failed.error;
+    process.stdout.write(
+      `no branches: the prefix failed before its fork${e ? ` (${e.class}: ${e.message})` : ''}\ntrial folder: ${dir(tree.prefixId)}\n`,
+    );
+    return;
+  }
+  const rewards = tree.branches.map((r) => r.reward);
+  process.stdout.write(
+    (tree.reached
+      ? `forked after turn ${tree.prefixTurns} into ${tree.branches.length} branches`
+      : `the agent ended at turn ${tree.prefixTurns}, before its branch point: ${tree.branches.length} branches graded on its end`) +
+      `${tree.fork?.services.length ? ` (services carried: ${tree.fork.services.map((s) => s.command.join(' ')).join('; ')})` : ''}\n` +
+      tree.branches
+        .map(
+          (r, j) =>
+            `branch ${j} ${r.trialId}: reward ${r.reward ?? 'none'} (${r.testsSummary.passed}/${r.testsSummary.total} tests passed), ${r.turns} turns in all, ended: ${r.exitReason}${r.error ? `, ${r.error.class}: ${r.error.message}` : ''}\n`,
+        )
+        .join('') +
+      `rewards: ${rewards.map((x) => x ?? 'none').join(' ')}${rewards.every((x) => x !== null && x === rewards[0]) ? ' (all the same: no advantage to learn from)' : ''}\n` +
+      `prefix folder: ${dir(tree.prefixId)} (tree.json lists the branches; each branch's result.json names the prefix under "branch")\n`,
+  );
+}
+
 export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Promise<number> {
+  if ((flags.branchAt === undefined) !== (flags.branches === undefined))
+    throw new TermgradeError(
+      'usage',
+      '--branch-at and --branches go together (the turn to branch after, and how many branches)',
+    );
   // run-trial runs offline: a verifier that fetches its tools gets the offline toolchain where it serves.
   const task = await asGraded(await loadTask(taskDir), null);
   warnAboutTasks([task]);
@@ -136,7 +172,7 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
     }
   };
   try {
-    const result = await runTrial({
+    const options = {
       task,
       agent,
       provider,
@@ -147,7 +183,15 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
       signal: signals.signal,
       secrets,
       grading: flags.grading,
-    });
+    };
+    if (flags.branchAt !== undefined) {
+      const tree = await runBranchedTrial(options, { n: flags.branches!, atTurn: flags.branchAt });
+      for (const r of tree.failed ? [tree.failed] : tree.branches) await admission.keep(r);
+      if (flags.json) process.stdout.write(`${JSON.stringify(tree)}\n`);
+      else printTree(tree, flags.out);
+      return signals.exitCode() ?? (tree.branches.some((r) => r.passed) ? EXIT.ok : EXIT.rejected);
+    }
+    const result = await runTrial(options);
     await admission.keep(result);
     if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${buildLog}\n`);
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);

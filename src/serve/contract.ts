@@ -77,6 +77,38 @@ export const ModelBody = z.looseObject({
 /** Bundled agents that do not act for a policy: refused by the episode routes. */
 const NOT_POLICIES = ['oracle', 'nop'];
 
+/** A valid JavaScript regular expression (a branch condition's pattern). */
+const Pattern = z
+  .string()
+  .min(1)
+  .max(500)
+  .refine(
+    (p) => {
+      try {
+        new RegExp(p);
+        return true;
+      } catch {
+        return false; // the refinement's message says what is wrong
+      }
+    },
+    { message: 'not a valid regular expression' },
+  );
+
+/**
+ * A tree-shaped episode: the agent runs to its branch point, after turn `at_turn` or after the
+ * first turn that ran a command matching `at_command`, then its sandbox and its conversation are
+ * forked into `n` branches, each run to the end and graded.
+ */
+export const BranchBody = z
+  .strictObject({
+    n: z.number().int().min(1).max(64),
+    at_turn: z.number().int().positive().max(1000).optional(),
+    at_command: Pattern.optional(),
+  })
+  .refine((b) => (b.at_turn === undefined) !== (b.at_command === undefined), {
+    message: 'give the branch point as at_turn or at_command (one of them)',
+  });
+
 export const EpisodeBody = z.strictObject({
   task: z.string().min(1),
   split: SplitField,
@@ -102,13 +134,15 @@ export const EpisodeBody = z.strictObject({
   episode_id: SafeId.optional(),
   max_turns: z.number().int().positive().max(1000).optional(),
   policy: z.string().max(200).optional(),
+  /** Branch the episode into a tree (answered as TreeAnswer); see BranchBody. */
+  branch: BranchBody.optional(),
 });
 
 /**
  * What every episode of a group run by the server shares (the episode's fields but its task and
  * ids); `session_ids`, when given, is one trainer session id per episode, in order.
  */
-export const GroupEpisode = EpisodeBody.pick({ agent: true, model: true, max_turns: true }).extend({
+export const GroupEpisode = EpisodeBody.pick({ agent: true, model: true, max_turns: true, branch: true }).extend({
   session_ids: z.array(SafeId).optional(),
 });
 

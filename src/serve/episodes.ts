@@ -7,6 +7,10 @@ import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
 import { trialAdmission } from '../trial/admission.js';
 import type { TrialResult } from '../trial/schema.js';
+import type { TrialOptions } from '../trial/options.js';
+import { runTreeEpisode } from './tree-episode.js';
+import { branchTrialId } from '../trial/branch.js';
+import { recordedTurns } from './recorded-turns.js';
 import type { Agent } from '../agent/agent.js';
 import type { Task } from '../task/task.js';
 import { ServeError, type EpisodeBody, type GroupEpisode } from './contract.js';
@@ -19,17 +23,6 @@ import { episodeModel, type ServedModel } from './models.js';
 import type { GradeEvent, ServedBy, SessionManager } from './sessions.js';
 
 type EpisodeRequest = z.infer<typeof EpisodeBody>;
-
-interface AtifStep {
-  source: string;
-  metrics?: {
-    prompt_tokens?: number;
-    completion_tokens?: number;
-    prompt_token_ids?: number[] | null;
-    completion_token_ids?: number[] | null;
-    logprobs?: number[] | null;
-  };
-}
 
 /** How an episode is run: as a member of a group, on a slot of capacity already taken for it. */
 interface EpisodeHow {
@@ -44,6 +37,13 @@ export interface ServeGrading {
   timeoutMultiplier?: number;
   grading?: GradingPolicy;
 }
+
+/** A new episode's id (when the client gave none). */
+export const newEpisodeId = (): string => `ep-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** The ids an episode's grades are given under: its own, or a tree's branches' (`<id>.b<j>`). */
+export const gradedIdsOf = (id: string, req: { branch?: { n: number } }): string[] =>
+  req.branch ? Array.from({ length: req.branch.n }, (_, j) => branchTrialId(id, j)) : [id];
 
 /** Episode i of a group run by the server. */
 export const groupEpisodeId = (groupId: string, i: number): string => `${groupId}.${i}`;
@@ -88,7 +88,7 @@ export class EpisodeRunner {
   ): Promise<Record<string, unknown>> {
     const model = episodeModel(this.models, req.model);
     const served = this.sessions.task(req.task);
-    const id = req.episode_id ?? `ep-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    const id = req.episode_id ?? newEpisodeId();
     // An id answers only for the task it ran on: a named task (or a group's) that differs is 409;
     // a repeated "auto" call is answered by the earlier pick.
     const strict = servedBy === 'named' || how.group !== undefined;
@@ -147,7 +147,7 @@ export class EpisodeRunner {
     episode: z.infer<typeof GroupEpisode>;
   }): Promise<Array<Record<string, unknown>>> {
     episodeModel(this.models, g.episode.model); // an unknown model is refused before any slot is taken
-    this.sessions.ensureRoomFor(g.n);
+    this.sessions.ensureRoomFor(g.n * slotsOf(g.episode));
     // Every recorded member must be of the group's task, checked before any runs (no mixed group).
     for (let i = 0; i < g.n; i += 1) {
       const id = groupEpisodeId(g.groupId, i);
@@ -195,11 +195,11 @@ export class EpisodeRunner {
     }
   }
 
-  /** The episode's trial, graded as `run` grades one: the task's admission record, the timeout multiplier. */
-  private async trial(task: Task, agent: Agent, id: string, secrets: string[]): Promise<TrialResult> {
+  /** The options of an episode's trials, graded as `run` grades one: the task's admission record, the timeout multiplier. */
+  private async trialOptions(task: Task, agent: Agent, id: string, secrets: string[]) {
     const admission = await trialAdmission(this.grading.admission, task, agent.name);
     const multiplier = this.grading.timeoutMultiplier;
-    const result = await runTrial({
+    const options: TrialOptions = {
       task,
       agent,
       provider: this.provider,
@@ -209,9 +209,50 @@ export class EpisodeRunner {
       ...admission.options,
       timeouts: { agentMultiplier: multiplier, verifierMultiplier: multiplier },
       grading: this.grading.grading,
-    });
-    await admission.keep(result);
+    };
+    return { options, keep: (r: TrialResult) => admission.keep(r) };
+  }
+
+  /** The episode's trial. */
+  private async trial(task: Task, agent: Agent, id: string, secrets: string[]): Promise<TrialResult> {
+    const { options, keep } = await this.trialOptions(task, agent, id, secrets);
+    const result = await runTrial(options);
+    await keep(result);
     return result;
+  }
+
+  /** A tree-shaped episode (req.branch): see tree-episode.ts. */
+  private async tree(
+    id: string,
+    req: EpisodeRequest & { branch: NonNullable<EpisodeRequest['branch']> },
+    served: ReturnType<SessionManager['task']>,
+    model: ReturnType<typeof episodeModel>,
+    how: { servedBy: ServedBy; group: string | null },
+  ): Promise<Record<string, unknown>> {
+    const agentFor = (sessionId: string | undefined) => createEpisodeAgent(req, model, sessionId);
+    const { agent, secrets } = agentFor(req.session_id);
+    const { options, keep } = await this.trialOptions(served.task, agent, id, secrets);
+    return runTreeEpisode({
+      id,
+      options,
+      keep,
+      branch: req.branch,
+      branchAgent: (j) => agentFor(req.session_id === undefined ? undefined : `${req.session_id}.b${j}`).agent,
+      servedBy: how.servedBy,
+      grade: (branchId, grade) => {
+        if (grade.error_class) this.sessions.countError(grade.error_class);
+        this.onGrade?.({
+          kind: 'episode',
+          id: branchId,
+          task: served.task.name,
+          policy: req.policy ?? null,
+          grade,
+          servedBy: how.servedBy,
+          // A lone tree is its own group (its branch point); a group's trees count in the group.
+          group: how.group ?? id,
+        });
+      },
+    });
   }
 
   private async fresh(
@@ -224,15 +265,12 @@ export class EpisodeRunner {
     reserved: (() => void) | undefined,
   ): Promise<Record<string, unknown>> {
     const release = reserved ?? this.sessions.borrow();
+    // A tree holds its prefix's sandbox and then its n branches' (the prefix's goes once forked).
+    const more = this.borrowMore(slotsOf(req) - 1, release);
     this.counters.started += 1;
     try {
-      const headers: Record<string, string> = req.session_id ? { 'X-Session-Id': req.session_id } : {};
-      const extraBody = req.session_id ? { ...model.extraBody, session_id: req.session_id } : model.extraBody;
-      const { agent, secrets } = createAgent({
-        name: req.agent,
-        model: { ...model, headers, extraBody },
-        maxTurns: req.max_turns,
-      });
+      if (req.branch) return await this.tree(id, { ...req, branch: req.branch }, served, model, { servedBy, group });
+      const { agent, secrets } = createEpisodeAgent(req, model, req.session_id);
       const dir = childDir(this.outDir, id);
       const r = await this.trial(served.task, agent, id, secrets);
       const grade = gradeOf(r.reward, r.error?.class ?? null, r.tests, r);
@@ -246,18 +284,7 @@ export class EpisodeRunner {
         servedBy,
         group,
       });
-      const trajectory = (await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json'))) as {
-        steps?: AtifStep[];
-      } | null;
-      const turns = (trajectory?.steps ?? [])
-        .filter((s) => s.source === 'agent')
-        .map((s) => ({
-          prompt_tokens: s.metrics?.prompt_tokens ?? null,
-          completion_tokens: s.metrics?.completion_tokens ?? null,
-          prompt_token_ids: s.metrics?.prompt_token_ids ?? null,
-          completion_token_ids: s.metrics?.completion_token_ids ?? null,
-          logprobs: s.metrics?.logprobs ?? null,
-        }));
+      const turns = await recordedTurns(dir);
       const answer = {
         episode_id: id,
         task: served.task.name,
@@ -282,9 +309,38 @@ export class EpisodeRunner {
       await rename(`${file}.tmp`, file);
       return answer;
     } finally {
+      more();
       release();
     }
   }
+
+  /** Takes `k` more units of capacity (a tree's branches); refused (429) with `first` given back. Returns their release. */
+  private borrowMore(k: number, first: () => void): () => void {
+    const taken: Array<() => void> = [];
+    try {
+      this.sessions.ensureRoomFor(k);
+      for (let i = 0; i < k; i += 1) taken.push(this.sessions.borrow());
+    } catch (err) {
+      for (const r of taken) r();
+      first();
+      throw err;
+    }
+    return () => taken.forEach((r) => r());
+  }
+}
+
+/** Sandboxes an episode holds at most: 1, or a tree's prefix and its n branches. */
+export const slotsOf = (req: { branch?: { n: number } }): number => (req.branch ? req.branch.n + 1 : 1);
+
+/** The episode's agent against the served model, the trainer's session id on every call (header and body). */
+function createEpisodeAgent(
+  req: EpisodeRequest,
+  model: ReturnType<typeof episodeModel>,
+  sessionId: string | undefined,
+): ReturnType<typeof createAgent> {
+  const headers: Record<string, string> = sessionId ? { 'X-Session-Id': sessionId } : {};
+  const extraBody = sessionId ? { ...model.extraBody, session_id: sessionId } : model.extraBody;
+  return createAgent({ name: req.agent, model: { ...model, headers, extraBody }, maxTurns: req.max_turns });
 }
 
 const otherTask = (id: string, recorded: string, asked: string): ServeError =>

@@ -52,3 +52,36 @@ function firstDifference(prefix: number[], ids: number[]): number | null {
   for (let k = 0; k < prefix.length; k += 1) if (prefix[k] !== ids[k]) return k;
   return null;
 }
+
+/**
+ * A tree's streams by the same rule: the prefix's turns joined, and each branch's own part (the
+ * stream of the prefix's turns followed by the branch's, past the prefix's stream), so the
+ * prefix's tokens are given once. A branch's part begins with the observation of the prefix's last
+ * turn (the same in every branch). Refused per branch, with its reason, as joinTurns refuses.
+ */
+export function treeStreams(
+  prefix: TokenTurn[],
+  branches: TokenTurn[][],
+): {
+  prefix: ReturnType<typeof joinTurns>;
+  branches: Array<ReturnType<typeof joinTurns>>;
+} {
+  const head = joinTurns(prefix);
+  return {
+    prefix: head,
+    branches: branches.map((own) => {
+      const whole = joinTurns([...prefix, ...own]);
+      // A prefix that cannot be joined fails the whole at the same turn: a stream here means the prefix's is there.
+      if (!whole.stream || !head.stream) return whole;
+      const from = head.stream.ids.length;
+      return {
+        stream: {
+          ids: whole.stream.ids.slice(from),
+          loss_mask: whole.stream.loss_mask.slice(from),
+          logprobs: whole.stream.logprobs.slice(from),
+        },
+        problem: null,
+      };
+    }),
+  };
+}

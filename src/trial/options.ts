@@ -1,9 +1,9 @@
-import type { Agent } from '../agent/agent.js';
+import type { Agent, AgentContext, AgentPause } from '../agent/agent.js';
 import type { PreparedEnvironment, Sandbox, SandboxProvider, SnapshotBounds } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import type { GradingPolicy } from '../verifier/evidence.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
-import type { Phase } from './schema.js';
+import type { Phase, TrialResult } from './schema.js';
 
 export interface TrialTimeouts {
   /** Container start (the image build has the task's own build_timeout_sec). Default 120 s (DEFAULT_START_TIMEOUT_SEC). */
@@ -67,4 +67,10 @@ export interface TrialOptions {
    * absent). The byte bound is the trial's disk limit (diskLimitMb) unless given here.
    */
   gradingBounds?: SnapshotBounds;
+  /** A tree's prefix (trial/branch.ts): handed to the agent, which pauses when this says so. */
+  pauseWhen?: AgentContext['pauseWhen'];
+  /** A tree's branch (trial/branch.ts): the agent continues this paused run instead of starting. */
+  resumeFrom?: AgentPause;
+  /** A tree's branch: recorded on the result as `branch` (the prefix trial it continues). */
+  branchOf?: NonNullable<TrialResult['branch']>;
 }

@@ -23,11 +23,31 @@ async function agentAndVerification(state: TrialState, box: Sandbox): Promise<vo
   if (!(await agentSetupPhase(state, box))) return;
   if (task.steps?.length) return stepsPhase(state, box, task.steps);
   await agentRunPhase(state, box, task, state.agentLogs, '');
-  // Graded whatever way the agent ended: partial work counts. Not when the model endpoint failed:
-  // that trial carries no reward at all (infrastructure), and is retried.
+  await gradeTrial(state, box);
+}
+
+/**
+ * The sandbox graded once the agent ended, whatever way it ended: partial work counts. Not when
+ * the sandbox never started or the model endpoint failed: that trial carries no reward at all
+ * (infrastructure), and is retried.
+ */
+export async function gradeTrial(state: TrialState, box: Sandbox): Promise<void> {
+  const { task } = state;
   if (!(await settleEnvironment(state)) || state.endpointFailed || state.infraFailed) return;
   const dirs = { logs: state.verifierLogs, artifacts: path.join(state.trialDir, 'artifacts') };
   state.verdict = await verificationPhase(state, box, task, dirs, undefined, task.config.verifier.timeout_sec, '');
+}
+
+/** `work` on an opened trial, then its teardown on every path and its result: the frame of every trial. */
+export async function inTrialFrame(state: TrialState, work: () => Promise<void>): Promise<TrialResult> {
+  try {
+    await work();
+  } catch (err) {
+    fail(state, cancelled(state, err) ? 'cancelled' : 'internal_error', 'teardown', errorMessage(err));
+  } finally {
+    await teardownPhase(state);
+  }
+  return collectionPhase(state);
 }
 
 /**
@@ -37,13 +57,8 @@ async function agentAndVerification(state: TrialState, box: Sandbox): Promise<vo
  */
 export async function runTrial(options: TrialOptions): Promise<TrialResult> {
   const state = await openTrial(options);
-  try {
+  return inTrialFrame(state, async () => {
     await environmentPhase(state);
     if (state.sandbox) await agentAndVerification(state, state.sandbox);
-  } catch (err) {
-    fail(state, cancelled(state, err) ? 'cancelled' : 'internal_error', 'teardown', errorMessage(err));
-  } finally {
-    await teardownPhase(state);
-  }
-  return collectionPhase(state);
+  });
 }

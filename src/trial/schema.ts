@@ -49,6 +49,8 @@ export const ExitReason = z.enum([
   'agent_error',
   'agent_timeout',
   'not_run',
+  // A tree's prefix stopped at its branch point (recorded only when its fork then failed).
+  'paused',
 ]);
 
 const TrialErrorSchema = z.object({ class: TrialErrorClass, message: z.string(), phase: z.enum(PHASES) });
@@ -98,6 +100,14 @@ export const TrialResultSchema = z.object({
   rewards: z.record(z.string(), z.number()),
   /** reward >= 1: the task was solved. */
   passed: z.boolean(),
+  /**
+   * A branch of a tree-shaped trial (run-trial --branch-at, serve's branched episodes): the trial
+   * whose run it continues (`prefix`, that trial's folder holds the prefix's log and tree.json),
+   * its index among the `of` branches, and the turn they branched after. Absent for any other trial.
+   */
+  branch: z
+    .object({ prefix: z.string(), index: z.number().int().nonnegative(), of: z.number().int(), atTurn: z.number() })
+    .optional(),
   /** A multi-step task's steps, in the order run (empty for a single-step task); `reward` is their aggregate. */
   steps: z.array(StepResultSchema).default([]),
   /** `[task].version` and the dataset.toml beside the task, as they were when the trial ran. */

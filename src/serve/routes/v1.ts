@@ -12,7 +12,7 @@ import {
   type GroupEpisode,
   ServeError,
 } from '../contract.js';
-import { groupEpisodeId } from '../episodes.js';
+import { gradedIdsOf, groupEpisodeId, newEpisodeId } from '../episodes.js';
 import type { ServedBy } from '../sessions.js';
 import { causeOf, log } from '../../util/log.js';
 import type { ServeContext } from '../context.js';
@@ -52,7 +52,24 @@ export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void 
   app.post('/v1/episodes', async (req) => {
     const body = parse(EpisodeBody, req.body);
     const chosen = ctx.resolveTask(body.task, body.split, body.policy ?? null);
-    return ctx.episodes.run({ ...body, task: chosen.task }, chosen.servedBy);
+    if (!body.branch) return ctx.episodes.run({ ...body, task: chosen.task }, chosen.servedBy);
+    // A tree is a group of its branches (its branch point): their grades are counted together.
+    const id = body.episode_id ?? newEpisodeId();
+    const { task, servedBy } = chosen;
+    const added = ctx.groups.chosen(id) === null;
+    ctx.groups.add({
+      id,
+      kind: 'episodes',
+      task,
+      servedBy,
+      policy: body.policy ?? null,
+      sessions: gradedIdsOf(id, body),
+    });
+    return ctx.episodes.run({ ...body, task, episode_id: id }, servedBy).catch((err: unknown) => {
+      // Refused before it ran (an agent that cannot branch, no room): never served.
+      if (added && err instanceof ServeError && err.code !== 'unavailable') ctx.groups.forget(id);
+      throw err;
+    });
   });
   app.get('/v1/curriculum', async (req) => {
     const q = parse(CurriculumQuery, req.query);
@@ -212,7 +229,8 @@ async function runEpisodeGroup(
 ): Promise<Record<string, unknown>> {
   const id = body.group_id ?? ctx.groups.newId();
   const policy = body.policy ?? null;
-  const ids = Array.from({ length: body.n }, (_, i) => groupEpisodeId(id, i));
+  // A group of trees counts all its branches together (each tree's own branch point is in its answer).
+  const ids = Array.from({ length: body.n }, (_, i) => gradedIdsOf(groupEpisodeId(id, i), body.episode)).flat();
   const added = ctx.groups.chosen(id) === null;
   ctx.groups.add({ id, kind: 'episodes', task: chosen.task, servedBy: chosen.servedBy, policy, sessions: ids });
   const episodes = await ctx.episodes
@@ -227,8 +245,9 @@ async function runEpisodeGroup(
     kind: 'episodes',
     task: chosen.task,
     served_by: chosen.servedBy,
-    rewards: episodes.map((e) => e.reward ?? null),
-    statuses: episodes.map((e) => e.status),
+    // Per episode; a tree's are its branches' (an array per tree).
+    rewards: episodes.map((e) => (e.kind === 'tree' ? e.rewards : (e.reward ?? null))),
+    statuses: episodes.map((e) => (e.kind === 'tree' ? e.statuses : e.status)),
     episodes,
   };
 }

@@ -12,7 +12,17 @@ import { setPhaseNetwork } from './network.js';
 /** What every agent call of the trial gets (a call adds its signal, and a run its task and logs). */
 export function agentContext(state: TrialState, box: Sandbox): Omit<AgentContext, 'signal'> {
   const { task, agentLogs, scrub, usage, trialId, options } = state;
-  return { sandbox: box, task, logsDir: agentLogs, scrub, usage, sessionId: trialId, env: options.agentEnv ?? {} };
+  return {
+    sandbox: box,
+    task,
+    logsDir: agentLogs,
+    scrub,
+    usage,
+    sessionId: trialId,
+    env: options.agentEnv ?? {},
+    pauseWhen: options.pauseWhen,
+    resumeFrom: options.resumeFrom,
+  };
 }
 
 /** Agent setup (installing its tools), on the environment's network, within its own timeout. False when it failed. */

@@ -45,6 +45,7 @@ export function resultOf(state: TrialState): TrialResult {
     reward,
     rewards: v?.rewards ?? {},
     passed: isPassingReward(reward),
+    ...(options.branchOf ? { branch: options.branchOf } : {}),
     steps: state.stepResults,
     taskVersion: task.version ?? null,
     dataset: task.dataset ?? null,
