@@ -1,6 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { CancelledError } from '../util/errors.js';
+import { hideInLogs } from '../util/log.js';
 import { sleep } from '../util/time.js';
 import { costUsd, type ModelConfig } from './config.js';
 import { classifyStatus, ModelError, RETRYABLE } from './errors.js';
@@ -140,6 +141,7 @@ export class ModelClient {
       defaultHeaders: config.headers,
     });
     this.random = options.random ?? Math.random;
+    hideInLogs(this.secret());
   }
 
   /** The key's value, so recorders can scrub it from anything they write. */

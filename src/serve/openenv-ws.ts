@@ -10,6 +10,7 @@ import {
   type OpenEnvWsMessageT,
 } from './openenv-contract.js';
 import type { z } from 'zod';
+import { causeOf, log } from '../util/log.js';
 
 type Reply = { type: 'observation' | 'state' | 'error'; data: Record<string, unknown> };
 
@@ -55,7 +56,7 @@ export class OpenEnvWsConnection {
   /** Runs work after what is queued; a failure is reported and does not stop what comes after (the release). */
   private enqueue(work: () => Promise<void>): void {
     this.queue = this.queue.then(work).catch((err: unknown) => {
-      process.stderr.write(`termgrade serve: warning: OpenEnv WebSocket message failed: ${(err as Error).message}\n`);
+      log.warn('OpenEnv WebSocket message failed', { cause: causeOf(err) });
     });
   }
 
@@ -135,9 +136,7 @@ export class OpenEnvWsConnection {
       await this.episodes.close(id);
     } catch (err) {
       // No client is left to tell: the operator is, and the session's idle expiry removes the sandbox.
-      process.stderr.write(
-        `termgrade serve: warning: OpenEnv episode ${id} could not be ended on close: ${(err as Error).message}\n`,
-      );
+      log.warn('OpenEnv episode could not be ended on close', { episode: id, cause: causeOf(err) });
     }
   }
 }

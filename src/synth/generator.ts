@@ -5,6 +5,7 @@ import { ModelError } from '../model/errors.js';
 import { CancelledError } from '../util/errors.js';
 import { ENDPOINT_FAILURE_KINDS } from '../trial/accounting.js';
 import { summaryLine } from '../verifier/test-report.js';
+import { hideInLogs } from '../util/log.js';
 
 /** What one part's generation cost and returned (value null: the model never gave a valid one). */
 export interface Generated<T> {
@@ -72,6 +73,7 @@ export class Generator {
     options: GeneratorOptions = {},
   ) {
     this.gate = new Gate(Math.max(1, options.concurrency ?? 4));
+    hideInLogs(this.secret());
     this.maxMalformed = Math.max(0, options.maxMalformed ?? 2);
   }
 

@@ -1,5 +1,5 @@
 import { appendFileSync } from 'node:fs';
-import type { Scrub } from './scrub.js';
+import { makeScrub, type Scrub } from './scrub.js';
 
 /**
  * A small logger for what an operator needs when something failed off the main path (a grade
@@ -66,8 +66,23 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   };
 }
 
-/** The process's default logger: stderr, level from TERMGRADE_LOG_LEVEL (default info). */
-export const log: Logger = createLogger({ level: parseLevel(process.env.TERMGRADE_LOG_LEVEL) });
+const processSecrets = new Set<string>();
+let scrubProcess: Scrub = (t) => t;
+
+/**
+ * Secrets the process holds (an API key, a server's token), taken out of every line the default
+ * logger writes: called where a secret is read, so no caller of `log` has to know it.
+ */
+export function hideInLogs(...secrets: Array<string | null | undefined>): void {
+  for (const s of secrets) if (s) processSecrets.add(s);
+  scrubProcess = makeScrub([...processSecrets]);
+}
+
+/** The process's default logger: stderr, level from TERMGRADE_LOG_LEVEL (default info), secrets hidden. */
+export const log: Logger = createLogger({
+  level: parseLevel(process.env.TERMGRADE_LOG_LEVEL),
+  scrub: (text) => scrubProcess(text),
+});
 
 function parseLevel(text: string | undefined): LogLevel {
   return text === 'debug' || text === 'info' || text === 'warn' || text === 'error' ? text : 'info';
