@@ -6,6 +6,14 @@ export type RewardParse =
   | { ok: true; reward: number; rewards: Record<string, number>; source: 'reward.json' | 'reward.txt' }
   | { ok: false; problem: 'missing' | 'malformed'; message: string };
 
+/** The reward a trial needs to pass: a primary reward of at least this much. */
+export const PASS_REWARD = 1;
+
+/** The one rule for a passing reward (the stored `passed`, listings, imports, serve's `acc`). */
+export function isPassingReward(reward: number | null | undefined): boolean {
+  return reward !== null && reward !== undefined && Number.isFinite(reward) && reward >= PASS_REWARD;
+}
+
 /** The primary reward of a map: its `reward` key, else its only value, else the mean of all. */
 export function primaryReward(rewards: Record<string, number>): number {
   if ('reward' in rewards) return rewards.reward!;
