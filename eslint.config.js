@@ -125,8 +125,7 @@ const layersRule = {
     messages: {
       notAllowed:
         "src/{{folder}} may not import src/{{target}} ({{why}}); it may import: {{allowed}}. See LAYERS in eslint.config.js and docs/architecture.md's layer table",
-      frontDoor:
-        'import the module itself, not the package front door src/{{target}} (it is for users and the CLI)',
+      frontDoor: 'import the module itself, not the package front door src/{{target}} (it is for users and the CLI)',
       outside: 'src/ never imports outside src/ but libraries (tests, benchmarks, scripts): {{spec}}',
       noLayer: 'src/{{folder}} is in no layer: add it to LAYERS in eslint.config.js, with the folders it may import',
     },
@@ -207,12 +206,35 @@ const strictChanges = {
     'error',
     { allowNumber: true, allowBoolean: true, allowNullish: true, allowRegExp: true },
   ],
-  // An arrow's shorthand body returning a void call (`(l) => lines.push(l)`, `() => resolve()`) is
-  // the callbacks' idiom here; a void value used anywhere else still fails.
-  '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true, ignoreVoidOperator: true }],
+  // An arrow's shorthand body returning a void call (`(l) => lines.push(l)`, `() => resolve()`), and
+  // `return reject(err)` / `return this.send(...)` to leave a function that returns void, are the
+  // callbacks' idiom here (136 hits before these options); a void value used anywhere else still fails.
+  '@typescript-eslint/no-confusing-void-expression': [
+    'error',
+    { ignoreArrowShorthand: true, ignoreVoidOperator: true, ignoreVoidReturningFunctions: true },
+  ],
   // Off: 14 / 46 hits, all `async` functions that implement an async interface (Agent.setup, a
   // provider method, a test's fake) without awaiting: `async` is what makes their throw a rejection.
   '@typescript-eslint/require-await': 'off',
+  // A value caught earlier and kept (a store write's failure, a dead shell's, the last engine's, an
+  // abort's reason) is rethrown or passed to reject() as it came: its type is the catch's `unknown`.
+  // Throwing or rejecting a literal or any other non-Error still fails.
+  '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true, allowRethrowing: true }],
+  '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
+  // Off: 8 hits, each `String(v)` of a value another party types loosely (fast-xml-parser's attributes,
+  // a WebSocket frame, an engine's error of unknown shape) into a message: printing what came is intended.
+  '@typescript-eslint/no-base-to-string': 'off',
+  // Off: 8 / 2 hits, each a defensive String()/Boolean() of a value an outside source types (the
+  // OpenAI SDK's tool-call fields a server may send as numbers, an engine's inspect JSON).
+  '@typescript-eslint/no-unnecessary-type-conversion': 'off',
+  // Off: 5 / 1 hits, each a `.catch((err: { statusCode?: number }) => ...)` naming the engine
+  // error's shape it tests with optional chaining, which reads as well as `unknown` plus a guard.
+  '@typescript-eslint/use-unknown-in-catch-callback-variable': 'off',
+  // Off: 4 hits, each a closure a factory returns under a method-shaped type (a connection's
+  // close, a lock's release, the verifier starters): nothing uses `this`, so nothing unbinds.
+  '@typescript-eslint/unbound-method': 'off',
+  // Off: 1 hit, the Docker sandbox narrowing its own shell() (the contract's Shell) to the DockerShell it made.
+  '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
   // Off: 43 / 42 hits over 39 files, each a defensive check on a value typed non-null by its zod
   // schema or across an await (a sandbox's state, an abort): removing them is a judgement per site,
   // not a lint sweep, and a wrong removal turns a handled case into a crash.
@@ -243,6 +265,29 @@ export default tseslint.config(
       'local/layers': 'error',
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
     },
+  },
+  {
+    // test/ and bench/ drive the real binary and servers and read their JSON replies, asserting on
+    // the fields they need: typing every reply would double each assertion. So the no-unsafe-*
+    // family (671 hits in test/, 29 in bench/, nearly all on JSON.parse and res.json()) is off here,
+    // and so, for now, is no-explicit-any (44 hits in 13 test files, 2 in bench/: the reply helpers'
+    // `Promise<any>`): the suite is being reworked (issue 36 item 5); typing those helpers is its
+    // follow-up. In src/ both stay errors.
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-explicit-any': 'off',
+    },
+  },
+  {
+    // commander hands each action its options as `any` (OptionValues); main.ts passes them to the
+    // command's typed flags, and each command validates what it uses (17 hits, this file only).
+    files: ['src/cli/main.ts'],
+    rules: { '@typescript-eslint/no-unsafe-argument': 'off' },
   },
   { files: ['src/stats/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [noNodeIo] }] } },
 );

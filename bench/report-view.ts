@@ -79,7 +79,7 @@ try {
     await viewer.close();
     return ms;
   });
-  void tPage;
+  tPage;
   console.log(
     `${records.length} trial records (${configs.length} configurations x ${tasks} tasks x k=${k}); store ${((await stat(path.join(jobDir, 'job.db'))).size / 1e6).toFixed(0)} MB`,
   );

@@ -143,7 +143,7 @@ export class JobStore {
   private tooNew(): TermgradeError {
     return new TermgradeError(
       'store_error',
-      `${this.file} was written by a newer termgrade (schema ${this.db.pragma('user_version', { simple: true })}, this one knows ${MIGRATIONS.length})`,
+      `${this.file} was written by a newer termgrade (schema ${String(this.db.pragma('user_version', { simple: true }))}, this one knows ${MIGRATIONS.length})`,
     );
   }
 

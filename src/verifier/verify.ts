@@ -21,7 +21,7 @@ import {
   type ProtectionMode,
   type ProtectionRecord,
 } from './protection.js';
-import type { AdmissionEvidence, GradingPolicy } from './evidence.js';
+import type { GradingPolicy } from './evidence.js';
 import { outcomeFromLogs } from './outcome.js';
 import { pythonSearches } from './python-path.js';
 import type { VerifierOutcome } from './schema.js';

@@ -278,10 +278,7 @@ async function build(
   const log = await runBuild(
     docker,
     setup,
-    () =>
-      (overrides.length
-        ? packContext(contextDir, overrides)
-        : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream,
+    () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')),
     tag,
     task,
     options,

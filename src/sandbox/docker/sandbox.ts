@@ -302,7 +302,7 @@ export class DockerSandbox implements Sandbox {
    */
   private async onThisMachine(): Promise<boolean> {
     if (this.local !== null) return this.local;
-    let pid = 0;
+    let pid: number;
     try {
       pid = (await this.container.inspect()).State.Pid;
     } catch (err) {
