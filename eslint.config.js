@@ -216,10 +216,16 @@ const strictChanges = {
   // Off: 14 / 46 hits, all `async` functions that implement an async interface (Agent.setup, a
   // provider method, a test's fake) without awaiting: `async` is what makes their throw a rejection.
   '@typescript-eslint/require-await': 'off',
-  // A value caught earlier and kept (a store write's failure, a dead shell's, the last engine's, an
-  // abort's reason) is rethrown or passed to reject() as it came: its type is the catch's `unknown`.
-  // Throwing or rejecting a literal or any other non-Error still fails.
-  '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true, allowRethrowing: true }],
+  // Off: `return void f()` leaves a function returning void in one statement, the form
+  // no-confusing-void-expression asks for; this rule refuses it when f returns void, so the two
+  // conflict (ESLint reports circular fixes). 2 hits, both rewritten.
+  '@typescript-eslint/no-meaningless-void-operator': 'off',
+  // Off: 4 hits, each rethrowing a failure caught earlier and kept (a store write's, a dead shell's,
+  // the last engine's): narrowed from `unknown` by a truth test, which allowThrowingUnknown does
+  // not see through. termgrade throws Error subclasses (TermgradeError) only.
+  '@typescript-eslint/only-throw-error': 'off',
+  // A value caught earlier (an abort's reason, a child's failure) is passed to reject() as it came:
+  // its type is the catch's `unknown`. Rejecting with a literal or any other non-Error still fails.
   '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
   // Off: 8 hits, each `String(v)` of a value another party types loosely (fast-xml-parser's attributes,
   // a WebSocket frame, an engine's error of unknown shape) into a message: printing what came is intended.
@@ -281,6 +287,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
       '@typescript-eslint/no-explicit-any': 'off',
+      // Off in test/ and bench/ only, to keep this change out of files the suite's rework edits:
+      // restrict-plus-operands (12 hits, each `out += chunk` of a child's Buffer output, utf8),
+      // restrict-template-expressions (4: arrays and Buffers printed in assertion messages),
+      // no-confusing-void-expression (19: `return send(...)` in the fake servers' handlers), and
+      // no-unnecessary-type-assertion (20 casts left from before a helper was typed; harmless).
+      '@typescript-eslint/restrict-plus-operands': 'off',
+      '@typescript-eslint/restrict-template-expressions': 'off',
+      '@typescript-eslint/no-confusing-void-expression': 'off',
+      '@typescript-eslint/no-unnecessary-type-assertion': 'off',
     },
   },
   {

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { cp, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable, type Duplex } from 'node:stream';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { cgroupFreezer } from '../src/sandbox/docker/freezer.js';
