@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { cp, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable, type Duplex } from 'node:stream';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { cgroupFreezer } from '../src/sandbox/docker/freezer.js';
@@ -34,7 +34,7 @@ export async function bareShell(
   c: Docker.Container,
 ): Promise<{ run: (cmd: string) => Promise<void>; close: () => void }> {
   const ex = await c.exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true });
-  const stream = (await ex.start({ hijack: true, stdin: true })) as unknown as Duplex;
+  const stream = await ex.start({ hijack: true, stdin: true });
   let buf = '';
   let wake: (() => void) | null = null;
   const sink = new Writable({ write: (chunk: Buffer, _e, done) => ((buf += chunk.toString()), wake?.(), done()) });

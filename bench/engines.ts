@@ -114,7 +114,7 @@ try {
       port: Number(url.port),
       username: 'root',
       sshOptions: { privateKey: readFileSync(sshd.keyFile) },
-    } as Docker.DockerOptions);
+    });
     const tunnel = connectEngine({ host: sshd.host, sshKey: sshd.keyFile, capacity: 1, labels: {} });
     const perCall = async (d: Docker): Promise<number> => {
       await d.ping();

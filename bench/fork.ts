@@ -77,6 +77,8 @@ async function memoryOf(provider: DockerProvider, id: string): Promise<number> {
 }
 
 const diskOf = async (provider: DockerProvider, id: string): Promise<number> =>
+  // dockerode's types give inspect({ size }) only a callback overload; it returns a promise as well.
+  // eslint-disable-next-line @typescript-eslint/await-thenable
   ((await provider.docker.getContainer(id).inspect({ size: true } as never)) as unknown as { SizeRw?: number })
     .SizeRw ?? 0;
 

@@ -66,7 +66,7 @@ try {
     await viewer.close();
     return page;
   });
-  const [tPage, paged] = await time(async () => {
+  const [, paged] = await time(async () => {
     const viewer = await startViewer({ sources: [jobDir], port: 0 });
     const t = performance.now();
     for (let i = 0; i < 20; i++)
@@ -79,7 +79,6 @@ try {
     await viewer.close();
     return ms;
   });
-  void tPage;
   console.log(
     `${records.length} trial records (${configs.length} configurations x ${tasks} tasks x k=${k}); store ${((await stat(path.join(jobDir, 'job.db'))).size / 1e6).toFixed(0)} MB`,
   );

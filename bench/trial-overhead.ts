@@ -21,7 +21,6 @@ import { oracleAgent } from '../src/agent/oracle.js';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { bareTrial } from './bare-trial.js';
 import { loadTask } from '../src/task/load.js';
-import type { Task } from '../src/task/task.js';
 import { runTrial } from '../src/trial/run.js';
 
 const iterations = Number(process.argv[2] ?? 15);

@@ -108,7 +108,7 @@ describe('one accounting policy', () => {
         let fallbackOld = 0;
         for (let mask = 0; mask < 2 ** cut; mask++) {
           let c = 0;
-          let n = 0;
+          let n: number;
           for (n = 1; n <= cut; n++) {
             if (mask & (1 << (n - 1))) c += 1;
             if (decide(n, c, rule).stop) break;

@@ -99,7 +99,7 @@ describe('a prior that yields to evidence', () => {
   });
 
   it('a prior from a configuration with another label is refused unless named', () => {
-    assert.deepEqual(priorConfigOf('gpt-b', ['gpt-a'], undefined).hasOwnProperty('problem'), true);
+    assert.deepEqual(Object.hasOwn(priorConfigOf('gpt-b', ['gpt-a'], undefined), 'problem'), true);
     assert.match(
       (priorConfigOf('gpt-b', ['gpt-a'], undefined) as { problem: string }).problem,
       /no configuration labelled "gpt-b".*name it/,

@@ -11,7 +11,7 @@ import { unknownTaskKeys } from '../src/task/unknown-keys.js';
 import { clipMessage } from '../src/util/clip.js';
 import { editDistance, nearestName } from '../src/util/nearest.js';
 import { processAlive } from '../src/util/process-alive.js';
-import { BROKEN, CLI, makeTask, ROOT, runShell, tempDir, trivialTask } from './helpers.js';
+import { BROKEN, CLI, ROOT, runShell, tempDir, trivialTask } from './helpers.js';
 
 /** Runs the built binary itself, as its shebang says (the way npx and an installed bin run it). */
 function runBin(

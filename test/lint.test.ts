@@ -51,7 +51,7 @@ test('the linter catches a floating promise, a misused one, a long function and 
     "import { runJob } from '../job/run-job.js';\nexport const f = runJob;\n",
   );
   assert.ok(
-    layering.some((m) => m.startsWith('no-restricted-imports')),
+    layering.some((m) => m.startsWith('local/layers')),
     layering.join('\n'),
   );
 

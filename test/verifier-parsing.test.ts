@@ -21,7 +21,7 @@ describe('reward files', () => {
   it('calls a missing reward a missing reward, never a 0', () => {
     const r = parseRewardFiles(null, null);
     assert.equal(r.ok, false);
-    assert.equal(r.ok === false && r.problem, 'missing');
+    assert.equal(!r.ok && r.problem, 'missing');
   });
 
   it('rejects malformed files with the reason', () => {

@@ -18,7 +18,7 @@ export function parseEnvFile(text: string, file: string): Record<string, string>
     if (eq < 0 || !NAME.test(key))
       throw new TermgradeError('bad_input', `${file}:${i + 1}: expected KEY=VALUE, got "${line.slice(0, 60)}"`);
     let value = line.slice(eq + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]!))
+    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]))
       value = value.slice(1, -1);
     env[key] = value;
   });

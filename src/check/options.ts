@@ -1,10 +1,21 @@
 import type { ModelConfig } from '../model/config.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
-import type { JobStore } from '../store/store.js';
 import type { TrialTimeouts } from '../trial/options.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
 import type { ProbeLevel } from './probes.js';
 import type { CheckedTask } from './schema.js';
+
+/**
+ * Where a resumable check keeps its verdicts (`check --job NAME`): the job store's
+ * checked_tasks table (store/store.ts's JobStore is one). Declared here, by the check that needs
+ * it, so the check stays below the store it writes to.
+ */
+export interface CheckedTaskLog {
+  /** The verdicts already recorded, by the task's resolved path. */
+  checkedTasks(): Map<string, unknown>;
+  /** Records one task's verdict whole (written at once, so a killed check resumes). */
+  recordChecked(task: CheckedTask): void;
+}
 
 export interface CheckOptions {
   provider: SandboxProvider;
@@ -46,7 +57,7 @@ export interface CheckOptions {
    * A durable record (`check --job NAME`): tasks it already holds are not checked again, and each
    * task's verdict is written to it whole as soon as the task is done, so a killed check resumes.
    */
-  store?: JobStore;
+  store?: CheckedTaskLog;
   /**
    * Where each admitted task's protected set is kept (what its verifier executes, loads and
    * reads when it grades the reference solution): later trials of the task are scanned against it.

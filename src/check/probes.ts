@@ -2,7 +2,7 @@ import { isPassingReward } from '../trial/accounting.js';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { PreparedEnvironment, Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
+import type { Sandbox, SandboxProvider } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { readTextIfThere } from '../util/files.js';
 import { walk } from '../util/walk.js';
@@ -491,7 +491,9 @@ export class TaskProber {
       const keep = `/var/tmp/.termgrade-keep`;
       await s.exec(['sh', '-c', `cp -a ${q} ${keep} && rm -f ${q}`]);
       const removed = await this.grade(s);
-      const restore = async (): Promise<void> => void (await s.exec(['sh', '-c', `cp -a ${keep} ${q}`]));
+      const restore = async (): Promise<void> => {
+        await s.exec(['sh', '-c', `cp -a ${keep} ${q}`]);
+      };
       await restore();
       if (removed.passed) continue; // the tests do not read this file: no evidence either way
       for (const [how, cmd] of [

@@ -296,7 +296,7 @@ async function printRunSummary(
     `job ${spec.name}: ${summary.completed + summary.errors} trials recorded this run (${summary.completed} graded, ${summary.errors} without reward${summary.infra ? `: ${summary.infra} infrastructure failures, run again on resume` : ''}), ` +
       `${summary.notRun} not run, ${summary.skipped} recorded before` +
       `${spec.adaptive ? `, ${summary.settledEarly} not needed (settled early by adaptive sampling)` : ''}; ${summary.total} slots in all` +
-      `${summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : ''}` +
+      (summary.stoppedBy === 'budget' ? ' -- stopped by the budget; run again to continue' : '') +
       `${skippedCount ? `; ${skippedCount} invalid task folder(s) skipped (listed above)` : ''}\n` +
       `store: ${jobDbOf(job.jobDir)}\n`,
   );

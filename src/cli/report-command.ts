@@ -1,4 +1,5 @@
 import { buildReport } from '../report/build.js';
+import { readSynthFunnel } from '../synth/read-funnel.js';
 import { EXIT } from './signals.js';
 import { combiningLine } from '../store/identity.js';
 
@@ -14,7 +15,7 @@ export async function reportCommand(
     minTrials: flags.minTrials,
     check: flags.check,
     select: flags.select,
-    synth: flags.synth,
+    synth: flags.synth === undefined ? undefined : await readSynthFunnel(flags.synth),
   });
   const combining = combiningLine(data.jobs);
   if (combining) process.stdout.write(`${combining}\n`);

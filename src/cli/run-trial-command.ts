@@ -193,7 +193,7 @@ export async function runTrialCommand(taskDir: string, flags: RunTrialFlags): Pr
     }
     const result = await runTrial(options);
     await admission.keep(result);
-    if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${buildLog}\n`);
+    if (buildLog) process.stderr.write(`termgrade: the image build failed; its log: ${String(buildLog)}\n`);
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else printTrialResult(task.name, agent, result, flags.out);
     return signals.exitCode() ?? (result.passed ? EXIT.ok : EXIT.rejected);

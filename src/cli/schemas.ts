@@ -52,7 +52,7 @@ export function jsonSchemaOf(name: OutputName): Record<string, unknown> {
       const js = ctx.jsonSchema as Record<string, unknown>;
       if (js.description !== STAT_DESCRIPTION) return;
       const { description, ...number } = js;
-      for (const k of Object.keys(js)) delete js[k];
+      for (const k of Object.keys(js)) Reflect.deleteProperty(js, k);
       Object.assign(js, { description, anyOf: [number, { enum: ['Infinity', '-Infinity'] }, { type: 'null' }] });
     },
   }) as Record<string, unknown>;

@@ -18,7 +18,7 @@ export function table(header: string[], rows: Array<Array<string | number>>): st
 }
 
 export const pct = (x: number | null | undefined, digits = 1): string =>
-  x === null || x === undefined || Number.isNaN(x) ? '-' : `${(x * 100).toFixed(digits)}`;
+  x === null || x === undefined || Number.isNaN(x) ? '-' : (x * 100).toFixed(digits);
 export const num = (x: number | null | undefined, digits = 0): string =>
   x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
 

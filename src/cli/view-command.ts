@@ -26,7 +26,7 @@ export async function viewCommand(
   // A token the operator chose (--token-env) is never printed; a generated one must be, or nobody could open the page.
   const open = viewer.tokenGenerated ? viewer.openUrl : viewer.url;
   process.stderr.write(
-    `termgrade view: ${list.length} source(s); open ${open}${viewer.tokenGenerated ? '' : ' with ?token=<the value of ' + flags.tokenEnv + '>'}\n`,
+    `termgrade view: ${list.length} source(s); open ${open}${viewer.tokenGenerated ? '' : ` with ?token=<the value of ${flags.tokenEnv}>`}\n`,
   );
   process.stdout.write(`${JSON.stringify({ url: viewer.url, open })}\n`);
   await new Promise<void>((resolve) => {

@@ -51,7 +51,7 @@ export async function writeParquet<Row>(file: string, rows: Row[], columns: Arra
   const schema = [{ name: 'root', num_children: columns.length }, ...columns.flatMap((c) => elements(c.name, c.shape))];
   const buffer = parquetWriteBuffer({
     columnData: columns.map((c) => ({ name: c.name, data: rows.map((r) => conform(c.value(r), c.shape)) as never })),
-    schema: schema as never,
+    schema: schema,
     kvMetadata: [{ key: 'created_by_app', value: 'termgrade' }],
   });
   await writeFile(file, Buffer.from(buffer));

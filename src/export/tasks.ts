@@ -80,8 +80,8 @@ async function annotate(tomlFile: string, measured: Record<string, unknown>): Pr
     await appendFile(tomlFile, table);
   } catch {
     // [metadata] written inline, say: rewrite the whole file instead.
-    const doc = parseToml(text) as Record<string, any>;
-    doc.metadata = { ...(doc.metadata ?? {}), termgrade: measured };
+    const doc = parseToml(text) as { metadata?: Record<string, unknown> };
+    doc.metadata = { ...doc.metadata, termgrade: measured };
     await writeFile(tomlFile, stringifyToml(doc));
   }
 }

@@ -45,12 +45,36 @@ export interface TrialRowOut {
   image_id: string | null;
 }
 
+/**
+ * What a row is made of: a trial's result.json as far as export reads it (results written by older
+ * versions lack some fields, hence the optional ones), or a store row's part of it (recordOfRow).
+ */
+interface ResultFields {
+  trialId: string;
+  task: { name: string };
+  agent: { name: string; model?: string | null };
+  attempt?: number;
+  reward?: number | null;
+  rewards?: Record<string, number>;
+  steps?: unknown;
+  taskVersion?: string | null;
+  dataset?: { name?: string | null; version?: string | null } | null;
+  error?: { class?: string | null } | null;
+  exitReason?: string | null;
+  tests?: Array<{ name: string; status: string; message?: string | null }>;
+  tokens?: { input?: number | null; cached?: number | null; output?: number | null } | null;
+  costUsd?: number | null;
+  durationMs?: number | null;
+  phases?: unknown;
+  imageId?: string | null;
+}
+
 /** A trial's result.json as JSON: a file that is not JSON is bad input, named (exit 2), never a crash. */
-function parseResult(file: string, text: string): Record<string, any> {
+function parseResult(file: string, text: string): ResultFields {
   try {
     const value: unknown = JSON.parse(text);
     if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not a JSON object');
-    return value as Record<string, any>;
+    return value as ResultFields;
   } catch (err) {
     throw new TermgradeError('bad_input', `${file}: not a trial result: ${(err as Error).message}`);
   }
@@ -74,7 +98,7 @@ function normaliseMessages(raw: unknown): Array<Record<string, unknown>> {
 }
 
 async function fromResult(
-  result: Record<string, any>,
+  result: ResultFields,
   job: JobRef,
   trialDir: string | null,
   config?: string,
@@ -101,12 +125,12 @@ async function fromResult(
     status: accountingOf(result.reward ?? null, errorClass),
     error_class: errorClass,
     exit_reason: result.exitReason ?? null,
-    tests: (result.tests ?? []).map((t: { name: string; status: string; message?: string | null }) => ({
+    tests: (result.tests ?? []).map((t) => ({
       name: t.name,
       status: t.status,
       message: t.message ?? null,
     })),
-    messages: messages ? normaliseMessages(JSON.parse(messages)) : [],
+    messages: messages ? normaliseMessages(JSON.parse(messages) as unknown) : [],
     tools: agentDir ? await readTextIfThere(path.join(agentDir, 'tools.json')) : null,
     trajectory: agentDir ? await readTextIfThere(path.join(agentDir, 'trajectory.json')) : null,
     input_tokens: result.tokens?.input ?? null,
@@ -120,14 +144,14 @@ async function fromResult(
 }
 
 /** A trial record as far as the store's row holds it (a trial whose own record cannot be read). */
-function recordOfRow(r: TrialRow): Record<string, unknown> {
+function recordOfRow(r: TrialRow): ResultFields {
   return {
     trialId: r.trial_id,
     task: { name: r.task },
     agent: { name: r.agent, model: r.model },
     reward: r.reward,
     rewards: safeJson(r.rewards_json),
-    steps: JSON.parse(r.steps_json),
+    steps: JSON.parse(r.steps_json) as unknown,
     taskVersion: r.task_version,
     dataset: r.dataset_name || r.dataset_version ? { name: r.dataset_name, version: r.dataset_version } : null,
     error: r.error_class ? { class: r.error_class } : null,

@@ -58,12 +58,12 @@ function storedSpecOf(store: JobStore, source: string): JobSpec | null {
 }
 
 /** A trial folder whose result.json is Harbor's own: a job imported by a version that did not copy trials. */
-const isHarborRecord = (v: Record<string, any>): boolean => v.schemaVersion === undefined && 'trial_name' in v;
+const isHarborRecord = (v: Record<string, unknown>): boolean => v.schemaVersion === undefined && 'trial_name' in v;
 
 async function readResult(row: TrialRow): Promise<TrialResult | null> {
   const text = row.trial_dir ? await readTextIfThere(path.join(row.trial_dir, 'result.json')) : null;
   if (!text) return null;
-  const raw = JSON.parse(text) as Record<string, any>;
+  const raw = JSON.parse(text) as Record<string, unknown>;
   if (isHarborRecord(raw)) return null;
   const parsed = TrialResultSchema.safeParse(raw);
   // A record this version cannot read whole is a failure to say, not a trial to half-export.
@@ -76,17 +76,17 @@ async function readResult(row: TrialRow): Promise<TrialResult | null> {
 }
 
 /** A JSON file Harbor wrote, kept by the import (ORIGINALS); null when there is none. */
-async function readOriginal(dir: string | null, name: string): Promise<Record<string, any> | null> {
+async function readOriginal(dir: string | null, name: string): Promise<Record<string, unknown> | null> {
   const text = dir ? await readTextIfThere(path.join(dir, ORIGINALS, name)) : null;
-  return text ? (JSON.parse(text) as Record<string, any>) : null;
+  return text ? (JSON.parse(text) as Record<string, unknown>) : null;
 }
 
 /** An imported trial's Harbor record: the one the import kept, or the folder's own when it is Harbor's. */
-async function harborOriginalOf(trialDir: string | null): Promise<Record<string, any> | null> {
+async function harborOriginalOf(trialDir: string | null): Promise<Record<string, unknown> | null> {
   const kept = await readOriginal(trialDir, 'result.json');
   if (kept || !trialDir) return kept;
   const text = await readTextIfThere(path.join(trialDir, 'result.json'));
-  const raw = text ? (JSON.parse(text) as Record<string, any>) : null;
+  const raw = text ? (JSON.parse(text) as Record<string, unknown>) : null;
   return raw && isHarborRecord(raw) ? raw : null;
 }
 
@@ -127,7 +127,10 @@ async function copyTrialFiles(from: string | null, to: string): Promise<void> {
 async function trialOf(input: Omit<TrialInput, 'rollout'>, job: JobContext, scrub: Scrub): Promise<HarborTrialResult> {
   const original = await harborOriginalOf(input.row.trial_dir);
   if (original) {
-    const config = { ...(original.config ?? {}), trials_dir: `${job.jobsDir}/${job.name}` };
+    const config = {
+      ...(original.config as Record<string, unknown> | undefined),
+      trials_dir: `${job.jobsDir}/${job.name}`,
+    };
     return {
       ...original,
       trial_name: input.trialName,
@@ -152,8 +155,8 @@ interface ExportContext {
   /** The job's dataset folders (absolute): a trial's task from one of them has it as its source. */
   datasets: Set<string>;
   taskFolders: Set<string>;
-  originalJob: Record<string, any> | null;
-  originalConfig: Record<string, any> | null;
+  originalJob: Record<string, unknown> | null;
+  originalConfig: Record<string, unknown> | null;
 }
 
 async function openSource(source: string): Promise<JobStore> {

@@ -115,7 +115,7 @@ function isDefault(v: unknown, dflt: unknown): boolean {
 class Collector {
   readonly ignored: IgnoredField[] = [];
   constructor(readonly where: string) {}
-  ignore(field: string, value: unknown, why: string, dflt: unknown = undefined): void {
+  ignore(field: string, value: unknown, why: string, dflt?: unknown): void {
     if (!isDefault(value, dflt)) this.ignored.push({ field, why });
   }
   fail(field: string, problem: string): never {
@@ -334,7 +334,9 @@ function convertDatasets(c: Collector, raw: Raw, cwd: string): TaskSource {
     ]);
     if (typeof d.path !== 'string' || d.repo !== undefined) {
       const id =
-        typeof d.name === 'string' ? `${d.name}${d.version ? `@${d.version}` : ''}` : JSON.stringify(d.repo ?? d);
+        typeof d.name === 'string'
+          ? `${d.name}${d.version ? `@${String(d.version)}` : ''}`
+          : JSON.stringify(d.repo ?? d);
       c.fail(
         at,
         `dataset ${id} comes from a registry or repository, which termgrade does not download; fetch it (e.g. harbor datasets download ${id}) and give its folder as ${at}.path`,

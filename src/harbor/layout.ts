@@ -336,7 +336,7 @@ export function rolloutDetailsOf(trajectory: unknown): HarborRolloutDetail[] | n
     detail.prompt_token_ids.push(intArray(m.prompt_token_ids) ? m.prompt_token_ids : []);
     detail.completion_token_ids.push(m.completion_token_ids);
     const lp = m.logprobs;
-    detail.logprobs.push(Array.isArray(lp) && lp.every((x) => typeof x === 'number') ? (lp as number[]) : []);
+    detail.logprobs.push(Array.isArray(lp) && lp.every((x) => typeof x === 'number') ? lp : []);
   }
   return detail.completion_token_ids.length ? [detail] : null;
 }
@@ -367,7 +367,7 @@ export function harborTrialResult(t: TrialInput, job: JobContext): HarborTrialRe
     r?.error ??
     (row.error_class ? { class: row.error_class, message: row.error_message ?? row.error_class, phase: null } : null);
   const finished = isoOrNull(r?.finishedAt);
-  const phase = err && r && err.phase ? r.phases[err.phase as keyof TrialResult['phases']] : undefined;
+  const phase = err && r && err.phase ? r.phases[err.phase] : undefined;
   const phases = r?.phases ?? {};
   return {
     id: uuidOf(`${row.job_id}/${row.trial_id}`),

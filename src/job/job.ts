@@ -99,7 +99,7 @@ export async function openJob(
     throw err;
   }
   try {
-    const known: Record<string, string> = JSON.parse(store.getMeta('configs') ?? '{}');
+    const known = JSON.parse(store.getMeta('configs') ?? '{}') as Record<string, string>;
     const problems: string[] = [];
     for (const a of spec.agents) {
       const label = configLabelOf(a);
@@ -141,7 +141,7 @@ export async function openJob(
     store.setMeta('slots', String(spec.k * spec.agents.length * tasks.length));
     // And per configuration, kept across runs of the job with other configurations (a job run with
     // one model, then another): the slots in all are every configuration's, not the last run's.
-    const byConfig: Record<string, number> = JSON.parse(store.getMeta('slots_by_config') ?? '{}');
+    const byConfig = JSON.parse(store.getMeta('slots_by_config') ?? '{}') as Record<string, number>;
     for (const a of spec.agents) byConfig[configLabelOf(a)] = spec.k * tasks.length;
     store.setMeta('slots_by_config', JSON.stringify(byConfig));
   } catch (err) {

@@ -76,7 +76,7 @@ function toModelError(err: unknown, timeoutSec: number): ModelError {
   if (err instanceof APIConnectionTimeoutError) return new ModelError('timeout', `no answer within ${timeoutSec} s`);
   if (err instanceof APIConnectionError) return new ModelError('transient', `connection failed: ${err.message}`);
   if (err instanceof APIError && typeof err.status === 'number') {
-    const header = err.headers?.get?.('retry-after');
+    const header = (err.headers as { get?: (name: string) => string | null } | undefined)?.get?.('retry-after');
     const retryAfter = header === null || header === undefined || header.trim() === '' ? Number.NaN : Number(header);
     const kind = classifyStatus(err.status, { message: err.message, code: err.code, type: err.type });
     return new ModelError(

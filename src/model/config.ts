@@ -14,7 +14,7 @@ export type Price = z.infer<typeof PriceSchema>;
  * it, so configs, records and logs can be written anywhere.
  */
 export const ModelConfigSchema = z.strictObject({
-  baseUrl: z.string().url(),
+  baseUrl: z.url(),
   model: z.string().min(1),
   apiKeyEnv: z.string().default('OPENAI_API_KEY'),
   temperature: z.number().min(0).optional(),

@@ -5,7 +5,7 @@ import { jeffreys, wilson } from '../stats/intervals.js';
 import { BetaPriorSchema, fitBetaPrior, passAtKCurve, PassAtKSchema } from '../stats/pass-at-k.js';
 import { stat } from '../util/json.js';
 import { retryWaste, RetryWasteSchema } from './waste.js';
-import { CutInsideStepError, GmsEstimator, type AdaptiveRule } from '../stats/adaptive.js';
+import { CutInsideStepError, GmsEstimator } from '../stats/adaptive.js';
 import { meanSe } from '../stats/summary.js';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
 import type { StatsRecord } from '../records/record.js';
@@ -53,6 +53,7 @@ export function estimateRate(t: TaskCounts): { rate: number; method: TaskRate['r
       if (err instanceof CutInsideStepError) return { rate: Number.NaN, method: 'cut-inside-step' };
       throw new RangeError(
         `${t.config} on ${t.task}: ${t.c} of ${t.n} trials cannot come from the job's adaptive rule (up to ${t.adaptive.kMax} trials in steps of ${t.adaptive.step}); the records are not from one adaptive job`,
+        { cause: err },
       );
     }
   }

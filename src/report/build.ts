@@ -7,9 +7,8 @@ import { charts } from './charts.js';
 import { loadDetails } from './details.js';
 import { loadRecordSet } from '../records/load.js';
 import { SelectManifestSchema, type SelectManifest } from './outputs.js';
-import { reportData, type ReportData } from './page-data.js';
+import { reportData, type ReportData, type SynthFunnelView } from './page-data.js';
 import { renderReport } from './page.js';
-import { readSynthFunnel } from './synth-input.js';
 
 export interface BuildReportOptions {
   sources: string[];
@@ -20,8 +19,8 @@ export interface BuildReportOptions {
   check?: string;
   /** A selection: `select --out` folder or its manifest.json. */
   select?: string;
-  /** A synth job (`synth --out` folder, or its .synth/synth.db) whose funnel is shown beside the check yield. */
-  synth?: string;
+  /** A synth job's funnel (synth's readSynthFunnel of `report --synth DIR`), shown beside the check yield. */
+  synth?: SynthFunnelView;
 }
 
 async function readContract<T>(
@@ -70,7 +69,7 @@ export async function buildReport(o: BuildReportOptions): Promise<{ index: strin
       : o.select;
     selection = await readContract(file, SelectManifestSchema, 'a selection manifest (select --out DIR/manifest.json)');
   }
-  const synth = o.synth ? await readSynthFunnel(o.synth) : null;
+  const synth = o.synth ?? null;
   const data = reportData({
     sources: o.sources,
     jobs,

@@ -101,7 +101,7 @@ async function heatmap(d: ReportData): Promise<string> {
         },
       },
     ],
-  } as TopLevelSpec);
+  });
 }
 
 /** Each configuration's pass@1 with its 95% interval. */
@@ -135,7 +135,7 @@ async function pass1Chart(d: ReportData): Promise<string> {
         },
       },
     ],
-  } as TopLevelSpec);
+  });
 }
 
 /** pass@k against k, per configuration. */
@@ -187,7 +187,7 @@ async function passAtKChart(d: ReportData): Promise<string> {
         },
       },
     ],
-  } as TopLevelSpec);
+  });
 }
 
 /** Per configuration, how many tasks have each success rate; the band shaded. */
@@ -239,7 +239,7 @@ async function histogramChart(d: ReportData): Promise<string> {
         },
       ],
     },
-  } as TopLevelSpec);
+  });
 }
 
 /** pass@1 against total trial time. */
@@ -275,7 +275,7 @@ async function runtimeChart(d: ReportData): Promise<string> {
         },
       },
     ],
-  } as TopLevelSpec);
+  });
 }
 
 /** Trials per error class (no reward) and per graded outcome class; none when there are none. */
@@ -297,7 +297,7 @@ async function errorsChart(d: ReportData): Promise<string | null> {
       x: { field: 'n', type: 'quantitative', title: 'trials' },
       color: { field: 'config', type: 'nominal' },
     },
-  } as TopLevelSpec);
+  });
 }
 
 export async function charts(d: ReportData): Promise<Record<string, string>> {

@@ -26,8 +26,8 @@ function findingsOf(raw: unknown): TrialDetail['findings'] {
   if (!Array.isArray(raw)) return [];
   return raw
     .filter(
-      (f): f is { code: string; message?: unknown } =>
-        f !== null && typeof f === 'object' && typeof f.code === 'string',
+      (f: unknown): f is { code: string; message?: unknown } =>
+        f !== null && typeof f === 'object' && 'code' in f && typeof f.code === 'string',
     )
     .map((f) => ({ code: f.code, message: typeof f.message === 'string' ? f.message : '' }));
 }

@@ -1,5 +1,4 @@
 import type { CheckReport } from '../check/schema.js';
-import type { SynthReport } from '../synth/schema.js';
 import { inBand } from '../stats/band.js';
 import { isNearMiss } from '../stats/efficiency.js';
 import { jaccard, sameModelCeiling } from '../stats/overlap.js';
@@ -32,6 +31,35 @@ export interface TrialDetail {
   trajectory: TrajectorySummary | null;
 }
 
+/**
+ * A synth job's funnel as the report shows it (`report --synth`). The contract is synth's
+ * (SynthReport in synth/schema.ts, `synth --json`); this is the part the page reads, declared
+ * here so the report stays below synth: the CLI reads the funnel with synth's readSynthFunnel and
+ * hands it over whole (report.json keeps all of it), and the compiler checks it against this.
+ */
+export interface SynthFunnelView {
+  candidates: number;
+  admitted: number;
+  rejected: number;
+  unfinished: number;
+  endToEndYield: number | null;
+  outDir: string;
+  stages: Array<{
+    stage: string;
+    candidates: number;
+    passed: number;
+    yield: number | null;
+    runs: number;
+    wallMs: number;
+    timeShare: number;
+  }>;
+  repairs: Array<{ part: string; attempts: number; candidates: number; admitted: number }>;
+  rejections: Record<string, number>;
+  testsPerAdmitted: { mean: number | null; min: number | null; max: number | null };
+  tokens: { prompt: number; completion: number; calls: number; malformedReplies: number };
+  costUsd: number | null;
+}
+
 export interface ReportInput {
   sources: string[];
   /** The jobs the records came from, with each one's trial count (see loadRecordSet). */
@@ -44,7 +72,7 @@ export interface ReportInput {
   check?: CheckReport | null;
   selection?: SelectManifest | null;
   /** A synth job's funnel (report --synth). */
-  synth?: SynthReport | null;
+  synth?: SynthFunnelView | null;
 }
 
 const BINS = 10;

@@ -6,7 +6,7 @@ import { passAtKMethodNote } from '../stats/pass-at-k.js';
 export const esc = (s: unknown): string => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const pct = (x: number | null | undefined): string =>
-  x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(100 * x).toFixed(1)}`;
+  x === null || x === undefined || !Number.isFinite(x) ? '-' : (100 * x).toFixed(1);
 const num = (x: number | null | undefined, digits = 2): string =>
   x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits);
 

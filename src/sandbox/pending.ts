@@ -14,7 +14,7 @@ export function pendingSandbox(starting: Promise<Sandbox>): Sandbox {
     () => undefined,
   );
   const later =
-    <K extends keyof Sandbox>(name: K) =>
+    (name: keyof Sandbox) =>
     async (...args: unknown[]): Promise<unknown> => {
       const s = await starting;
       return (s[name] as (...a: unknown[]) => Promise<unknown>).apply(s, args);

@@ -326,6 +326,12 @@ export interface SnapshotBounds {
 /** Disk an agent may write on top of its image when its task says nothing (storage_mb). */
 export const DEFAULT_DISK_LIMIT_MB = 10 * 1024;
 
+/** Disk an agent may write on top of a task's image: the task's storage_mb, else DEFAULT_DISK_LIMIT_MB. */
+export function taskDiskLimitMb(task: Task): number {
+  const env = task.config.environment;
+  return env.storage_mb ?? env.storage ?? DEFAULT_DISK_LIMIT_MB;
+}
+
 /**
  * Seconds a snapshot's copy may take: well past the slowest copy within the other bounds (200,000
  * files took 87 s on a loaded 2-core machine; 10 GiB at 200 MB/s takes 50 s). A backstop for slow

@@ -1,5 +1,15 @@
 import { inBand } from '../stats/band.js';
-import type { TaskRate } from '../report/aggregate.js';
+
+/**
+ * What the selection rules read of a task's measured rate: its name, graded trials and rate. The
+ * report's per-task rates (report/aggregate.ts's TaskRate) are one; the rules stay pure logic over
+ * whatever carries these, below the report, and hand back the caller's own records.
+ */
+export interface RatedTask {
+  task: string;
+  n: number;
+  rate: number;
+}
 
 export interface SelectOptions {
   band: [number, number];
@@ -10,8 +20,8 @@ export interface SelectOptions {
   exclude: ReadonlySet<string>;
 }
 
-export interface Selection {
-  selected: TaskRate[];
+export interface Selection<T extends RatedTask = RatedTask> {
+  selected: T[];
   /** Why the other tasks were left out, by reason. */
   skipped: { tooFewTrials: number; excluded: number; outOfBand: number; beyondN: number };
 }
@@ -21,14 +31,14 @@ export interface Selection {
  * so the same records always give the same list.
  */
 export function byDistance(target: number) {
-  return (a: TaskRate, b: TaskRate): number =>
+  return (a: RatedTask, b: RatedTask): number =>
     Math.abs(a.rate - target) - Math.abs(b.rate - target) ||
     b.n - a.n ||
     (a.task < b.task ? -1 : a.task > b.task ? 1 : 0);
 }
 
 /** The training rule: in band, enough trials, not held out; then the N closest to the target. */
-export function selectTraining(rates: TaskRate[], o: SelectOptions): Selection {
+export function selectTraining<T extends RatedTask>(rates: T[], o: SelectOptions): Selection<T> {
   const skipped = { tooFewTrials: 0, excluded: 0, outOfBand: 0, beyondN: 0 };
   const eligible = rates.filter((t) => {
     if (o.exclude.has(t.task)) return ((skipped.excluded += 1), false);
@@ -47,17 +57,17 @@ export function selectTraining(rates: TaskRate[], o: SelectOptions): Selection {
  * 0.75, a bimodal set), never a task in `exclude` (the training selection and held-out lists),
  * and no task twice. Targets take turns picking, so neither gets all the contested tasks.
  */
-export function selectValidation(
-  rates: TaskRate[],
+export function selectValidation<T extends RatedTask>(
+  rates: T[],
   o: { targets: number[]; perTarget: number; minTrials: number; exclude: ReadonlySet<string> },
-): Array<TaskRate & { target: number }> {
+): Array<T & { target: number }> {
   const pool = rates.filter((t) => !o.exclude.has(t.task) && t.n >= o.minTrials);
   const queues = o.targets.map((target) => [...pool].sort(byDistance(target)));
   const taken = new Set<string>();
-  const out: Array<TaskRate & { target: number }> = [];
+  const out: Array<T & { target: number }> = [];
   const cursors = o.targets.map(() => 0);
   for (let round = 0; round < o.perTarget; round++) {
-    const picks: Array<TaskRate & { target: number }> = [];
+    const picks: Array<T & { target: number }> = [];
     for (const [i, target] of o.targets.entries()) {
       const q = queues[i]!;
       while (

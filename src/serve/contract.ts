@@ -121,11 +121,11 @@ export const EpisodeBody = z.strictObject({
     .string()
     .min(1)
     .refine((name) => !NOT_POLICIES.includes(name), {
-      message:
+      error:
         'oracle and nop are not policies: an episode is run by a model agent (bash-tool, terminus, or a loaded one)',
     })
     .refine((name) => knownAgents().includes(name), {
-      message: 'unknown agent (known: bash-tool, terminus, and any the server loaded)',
+      error: 'unknown agent (known: bash-tool, terminus, and any the server loaded)',
     }),
   model: ModelBody.default({}),
   /** The trainer's session id: sent on every model call (header and body) so its gateway can match tokens. */

@@ -67,16 +67,17 @@ export class OpenEnvWsConnection {
 
   private async handle(raw: string | null): Promise<void> {
     if (this.closed) return;
-    if (raw === null) return this.send(wsError('INVALID_JSON', 'Invalid JSON: a binary frame; messages are JSON text'));
+    if (raw === null)
+      return void this.send(wsError('INVALID_JSON', 'Invalid JSON: a binary frame; messages are JSON text'));
     const decoded = decode(raw);
-    if ('invalid' in decoded) return this.send(wsError('INVALID_JSON', decoded.invalid));
+    if ('invalid' in decoded) return void this.send(wsError('INVALID_JSON', decoded.invalid));
     const type = (decoded.value as { type?: unknown } | null)?.type;
     if (!['reset', 'step', 'state', 'close'].includes(type as string)) {
-      return this.send(wsError('UNKNOWN_TYPE', `Unknown message type: ${typeof type === 'string' ? type : ''}`));
+      return void this.send(wsError('UNKNOWN_TYPE', `Unknown message type: ${typeof type === 'string' ? type : ''}`));
     }
     const msg = OpenEnvWsMessage.safeParse(decoded.value);
     if (!msg.success)
-      return this.send(
+      return void this.send(
         wsError('VALIDATION_ERROR', 'Invalid message', { errors: openEnvIssues(msg.error.issues, 'body') }),
       );
     if (msg.data.type === 'close') {

@@ -215,7 +215,7 @@ class CandidateRunner {
       } catch (err) {
         // Stopping: the stage is not recorded, so a resumed job runs it (once) again.
         if (err instanceof CancelledError || this.options.signal?.aborted) return;
-        if (err instanceof GeneratorOutage) return this.leaveWaiting(state, stage, err.message);
+        if (err instanceof GeneratorOutage) return void this.leaveWaiting(state, stage, err.message);
         throw err;
       }
       const durationMs = performance.now() - t0;

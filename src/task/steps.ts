@@ -77,7 +77,7 @@ export async function loadDataset(taskPath: string): Promise<TaskDataset | null>
   if (!(await exists(file))) return null;
   let raw: Record<string, unknown>;
   try {
-    raw = parseToml(await readFile(file, 'utf8')) as Record<string, unknown>;
+    raw = parseToml(await readFile(file, 'utf8'));
   } catch (err) {
     throw new TaskError(
       path.dirname(taskPath),

@@ -34,8 +34,12 @@ export interface Task {
   verifierLayer?: {
     lines: string;
     toolchainImage: string;
-    /** What this task's toolchain serves beyond the base set (see ToolchainExtras in src/verifier/toolchain). */
-    extras?: { debs: Record<string, string>; wheels: Record<string, string> };
+    /**
+     * The toolchain image's build context (its Dockerfile and the files it copies), made when a
+     * backend builds `toolchainImage`: the recipe comes to the backend with the layer, so no
+     * backend imports the verifier (the recipe is src/verifier/toolchain's).
+     */
+    recipe: () => Array<{ path: string; content: string | Buffer; mode?: number }>;
   };
   /** A multi-step task's steps, in order; absent or empty for a single-step task. */
   steps?: TaskStep[];

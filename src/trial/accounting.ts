@@ -1,3 +1,4 @@
+import { PASS_REWARD, isPassingReward } from '../verifier/reward.js';
 import type { TrialErrorClass } from './schema.js';
 
 /**
@@ -77,13 +78,9 @@ export function accountingOf(reward: number | null, errorClass: string | null | 
   return 'ungraded';
 }
 
-/** The reward a trial needs to pass: a primary reward of at least this much. */
-export const PASS_REWARD = 1;
-
-/** The one rule for a passing reward (the stored `passed`, listings, imports, serve's `acc`). */
-export function isPassingReward(reward: number | null | undefined): boolean {
-  return reward !== null && reward !== undefined && Number.isFinite(reward) && reward >= PASS_REWARD;
-}
+// What a passing reward is lives with the reward files' reading (verifier/reward.ts), which grading
+// needs below the trial; re-exported here, beside the accounting that uses it.
+export { PASS_REWARD, isPassingReward };
 
 /** A trial that counts as a success in every rate: graded, with a passing reward. */
 export function isSuccess(reward: number | null, errorClass: string | null | undefined): boolean {

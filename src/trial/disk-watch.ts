@@ -1,14 +1,13 @@
-import { DEFAULT_DISK_LIMIT_MB, type Sandbox } from '../sandbox/sandbox.js';
+import { DEFAULT_DISK_LIMIT_MB, taskDiskLimitMb, type Sandbox } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
 import { causeOf, log } from '../util/log.js';
 import type { TrialTimeouts } from './options.js';
 
 export { DEFAULT_DISK_LIMIT_MB };
 
-/** Disk an agent may write on top of its image: the task's storage_mb, else DEFAULT_DISK_LIMIT_MB. */
+/** Disk an agent may write on top of its image: the run's --disk-limit, else the task's (taskDiskLimitMb). */
 export function diskLimitMb(task: Task, t: TrialTimeouts): number {
-  const env = task.config.environment;
-  return t.diskLimitMb ?? env.storage_mb ?? env.storage ?? DEFAULT_DISK_LIMIT_MB;
+  return t.diskLimitMb ?? taskDiskLimitMb(task);
 }
 
 export interface DiskWatch {

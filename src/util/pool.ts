@@ -8,7 +8,7 @@ export async function mapPool<T, R>(
   work: (item: T, index: number) => Promise<R>,
   signal?: AbortSignal,
 ): Promise<(R | undefined)[]> {
-  const results: (R | undefined)[] = new Array(items.length).fill(undefined);
+  const results: (R | undefined)[] = new Array<R | undefined>(items.length).fill(undefined);
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < items.length && !signal?.aborted) {

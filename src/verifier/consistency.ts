@@ -1,4 +1,4 @@
-import { isPassingReward } from '../trial/accounting.js';
+import { isPassingReward } from './reward.js';
 import { parseEachRewardFile, type RewardFiles, type RewardParse } from './reward.js';
 import type { Finding, TestResult } from './schema.js';
 

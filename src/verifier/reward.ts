@@ -6,9 +6,17 @@ export type RewardParse =
   | { ok: true; reward: number; rewards: Record<string, number>; source: 'reward.json' | 'reward.txt' }
   | { ok: false; problem: 'missing' | 'malformed'; message: string };
 
+/** The reward a trial needs to pass: a primary reward of at least this much. */
+export const PASS_REWARD = 1;
+
+/** The one rule for a passing reward (the stored `passed`, listings, imports, serve's `acc`). */
+export function isPassingReward(reward: number | null | undefined): boolean {
+  return reward !== null && reward !== undefined && Number.isFinite(reward) && reward >= PASS_REWARD;
+}
+
 /** The primary reward of a map: its `reward` key, else its only value, else the mean of all. */
 export function primaryReward(rewards: Record<string, number>): number {
-  if ('reward' in rewards) return rewards.reward!;
+  if ('reward' in rewards) return rewards.reward;
   const values = Object.values(rewards);
   if (values.length === 1) return values[0]!;
   return values.reduce((a, b) => a + b, 0) / values.length;
@@ -29,7 +37,7 @@ export function parseRewardJson(json: string): RewardParse {
     return { ok: false, problem: 'malformed', message: 'reward.json must be an object mapping names to numbers' };
   }
   const rewards: Record<string, number> = {};
-  for (const [k, v] of Object.entries(data)) {
+  for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
     const n = typeof v === 'boolean' ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
       return { ok: false, problem: 'malformed', message: `reward.json: "${k}" is not a number` };

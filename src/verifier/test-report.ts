@@ -93,7 +93,10 @@ export function parseCtrf(text: string): TestResult[] | null {
   const tests = (doc as { results?: { tests?: unknown } })?.results?.tests;
   if (!Array.isArray(tests)) return null;
   return tests
-    .filter((t): t is Record<string, unknown> => t !== null && typeof t === 'object' && typeof t.name === 'string')
+    .filter(
+      (t: unknown): t is Record<string, unknown> =>
+        t !== null && typeof t === 'object' && 'name' in t && typeof t.name === 'string',
+    )
     .map((t) => ({
       name: t.name as string,
       status: normalizeStatus(t.status),
@@ -150,6 +153,7 @@ const COLLECTION_ERROR_LINE = /^ERROR\s+(\S+\.py)(?:\s+-\s+(.*))?$/;
 export function parsePytestSummary(text: string): TestResult[] {
   const byName = new Map<string, TestResult>();
   for (const raw of text.split(/\r?\n/)) {
+    // eslint-disable-next-line no-control-regex -- pytest's colour codes (ESC [ ... m) are what this strips
     const line = raw.replace(/\x1b\[[0-9;]*m/g, '').trim();
     const space = line.indexOf(' ');
     const status = space > 0 ? SUMMARY_WORDS[line.slice(0, space)] : undefined;

@@ -6,9 +6,9 @@ import {
   type SandboxProvider,
   type SandboxSnapshot,
   type SnapshotBounds,
+  taskDiskLimitMb,
 } from '../sandbox/sandbox.js';
 import type { Task } from '../task/task.js';
-import { diskLimitMb } from '../trial/disk-watch.js';
 import { GradingStepError, errorMessage, gradingStep, isEngineLost } from '../util/errors.js';
 import { nowIso } from '../util/time.js';
 import {
@@ -21,7 +21,7 @@ import {
   type ProtectionMode,
   type ProtectionRecord,
 } from './protection.js';
-import type { AdmissionEvidence, GradingPolicy } from './evidence.js';
+import type { GradingPolicy } from './evidence.js';
 import { outcomeFromLogs } from './outcome.js';
 import { pythonSearches } from './python-path.js';
 import type { VerifierOutcome } from './schema.js';
@@ -154,7 +154,7 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
   // When test.sh is all the verifier does (no trace, nothing collected after it), the backend may
   // run it as the verifier sandbox's own process: no command sent in, nothing left to end after.
   const alone = !options.onRecord && !collects;
-  const bounds = { ...options.bounds, maxBytes: options.bounds?.maxBytes ?? diskLimitMb(task, {}) * 1024 * 1024 };
+  const bounds = { ...options.bounds, maxBytes: options.bounds?.maxBytes ?? taskDiskLimitMb(task) * 1024 * 1024 };
   let snap: SandboxSnapshot;
   try {
     // Ports the tests bind: an agent process holding one refuses the grading (see SnapshotOptions).

@@ -62,8 +62,8 @@ function findingsText(raw: unknown): string {
   if (!Array.isArray(raw)) return '';
   return raw
     .filter(
-      (f): f is { code: string; message?: unknown } =>
-        f !== null && typeof f === 'object' && typeof f.code === 'string',
+      (f: unknown): f is { code: string; message?: unknown } =>
+        f !== null && typeof f === 'object' && 'code' in f && typeof f.code === 'string',
     )
     .map((f) => `${f.code}: ${typeof f.message === 'string' ? f.message : ''}`)
     .join('\n');

@@ -25,7 +25,7 @@ export function rawRequest(
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
         res.on('end', () => {
-          let json: unknown = null;
+          let json: unknown;
           try {
             json = text ? JSON.parse(text) : null;
           } catch {

@@ -266,7 +266,7 @@ const ROLE_IDS: Record<string, number> = { system: 200_001, user: 200_002, assis
 const END_ID = 200_000;
 
 function textIds(text: string): number[] {
-  return [...text].map((ch) => ch.codePointAt(0)!);
+  return Array.from(text, (ch) => ch.codePointAt(0)!);
 }
 
 /** What a message says as the template renders it: content, then each tool call's name and arguments. */

@@ -48,7 +48,7 @@ async function startExec(
       WorkingDir: options.cwd,
       User: options.user,
     });
-    return { exec, stream: (await exec.start({ hijack: true, stdin: false })) as Duplex };
+    return { exec, stream: await exec.start({ hijack: true, stdin: false }) };
   });
   // The wrapper already bounds what it prints; the captures are a second fence, a little larger.
   const stdout = new OutputCapture(limit + 4096);

@@ -180,7 +180,7 @@ async function frozenCopy(
   }
   const frozenAt = performance.now();
   try {
-    const ownCommand = [...(info.Config.Entrypoint ?? []), ...(info.Config.Cmd ?? [])];
+    const ownCommand = [info.Config.Entrypoint ?? [], info.Config.Cmd ?? []].flat();
     const [recorded] = await Promise.all([
       recordProcesses(pid, files.dir, ownCommand),
       copyParent(layer.from, layer.to, options),

@@ -93,7 +93,7 @@ export async function cgroupFreezer(pid: number, containerId: string): Promise<F
       } catch (err) {
         // The cgroup is gone when the container stopped meanwhile: nothing is left to thaw.
         await thaw().catch(() => undefined);
-        throw new Error(`the container's processes could not freeze: ${(err as Error).message}`);
+        throw new Error(`the container's processes could not freeze: ${(err as Error).message}`, { cause: err });
       }
     },
     thaw,

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { toolchainContext } from '../../verifier/toolchain/recipe.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -279,10 +278,7 @@ async function build(
   const log = await runBuild(
     docker,
     setup,
-    () =>
-      (overrides.length
-        ? packContext(contextDir, overrides)
-        : packDir(contextDir, '')) as unknown as NodeJS.ReadableStream,
+    () => (overrides.length ? packContext(contextDir, overrides) : packDir(contextDir, '')),
     tag,
     task,
     options,
@@ -346,7 +342,7 @@ export class ImageBuilder {
     return base.then(async (prepared) => {
       if (task.verifierLayer)
         await this.once(`toolchain:${task.verifierLayer.toolchainImage}`, () =>
-          this.ensureToolchain(task, task.verifierLayer!.toolchainImage, options),
+          this.ensureToolchain(task, task.verifierLayer!, options),
         );
       const id = prepared.imageId ?? (await this.docker.getImage(prepared.image).inspect()).Id;
       const tag = `${AGENT_IMAGE_REPO}:${createHash('sha256').update(`${id}\0${layer}`).digest('hex').slice(0, 20)}`;
@@ -415,7 +411,12 @@ export class ImageBuilder {
   }
 
   /** termgrade's offline verifier toolchain image, built once per engine from its recipe (with the build network). */
-  private async ensureToolchain(task: Task, tag: string, options: PrepareOptions): Promise<PreparedEnvironment> {
+  private async ensureToolchain(
+    task: Task,
+    toolchain: NonNullable<Task['verifierLayer']>,
+    options: PrepareOptions,
+  ): Promise<PreparedEnvironment> {
+    const tag = toolchain.toolchainImage;
     const started = performance.now();
     const done = (cached: boolean, log: string): PreparedEnvironment => ({
       image: tag,
@@ -429,7 +430,7 @@ export class ImageBuilder {
       `image-${tag}`,
       async () => {
         if (await imageExists(this.docker, tag)) return done(true, '');
-        const context = await packEntries(toolchainContext(task.verifierLayer?.extras));
+        const context = await packEntries(toolchain.recipe());
         // The recipe installs packages: its own build timeout, not the task's.
         const recipeTask = {
           ...task,

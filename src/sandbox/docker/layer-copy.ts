@@ -40,7 +40,9 @@ export async function copyLayer(from: string, to: string, signal?: AbortSignal):
       .split('\n')
       .slice(0, 3)
       .join('; ');
-    throw new Error(`the agent's files could not be copied for the verifier: ${stderr || (err as Error).message}`);
+    throw new Error(`the agent's files could not be copied for the verifier: ${stderr || (err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

@@ -198,7 +198,7 @@ export class DockerProvider implements SandboxProvider {
     }
     let info: NetworkInspection;
     try {
-      info = (await this.docker.getNetwork(name).inspect()) as NetworkInspection;
+      info = await this.docker.getNetwork(name).inspect();
     } catch {
       throw new TermgradeError(
         'bad_input',

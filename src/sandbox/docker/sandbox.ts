@@ -303,7 +303,7 @@ export class DockerSandbox implements Sandbox {
    */
   private async onThisMachine(): Promise<boolean> {
     if (this.local !== null) return this.local;
-    let pid = 0;
+    let pid: number;
     try {
       pid = (await this.container.inspect()).State.Pid;
     } catch (err) {
@@ -464,7 +464,7 @@ export class DockerSandbox implements Sandbox {
     this.closing ??= this.turns
       .run(place, async () => {
         await releaseHold(this.container.id); // see stopAll
-        return this.container.remove({ force: true, v: true });
+        await this.container.remove({ force: true, v: true });
       })
       .catch((err: { statusCode?: number }) => {
         // 404: already gone; 409: removal already in progress. Anything else is left for `cleanup`.

@@ -29,7 +29,7 @@ export class DockerShell implements Shell {
         AttachStderr: true,
         Tty: false,
       });
-      return (await exec.start({ hijack: true, stdin: true })) as Duplex;
+      return await exec.start({ hijack: true, stdin: true });
     });
     const shell = new DockerShell(stream);
     const sink = new Writable({

@@ -45,7 +45,7 @@ export class EngineTurns {
 
   /** Runs `request` when its place comes up. Never call from inside another request (it would wait on itself). */
   run<T>(place: number, request: () => Promise<T>): Promise<T> {
-    return this.queue.add(request, { priority: -place }) as Promise<T>;
+    return this.queue.add<T>(request, { priority: -place });
   }
 }
 

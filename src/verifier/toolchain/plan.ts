@@ -6,6 +6,7 @@ import {
   debianPackageOf,
   OFFLINE_FETCH_ENV,
   PROVIDED,
+  toolchainContext,
   toolchainLayer,
   toolchainTag,
   type ToolchainExtras,
@@ -127,7 +128,11 @@ export function withVerifierToolchain(task: Task, plan: VerifierPlan): Task {
   return {
     ...task,
     config: { ...task.config, verifier },
-    verifierLayer: { lines: toolchainLayer(tag), toolchainImage: tag, extras: plan.extras },
+    verifierLayer: {
+      lines: toolchainLayer(tag),
+      toolchainImage: tag,
+      recipe: () => toolchainContext(plan.extras),
+    },
   };
 }
 

@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { funnel } from '../synth/funnel.js';
-import type { SynthReport } from '../synth/schema.js';
-import { SynthStore } from '../synth/store.js';
+import { funnel } from './funnel.js';
+import type { SynthReport } from './schema.js';
+import { SynthStore } from './store.js';
 import { TermgradeError } from '../util/errors.js';
 
 /**
