@@ -68,9 +68,9 @@ export const LAYERS = [
     holds: 'many trials scheduled, Harbor formats, task synthesis, datasets',
     folders: {
       job: ['agent', 'model', 'records', 'sandbox', 'stats', 'store', 'task', 'trial', 'util', 'verifier'],
-      harbor: ['agent', 'job', 'stats', 'store', 'trial', 'util', 'verifier'],
+      harbor: ['agent', 'job', 'records', 'stats', 'store', 'trial', 'util', 'verifier'],
       synth: ['check', 'model', 'sandbox', 'store', 'task', 'trial', 'util', 'verifier'],
-      export: ['store', 'task', 'trial', 'util'],
+      export: ['records', 'store', 'task', 'trial', 'util'],
     },
   },
   {

@@ -91,7 +91,7 @@ const Pattern = z
         return false; // the refinement's message says what is wrong
       }
     },
-    { message: 'not a valid regular expression' },
+    { error: 'not a valid regular expression' },
   );
 
 /**
@@ -106,7 +106,7 @@ export const BranchBody = z
     at_command: Pattern.optional(),
   })
   .refine((b) => (b.at_turn === undefined) !== (b.at_command === undefined), {
-    message: 'give the branch point as at_turn or at_command (one of them)',
+    error: 'give the branch point as at_turn or at_command (one of them)',
   });
 
 export const EpisodeBody = z.strictObject({
