@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -59,5 +60,19 @@ test('the linter catches a floating promise, a misused one, a long function and 
   assert.ok(
     emptyCatch.some((m) => m.startsWith('no-empty')),
     emptyCatch.join('\n'),
+  );
+});
+
+test("the viewer's page script is linted with its own browser types (src/view/page/tsconfig.json)", async () => {
+  // The real file, so its own tsconfig (DOM library) answers the type-aware rules; an unawaited
+  // fetch() added at its end must be caught, and the file as it stands must pass.
+  const file = 'src/view/page/app.ts';
+  const code = await readFile(path.join(root, file), 'utf8');
+  assert.deepEqual(await findings(file, code), []);
+  const seeded = await findings(file, `${code}\nfetch('/api/summary');\ndocument.title.toUpperCase();\n`);
+  assert.deepEqual(
+    seeded.map((m) => m.split(':')[0]),
+    ['@typescript-eslint/no-floating-promises'],
+    seeded.join('\n'),
   );
 });

@@ -7,7 +7,7 @@ import { HostCheck } from '../util/host-check.js';
 import { listenOn } from '../util/listen.js';
 import { isLoopback, tokenEquals } from '../util/net.js';
 import { generateToken } from '../util/token.js';
-import { APP_HTML, APP_JS } from './app.js';
+import { APP_HTML, readAppScript } from './app.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 import { grid, jobFigures, type JobConfigFigures } from './figures.js';
 import { viewerReport, viewerReportData } from './report.js';
@@ -76,7 +76,7 @@ function guardRequests(app: App, hostCheck: HostCheck, token: string): void {
 const cookieName = (hostCheck: HostCheck): string => `tg_token_${hostCheck.port}`;
 
 /** The app's page and script; the token given once in the address becomes a cookie. */
-function pageRoutes(app: App, hostCheck: HostCheck, token: string): void {
+function pageRoutes(app: App, hostCheck: HostCheck, token: string, script: string): void {
   app.get('/', async (req, reply) => {
     // The token given once in the address becomes a cookie; the address bar and history lose it
     // (the browser keeps the #fragment across the redirect, so deep links survive).
@@ -90,7 +90,7 @@ function pageRoutes(app: App, hostCheck: HostCheck, token: string): void {
     }
     return reply.type('text/html; charset=utf-8').send(APP_HTML);
   });
-  app.get('/app.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(APP_JS));
+  app.get('/app.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(script));
   app.get('/favicon.ico', async (_req, reply) => reply.code(204).send());
 }
 
@@ -223,6 +223,7 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
   // Never open, even on loopback: a web page the user visits must not be able to read the trials.
   const token = o.token || generateToken();
   const hostCheck = new HostCheck(host, o.allowedHosts);
+  const script = await readAppScript();
   const catalog = await Catalog.open(o.sources);
   const app = Fastify({ logger: false, forceCloseConnections: true });
   const listeners = new Set<(v: number) => void>();
@@ -232,7 +233,7 @@ export async function startViewer(o: ViewerOptions): Promise<RunningViewer> {
   timer.unref();
 
   guardRequests(app, hostCheck, token);
-  pageRoutes(app, hostCheck, token);
+  pageRoutes(app, hostCheck, token, script);
   listRoutes(app, catalog);
   trialRoutes(app, catalog);
   eventRoute(app, catalog, listeners);
