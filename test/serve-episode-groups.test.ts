@@ -15,6 +15,7 @@ import { servedModels } from '../src/cli/serve-command.js';
 import { tempDir, trivialTask } from './helpers.js';
 import { bash } from './support/scripts.js';
 import { ScriptedModelServer, type ChatRequest } from './support/scripted-model-server.js';
+import { serveCall } from './support/serve-call.js';
 
 const KEY_VAR = 'TERMGRADE_TEST_EPISODE_GROUPS_KEY';
 
@@ -53,18 +54,7 @@ describe('serve: groups of episodes', () => {
     await model.close();
   });
 
-  async function call(method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
-    const res = await fetch(`${server.url}${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${server.token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : null };
-  }
+  const call = serveCall(() => server);
 
   const groupsOf = async (policyLabel: string) =>
     (await call('GET', `/v1/curriculum?policy=${policyLabel}`)).json.tasks.find(

@@ -20,6 +20,7 @@ import { gradeOf, UNPROTECTED } from '../src/serve/grade.js';
 import { CLI, tempDir, trivialTask } from './helpers.js';
 import { bash } from './support/scripts.js';
 import { assistantIds, promptIds, ScriptedModelServer, type ChatRequest } from './support/scripted-model-server.js';
+import { serveCall } from './support/serve-call.js';
 
 const KEY_VAR = 'TERMGRADE_TEST_TREE_KEY';
 
@@ -109,18 +110,7 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
     await model.close();
   });
 
-  async function call(method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
-    const res = await fetch(`${server.url}${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${server.token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : null };
-  }
+  const call = serveCall(() => server);
 
   /** The requests one trainer session id made, in order. */
   const callsOf = (session: string) => model.requests.filter((r) => r.body.session_id === session).map((r) => r.body);

@@ -129,6 +129,30 @@ export type RunProcess = (
   options: { env?: Record<string, string>; cwd?: string; user?: string; signal: AbortSignal },
 ) => Promise<ProcessRun>;
 
+/**
+ * A command's run raced against its deadline (`timeoutSec`) and its caller's cancellation
+ * (`signal`): the run's own result, or which of the two came first. Listeners and the timer are
+ * gone when it settles. Every exec path that waits on one promise goes through this.
+ */
+export async function raceDeadline<T>(
+  running: Promise<T>,
+  options: Pick<ExecOptions, 'timeoutSec' | 'signal'>,
+): Promise<T | 'timeout' | 'aborted'> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
+    if (options.timeoutSec !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutSec * 1000);
+    onAbort = () => resolve('aborted');
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([running, stopped]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
 /** Seconds the kill of a timed-out command, and the output it returns, may take. */
 const KILL_SEC = 10;
 
@@ -151,20 +175,7 @@ export async function execByRun(
   const own = new AbortController();
   const { env, cwd, user } = options;
   const running = run(wrap(command, s, limit), { env, cwd, user, signal: own.signal });
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
-    if (options.timeoutSec !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutSec * 1000);
-    onAbort = () => resolve('aborted');
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  let outcome: ProcessRun | 'timeout' | 'aborted';
-  try {
-    outcome = await Promise.race([running, stopped]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
-  }
+  const outcome = await raceDeadline(running, options);
   if (outcome === 'timeout' || outcome === 'aborted') {
     const killed = await run(['/bin/sh', '-c', killScript(s, limit)], {
       signal: AbortSignal.timeout(KILL_SEC * 1000),

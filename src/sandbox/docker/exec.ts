@@ -9,6 +9,7 @@ import {
   DEFAULT_SPOOL_DIR,
   killScript,
   parseText,
+  raceDeadline,
   spool,
   timedOutResult,
   wrap,
@@ -85,21 +86,7 @@ export async function shellExec(
   const env = Object.entries(options.env ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`));
   const line = `(${options.cwd ? `cd -- ${shellQuote(options.cwd)} || exit 126; ` : ''}exec ${env.length ? `/usr/bin/env ${env.join(' ')} ` : ''}${argv.map(shellQuote).join(' ')})`;
   const running = shell.run(line, { timeoutSec: Number.POSITIVE_INFINITY }); // the deadline is ours, below
-
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
-    if (options.timeoutSec !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutSec * 1000);
-    onAbort = () => resolve('aborted');
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  let outcome: { output: string; exitCode: number } | 'timeout' | 'aborted';
-  try {
-    outcome = await Promise.race([running, stopped]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
-  }
+  const outcome = await raceDeadline(running, options);
   if (outcome === 'timeout' || outcome === 'aborted') {
     const collected = await killGroupAndCollect(docker, container, turn, s, limit);
     // The wrapper died with its group; let the shell report it so it is in step for the next command.
