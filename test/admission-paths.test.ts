@@ -14,7 +14,7 @@ import {
   ProtectionStore,
 } from '../src/verifier/protection-store.js';
 import type { ProtectionRecord } from '../src/verifier/protection.js';
-import { runCli, tempDir, trivialTask } from './helpers.js';
+import { runCli, tempDir, trivialTask, until } from './helpers.js';
 
 /**
  * The task's checker sources /etc/checker.conf when there is one: admission traces the verifier
@@ -190,8 +190,12 @@ describe('one admission record for every command that grades (real containers)',
       assert.equal(g.error_class, 'tampering');
       assert.equal(g.protection, 'admission');
       assert.equal(g.admission.file, recordFile);
-      const lines = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8')).trim().split('\n');
-      const line = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
+      // The record is appended after the answer (the trainer does not wait on it): wait for its line.
+      const file = path.join(dataDir, 'grades.jsonl');
+      const recorded = async (): Promise<string[]> =>
+        (await readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l.trim());
+      await until('the grade in grades.jsonl', async () => (await recorded()).length > 0, 10_000);
+      const line = JSON.parse((await recorded()).at(-1)!) as Record<string, unknown>;
       assert.deepEqual([line.reward, line.protection, line.admission_file], [0, 'admission', recordFile]);
     });
 

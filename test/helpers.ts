@@ -154,3 +154,15 @@ export function runCli(
 export function runShell(command: string, options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Run> {
   return runProcess('sh', ['-c', command], options);
 }
+
+/**
+ * Waits until `cond` holds, asking every 100 ms; fails the test naming `what` after `ms`. The one
+ * polling wait of the tests (a bound only matters when the test is failing anyway).
+ */
+export async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 90_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms / 1000} s waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

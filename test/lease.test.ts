@@ -8,7 +8,7 @@ import type { Sandbox, SandboxProvider } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { CancelledError, TermgradeError } from '../src/util/errors.js';
 import { sleep } from '../src/util/time.js';
-import { trivialTask } from './helpers.js';
+import { trivialTask, until } from './helpers.js';
 
 /**
  * acquireSandbox, the one owner of a sandbox's start, on the real Docker engine: a start abandoned
@@ -28,14 +28,6 @@ const containers = async (mark: string): Promise<number> =>
       filters: { label: [`${LABEL_OWNER}=${ownerId()}`, `io.termgrade.lease-test=${mark}`] },
     })
   ).length;
-
-async function until(what: string, cond: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for: ${what}`);
-    await sleep(50);
-  }
-}
 
 /** The real provider, but the engine's answer to a start arrives `lateMs` after the container runs, whatever the signal. */
 function slowToAnswer(lateMs: number): SandboxProvider & { answered: () => boolean } {

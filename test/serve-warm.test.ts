@@ -9,7 +9,7 @@ import { loadTask } from '../src/task/load.js';
 import { FakeProvider } from './support/fake-provider.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { TermgradeError } from '../src/util/errors.js';
-import { runCli, tempDir, trivialTask } from './helpers.js';
+import { runCli, tempDir, trivialTask, until } from './helpers.js';
 
 const engine = new Docker();
 
@@ -45,15 +45,6 @@ async function containersOf(server: RunningServer, warm = false): Promise<Docker
 }
 
 /** Polls `check` until it holds (or fails the test after `ms`, naming what was last seen). */
-async function until(what: string, check: () => Promise<boolean>, ms = 90_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.fail(`timed out waiting for: ${what}`);
-}
-
 async function serve(
   tasks: string[],
   warm: number,

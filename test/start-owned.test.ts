@@ -11,7 +11,7 @@ import type { Sandbox, SandboxProvider } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { runTrial } from '../src/trial/run.js';
 import { sleep } from '../src/util/time.js';
-import { tempDir, trivialTask } from './helpers.js';
+import { tempDir, trivialTask, until } from './helpers.js';
 import { FakeProvider } from './support/fake-provider.js';
 
 /**
@@ -21,14 +21,6 @@ import { FakeProvider } from './support/fake-provider.js';
  */
 
 /** Waits until `cond` holds (polling), or fails after `ms` naming what was awaited. */
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for: ${what}`);
-    await sleep(50);
-  }
-}
-
 describe('a start past its deadline, on the fake provider', () => {
   it('fails the trial at the deadline and closes the sandbox that starts late', async () => {
     const provider = new FakeProvider({ startMs: 1500 });

@@ -7,15 +7,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WarmPool } from '../src/job/warm-pool.js';
 import { loadTask } from '../src/task/load.js';
-import { trivialTask } from './helpers.js';
+import { trivialTask, until } from './helpers.js';
 import { FakeProvider } from './support/fake-provider.js';
 
 /** Waits (bounded) until `done` holds; the failure names what never happened. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !done(); i += 1) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(done(), what);
-}
-
 describe('warm pool', () => {
   it('drops a failed warm start from its pool, so a claim finds nothing and the next plan starts a new one', async () => {
     let fail = true;
@@ -25,7 +20,7 @@ describe('warm pool', () => {
     const pool = new WarmPool(provider, new AbortController().signal);
     pool.plan(line);
     assert.equal(pool.size('img'), 1, 'held while starting');
-    await until(() => pool.size('img') === 0, 'a failed start left the pool');
+    await until('a failed start to leave the pool', () => pool.size('img') === 0);
     assert.equal(pool.claim('img'), null, 'nothing to claim: the caller starts cold');
     fail = false;
     pool.plan(line);
