@@ -1,3 +1,4 @@
+import type { Coverage } from './support/coverage.js';
 import { spawn } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -73,10 +74,16 @@ export function docker(): DockerProvider {
 /**
  * Suites registered once per command path of the Docker backend: through its persistent helper
  * shell, and through a new engine exec per command (the provider option execVia: 'engine'). Both
- * keep the Sandbox contract, so backend-neutral suites run on both.
+ * keep the Sandbox contract, so backend-neutral suites run on both: in full on the helper shell,
+ * and on the engine exec path in full where its code differs for the behaviour (commands, the
+ * snapshot's reads) or as the smoke subset where it does not (see support/coverage.ts).
  */
-export function onEachDockerExecPath(register: (label: string, provider: () => DockerProvider) => void): void {
-  for (const via of DOCKER_EXEC_PATHS) onDockerExecPath(via, register);
+export function onEachDockerExecPath(
+  engineExec: Coverage,
+  register: (label: string, provider: () => DockerProvider, coverage: Coverage) => void,
+): void {
+  onDockerExecPath('helper shell', 'full', register);
+  onDockerExecPath('engine exec', engineExec, register);
 }
 
 export const DOCKER_EXEC_PATHS = ['helper shell', 'engine exec'] as const;
@@ -84,7 +91,8 @@ export const DOCKER_EXEC_PATHS = ['helper shell', 'engine exec'] as const;
 /** Registers suites for one command path of the Docker backend (a long suite gets a file per path). */
 export function onDockerExecPath(
   via: (typeof DOCKER_EXEC_PATHS)[number],
-  register: (label: string, provider: () => DockerProvider) => void,
+  coverage: Coverage,
+  register: (label: string, provider: () => DockerProvider, coverage: Coverage) => void,
 ): void {
   describe(`docker backend, commands via ${via}`, () => {
     let mine: DockerProvider | null = null;
@@ -92,6 +100,7 @@ export function onDockerExecPath(
     register(
       `docker, ${via}`,
       () => (mine ??= new DockerProvider({ execVia: via === 'engine exec' ? 'engine' : 'shell' })),
+      coverage,
     );
   });
 }

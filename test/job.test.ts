@@ -35,7 +35,7 @@ describe('evaluation jobs', () => {
   const servers: ScriptedModelServer[] = [];
   after(() => Promise.all(servers.map((s) => s.close())));
 
-  it('records exactly tasks x configurations x k trials (oracle, nop and a scripted model, k = 4)', async () => {
+  it('records exactly tasks x configurations x k trials (oracle, nop and a scripted model, k = 2)', async () => {
     const server = new ScriptedModelServer({ '*': () => bash('echo TERMGRADE_TASK_COMPLETE') });
     servers.push(server);
     const baseUrl = await server.start();
@@ -44,7 +44,7 @@ describe('evaluation jobs', () => {
     await writeFile(
       jobFile,
       [
-        'name: examples-k4',
+        'name: examples-k2',
         'tasks:',
         `  paths: [${JSON.stringify(EXAMPLES)}]`,
         'agents:',
@@ -54,15 +54,15 @@ describe('evaluation jobs', () => {
         '    label: scripted',
         `    model: { baseUrl: ${JSON.stringify(baseUrl)}, model: scripted-m }`,
         '    concurrency: 3',
-        'k: 4',
+        'k: 2',
         'concurrency: 6',
       ].join('\n'),
     );
     const jobsDir = path.join(dir, 'jobs');
     const r = await runCli(['run', jobFile, '--jobs-dir', jobsDir, '--quiet']);
     assert.equal(r.status, 0, r.stderr);
-    const list = rows(jobsDir, 'examples-k4');
-    assertExactSlots(list, 8 * 3 * 4);
+    const list = rows(jobsDir, 'examples-k2');
+    assertExactSlots(list, 8 * 3 * 2);
     assert.ok(
       list.every((t) => t.status === 'completed'),
       list
@@ -70,8 +70,8 @@ describe('evaluation jobs', () => {
         .map((t) => `${t.trial_id}: ${t.error_message}`)
         .join('\n'),
     );
-    assert.equal(list.filter((t) => t.config === 'oracle' && t.reward === 1).length, 32);
-    assert.equal(list.filter((t) => t.config === 'scripted').length, 32);
+    assert.equal(list.filter((t) => t.config === 'oracle' && t.reward === 1).length, 16);
+    assert.equal(list.filter((t) => t.config === 'scripted').length, 16);
     assert.ok(
       list
         .filter((t) => t.config === 'scripted')
@@ -80,33 +80,33 @@ describe('evaluation jobs', () => {
 
     const listing = spawnSync(
       process.execPath,
-      [CLI, 'trials', '--job', 'examples-k4', '--jobs-dir', jobsDir, '--json'],
+      [CLI, 'trials', '--job', 'examples-k2', '--jobs-dir', jobsDir, '--json'],
       { encoding: 'utf8' },
     );
     const lines = listing.stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    assert.equal(lines.length, 96);
+    assert.equal(lines.length, 48);
     for (const key of ['trial_id', 'task', 'agent', 'model', 'attempt', 'status', 'reward'])
       assert.ok(key in lines[0], `listing has ${key}`);
     const stats = JSON.parse(
-      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'examples-k4'), '--json'], { encoding: 'utf8' })
+      spawnSync(process.execPath, [CLI, 'stats', path.join(jobsDir, 'examples-k2'), '--json'], { encoding: 'utf8' })
         .stdout,
     );
     assert.deepEqual(
       stats.configs.map((c: { config: string; trials: number }) => [c.config, c.trials]),
       [
-        ['nop', 32],
-        ['oracle', 32],
-        ['scripted', 32],
+        ['nop', 16],
+        ['oracle', 16],
+        ['scripted', 16],
       ],
     );
 
-    const again = await runCli(['run', '--job', 'examples-k4', '--jobs-dir', jobsDir]);
+    const again = await runCli(['run', '--job', 'examples-k2', '--jobs-dir', jobsDir]);
     assert.equal(again.status, 0, again.stderr);
-    assert.match(again.stdout, /0 trials recorded this run .* 96 recorded before/);
-    assertExactSlots(rows(jobsDir, 'examples-k4'), 96);
+    assert.match(again.stdout, /0 trials recorded this run .* 48 recorded before/);
+    assertExactSlots(rows(jobsDir, 'examples-k2'), 48);
   });
 
   it('survives SIGKILL during a build, mid-agent, mid-verify and mid-write: exactly the expected trials, none twice, no container left', async () => {

@@ -12,8 +12,9 @@ import { multiStepBehaviour } from './support/multi-step.js';
 import { sandboxBehaviour } from './support/sandbox-suite.js';
 
 // The backend-neutral behaviour suite, on both of the Docker backend's command paths.
-onEachDockerExecPath((label, provider) => {
-  sandboxBehaviour(label, provider);
+// In full on both paths: commands and the snapshot's reads are each path's own code.
+onEachDockerExecPath('full', (label, provider, coverage) => {
+  sandboxBehaviour(label, provider, coverage);
   multiStepBehaviour(label, provider, { scripted: true });
 });
 
