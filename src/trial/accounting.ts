@@ -62,10 +62,8 @@ export const OUTCOME_CLASSES = {
 } as const satisfies Record<TrialErrorClass, { noReward: Exclude<Accounting, 'graded'>; meaning: string }>;
 
 /** The classes whose trials carry no reward because the infrastructure failed (retried). */
-export const INFRA_ERROR_CLASSES: ReadonlySet<string> = new Set(
-  Object.entries(OUTCOME_CLASSES)
-    .filter(([, v]) => v.noReward === 'infra')
-    .map(([k]) => k),
+export const INFRA_ERROR_CLASSES: ReadonlySet<TrialErrorClass> = new Set(
+  (Object.keys(OUTCOME_CLASSES) as TrialErrorClass[]).filter((k) => OUTCOME_CLASSES[k].noReward === 'infra'),
 );
 
 const isOutcomeClass = (c: string): c is TrialErrorClass => Object.hasOwn(OUTCOME_CLASSES, c);
