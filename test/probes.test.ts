@@ -69,7 +69,7 @@ describe('check probes on real sandboxes', () => {
     const before = await snapshotImages();
     const report = await checkTasks(
       names.map((n) => path.join(PROBES, n)),
-      { provider: docker(), outDir: await tempDir(), concurrency: 3 },
+      { provider: docker(), outDir: await tempDir(), concurrency: 4 },
     );
     assert.equal(report.summary.probes, 'fast', 'fast is the default');
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
