@@ -87,7 +87,11 @@ describe('Harbor both ways, through the real binary', () => {
     );
     assert.equal(again.status, 0, again.stderr);
     await readHarborJobFolder(path.join(cwd, 'again', 'back'));
-    assert.deepEqual(pythonHarborView(path.join(cwd, 'again', 'back')).trials, py.trials, "Harbor's view of each trial");
+    assert.deepEqual(
+      pythonHarborView(path.join(cwd, 'again', 'back')).trials,
+      py.trials,
+      "Harbor's view of each trial",
+    );
     await assertSameHarborFolders(path.join(cwd, 'hjobs', 'rt'), path.join(cwd, 'again', 'back'), 'exact');
 
     // A second run of the job rewrites its own Harbor folder; a folder that is not this job's is refused.

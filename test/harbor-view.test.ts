@@ -61,6 +61,17 @@ describe("Harbor's folder read by a second double of Harbor's models (Python)", 
       store.close();
     }
     assert.equal(original.trials.find((t) => t.id === SOLVED)!.rollout_turns, 2, 'the token ids travel');
+    // The dataset export names the task content each trial ran, as Harbor's task_checksum says.
+    const ds = await runCli(['export', 'trials', jobDir, '--jsonl', '--out', 'ds'], { cwd });
+    assert.equal(ds.status, 0, ds.stderr);
+    const rows = (await readFile(path.join(cwd, 'ds', 'data', 'trials.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { trial_id: string; task_checksum: string | null });
+    assert.deepEqual(
+      rows.map((r) => [r.trial_id, r.task_checksum]).sort(),
+      original.trials.map((t) => [`harbor:${t.id}`, t.task_checksum]).sort(),
+    );
     // The collected artifacts travel byte for byte (import copies them; export writes them back).
     const rel = path.join('fix-wordcount__Xq7PmRa', 'artifacts', 'app', 'wordcount.py');
     assert.equal(
