@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
@@ -177,5 +178,38 @@ describe('the viewer shows every field the store holds for an imported trial', (
       await page.close();
       view.child.kill('SIGTERM');
     }
+  });
+});
+
+describe('a failed import leaves nothing behind', () => {
+  it('exit 2 naming the folder or file and the problem; no job, no jobs folder, no crash file', async () => {
+    const dir = await tempDir();
+    await mkdir(path.join(dir, 'empty'));
+    await mkdir(path.join(dir, 'cut', 't1'), { recursive: true });
+    await writeFile(path.join(dir, 'cut', 't1', 'result.json'), '{"task_name": ');
+    await writeFile(path.join(dir, 'a.json'), '{}');
+    const listing = async (): Promise<string[]> => (await readdir(dir, { recursive: true })).map(String).sort();
+    const crashes = async (): Promise<string[]> =>
+      (await readdir(tmpdir())).filter((f) => f.startsWith('termgrade-crash-'));
+    const [before, crashesBefore] = [await listing(), await crashes()];
+    for (const [src, named, problem] of [
+      ['absent', 'absent', /no such folder/],
+      ['a.json', 'a.json', /not a folder/],
+      ['empty', 'empty', /no Harbor trial results to import.*job j was not made/],
+      ['cut', path.join(dir, 'cut', 't1', 'result.json'), /not JSON/],
+    ] as const) {
+      // The default jobs folder (.termgrade/jobs) does not exist yet: the import would make it.
+      const r = await runCli(['import', src, '--job', 'j'], { cwd: dir });
+      assert.equal(r.status, 2, r.stderr);
+      assert.ok(r.stderr.includes(named), `${src}: names ${named}: ${r.stderr}`);
+      assert.match(r.stderr, problem);
+      assert.deepEqual(await listing(), before, `importing ${src} left the folder as it was`);
+    }
+    assert.deepEqual(await crashes(), crashesBefore, 'no crash file');
+    // A jobs folder that holds another job keeps it, and only the new job's folder goes.
+    await mkdir(path.join(dir, '.termgrade', 'jobs', 'other'), { recursive: true });
+    const r = await runCli(['import', 'empty', '--job', 'j'], { cwd: dir });
+    assert.equal(r.status, 2, r.stderr);
+    assert.deepEqual(await readdir(path.join(dir, '.termgrade', 'jobs')), ['other']);
   });
 });
