@@ -18,7 +18,7 @@ import { readHarborJobFolder } from './support/harbor-models.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 import { TERMINUS_SOLVES } from './support/scripts.js';
 import type { ScriptStep } from './support/scripted-model-server.js';
-import { assertSameTrials } from './support/harbor-roundtrip.js';
+import { assertSameTrials, pythonHarborView } from './support/harbor-roundtrip.js';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'harbor');
 const KEY = 'sk-harbor-test-key-0123456789';
@@ -105,6 +105,20 @@ describe("Harbor's job config and job folder", () => {
     const out = path.join(cwd, 'jobs');
     // (with -q the run prints no summary; harbor-roundtrip.test.ts reads the line that names the folder)
     const h = await readHarborJobFolder(path.join(out, 'harbor-fixture'));
+    // The second double (Python: Harbor's models as pydantic reads them) opens the same folder and
+    // reads the store's facts in it: checksum, rewards, tokens, and token ids for the model's trials.
+    const py = pythonHarborView(path.join(out, 'harbor-fixture'));
+    assert.equal(py.job.job_name, 'harbor-fixture');
+    assert.equal(py.trials.length, rows.length);
+    for (const t of py.trials) {
+      const meta = h.trials.find((x) => x.result.trial_name === t.trial_name)!.result.agent_result?.metadata;
+      const row = rows.find((r) => r.trial_id === (meta?.termgrade as { trialId?: string } | undefined)?.trialId)!;
+      assert.deepEqual(
+        [t.task_checksum, t.rewards, t.n_input_tokens, t.n_output_tokens, t.rollout_turns > 0],
+        [row.task_checksum, { reward: row.reward }, row.input_tokens, row.output_tokens, row.agent === 'terminus'],
+        `${t.trial_name} as Harbor's models read it`,
+      );
+    }
 
     // Job config: the spec as Harbor spells it, with no secret.
     assert.equal(h.config.job_name, 'harbor-fixture');

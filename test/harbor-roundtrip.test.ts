@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { CLI, EXAMPLES, ROOT, runCli, tempDir } from './helpers.js';
 import { readHarborJobFolder, TrialResult } from './support/harbor-models.js';
-import { assertSameHarborFolders, assertSameTrials, readJson } from './support/harbor-roundtrip.js';
+import { assertSameHarborFolders, assertSameTrials, pythonHarborView, readJson } from './support/harbor-roundtrip.js';
 
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'harbor', 'job-folder');
 
@@ -43,6 +43,9 @@ describe('Harbor both ways, through the real binary', () => {
     // Harbor's models (a reader written from them alone) open the folder the run wrote.
     const h = await readHarborJobFolder(path.join(cwd, 'hjobs', 'rt'));
     assert.equal(h.trials.length, 8);
+    // And so does the second, independent double (Python, as pydantic reads the models).
+    const py = pythonHarborView(path.join(cwd, 'hjobs', 'rt'));
+    assert.deepEqual(py.trials.map((t) => t.trial_name).sort(), h.trials.map((t) => t.result.trial_name).sort());
     assert.equal(h.config.job_name, 'rt');
     const store = JobStore.open(path.join(jobDir, 'job.db'), { readonly: true });
     const rows = [...store.listTrials()];
@@ -84,6 +87,11 @@ describe('Harbor both ways, through the real binary', () => {
     );
     assert.equal(again.status, 0, again.stderr);
     await readHarborJobFolder(path.join(cwd, 'again', 'back'));
+    assert.deepEqual(
+      pythonHarborView(path.join(cwd, 'again', 'back')).trials,
+      py.trials,
+      "Harbor's view of each trial",
+    );
     await assertSameHarborFolders(path.join(cwd, 'hjobs', 'rt'), path.join(cwd, 'again', 'back'), 'exact');
 
     // A second run of the job rewrites its own Harbor folder; a folder that is not this job's is refused.

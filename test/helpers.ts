@@ -1,5 +1,5 @@
 import type { Coverage } from './support/coverage.js';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -174,4 +174,30 @@ export async function until(what: string, cond: () => boolean | Promise<boolean>
     if (Date.now() > end) throw new Error(`timed out after ${ms / 1000} s waiting for: ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * `termgrade view SOURCES --port 0` through the binary: its address and the page address that
+ * lets a browser in (with the printed token), once it listens. Stop it with child.kill().
+ */
+export async function startViewCli(
+  sources: string[],
+  options: { cwd?: string } = {},
+): Promise<{ child: ChildProcess; url: string; open: string }> {
+  const child = spawn(process.execPath, [CLI, 'view', ...sources, '--port', '0'], {
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d;
+      if (out.includes('\n')) resolve(out.split('\n')[0]!);
+    });
+    child.on('exit', (code) => reject(new Error(`view exited ${code}: ${err}`)));
+  });
+  const { url, open } = JSON.parse(line) as { url: string; open: string };
+  return { child, url, open };
 }

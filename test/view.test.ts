@@ -253,6 +253,10 @@ describe('termgrade view', () => {
       );
       assert.match((await page.textContent('table.tests'))!, /test_hello/);
       assert.ok((await page.locator('.timeline div').count()) >= 3);
+      // A native trial's page shows its whole record too: tokens, the task content it ran, where its tests came from.
+      assert.match((await page.textContent('#tokens'))!, /^tokens \d+ in \(\d+ cached\) \/ \d+ out$/);
+      assert.match((await page.textContent('#record dd[data-field=task-checksum]'))!, /^[0-9a-f]{16,}$/);
+      assert.notEqual(await page.textContent('#record dd[data-field=tests-source]'), '-');
       const log = page.locator('details[data-file="verifier/test-stdout.txt"]');
       await log.locator('summary').click();
       await page.waitForFunction(() =>

@@ -1,6 +1,6 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
-import { readdir, rm, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
 import type { Task } from '../task/task.js';
@@ -35,6 +35,7 @@ import type { JobEvent } from '../job/events.js';
 import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
 import { createProvider } from '../sandbox/registry.js';
 import { isJobFolder, jobDbOf, openJobRecords } from '../records/source.js';
+import { outermostMissing, removeMade } from '../util/files.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -547,22 +548,23 @@ export async function importCommand(dir: string, flags: { job: string; jobsDir: 
   if (!st.isDirectory())
     throw new TermgradeError('bad_input', `${dir}: not a folder (a Harbor jobs folder, job folder or trial folder)`);
   const jobDir = jobDirOf(flags.jobsDir, flags.job);
-  // A job this import makes is removed again when nothing is imported: a failed import leaves no empty job.
-  const made = !existsSync(jobDir);
+  // A job this import makes is removed again when nothing is imported, with the folders made for it
+  // (the jobs folder too): a failed import leaves nothing behind.
+  const made = outermostMissing(jobDir);
   const store = JobStore.open(jobDbOf(jobDir));
   let result: { imported: number; skipped: string[] };
   try {
     result = await importHarbor(path.resolve(dir), store);
   } catch (err) {
     store.close();
-    if (made) await rm(jobDir, { recursive: true, force: true });
+    if (made) await removeMade(jobDir, made);
     throw err;
   }
   store.close();
   const { imported, skipped } = result;
   for (const s of skipped) process.stderr.write(`skipped ${s}\n`);
   if (imported === 0) {
-    if (made) await rm(jobDir, { recursive: true, force: true });
+    if (made) await removeMade(jobDir, made);
     // Every trial already imported is not an error: the job holds them.
     if (skipped.length && skipped.every((s) => s.includes('already imported as'))) {
       process.stdout.write(`nothing new: every Harbor trial under ${dir} is already in job ${flags.job}\n`);

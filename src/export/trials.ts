@@ -17,6 +17,8 @@ export interface TrialRowOut {
   job: string;
   trial_id: string;
   task: string;
+  /** The task content's checksum the trial ran (Harbor's task_checksum for an imported trial). */
+  task_checksum: string | null;
   config: string;
   agent: string;
   model: string | null;
@@ -51,7 +53,7 @@ export interface TrialRowOut {
  */
 interface ResultFields {
   trialId: string;
-  task: { name: string };
+  task: { name: string; checksum?: string | null };
   agent: { name: string; model?: string | null };
   attempt?: number;
   reward?: number | null;
@@ -112,6 +114,7 @@ async function fromResult(
     job: job.name,
     trial_id: result.trialId,
     task: result.task?.name,
+    task_checksum: result.task?.checksum || null,
     config: config ?? (result.agent?.model ? `${result.agent.name}/${result.agent.model}` : result.agent?.name),
     agent: result.agent?.name,
     model: result.agent?.model ?? null,
@@ -147,7 +150,7 @@ async function fromResult(
 function recordOfRow(r: TrialRow): ResultFields {
   return {
     trialId: r.trial_id,
-    task: { name: r.task },
+    task: { name: r.task, checksum: r.task_checksum },
     agent: { name: r.agent, model: r.model },
     reward: r.reward,
     rewards: safeJson(r.rewards_json),
@@ -218,6 +221,7 @@ const TRIAL_COLUMNS: Array<Column<TrialRowOut>> = [
   { name: 'job', shape: 'string', value: (r) => r.job },
   { name: 'trial_id', shape: 'string', value: (r) => r.trial_id },
   { name: 'task', shape: 'string', value: (r) => r.task },
+  { name: 'task_checksum', shape: 'string', value: (r) => r.task_checksum },
   { name: 'config', shape: 'string', value: (r) => r.config },
   { name: 'agent', shape: 'string', value: (r) => r.agent },
   { name: 'model', shape: 'string', value: (r) => r.model },
@@ -278,7 +282,7 @@ ${jobsLine(rows)}
 
 ## Columns
 - \`id\`: the trial's identity, \`job_id/trial_id\`, unique across jobs (a \`trial_id\` is unique only within its job: two jobs of the same tasks and configurations repeat them).
-- \`job_id\`, \`job\` (the job's folder name), \`trial_id\`, \`task\`, \`config\`, \`agent\`, \`model\`, \`attempt\`: which trial.
+- \`job_id\`, \`job\` (the job's folder name), \`trial_id\`, \`task\`, \`config\`, \`agent\`, \`model\`, \`attempt\`: which trial; \`task_checksum\`: the task content it ran (Harbor's \`task_checksum\` for an imported trial).
 - \`reward\` (null without a grade; the primary reward, the one rates use), \`rewards\` (every named reward as JSON text, reward.json's keys), \`steps\` (a multi-step trial's steps as JSON text: name, reward, rewards, stoppedTrial; \`[]\` otherwise), \`task_version\`, \`dataset_name\`, \`dataset_version\`, \`status\` (\`graded\`, \`infra\`, \`ungraded\`), \`error_class\`, \`exit_reason\`.
 - \`tests\`: per-test results (\`name\`, \`status\`, \`message\`).
 - \`messages\`: the episode in OpenAI chat format (\`role\`, \`content\`, \`tool_calls\` with \`arguments\` as JSON text, \`tool_call_id\`), ready for a chat template; \`tools\`: the tool schemas as JSON text.

@@ -1,4 +1,5 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Whether anything exists at `p`. */
@@ -31,5 +32,35 @@ export async function readJsonIfThere(file: string): Promise<unknown> {
     return text === null ? null : JSON.parse(text);
   } catch {
     return null;
+  }
+}
+
+/** The outermost folder on the way to `dir` that does not exist yet (what making `dir` creates), or null when `dir` exists. */
+export function outermostMissing(dir: string): string | null {
+  let missing: string | null = null;
+  for (let d = path.resolve(dir); !existsSync(d); d = path.dirname(d)) {
+    missing = d;
+    if (path.dirname(d) === d) break;
+  }
+  return missing;
+}
+
+/**
+ * Undoes making `dir`: removes it with what it holds, then each parent up to `made` (from
+ * outermostMissing, before `dir` was made) while it is empty, so a failed command leaves the
+ * folders it created behind it as they were and never touches one another process filled meanwhile.
+ */
+export async function removeMade(dir: string, made: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  const top = path.resolve(made);
+  for (let d = path.dirname(path.resolve(dir)); d.length >= top.length && d.startsWith(top); d = path.dirname(d)) {
+    if (
+      !(await rmdir(d).then(
+        () => true,
+        () => false,
+      ))
+    )
+      break;
+    if (d === top) break;
   }
 }

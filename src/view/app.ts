@@ -34,6 +34,9 @@ pre { background: #f6f8fa; padding: 8px; overflow-x: auto; white-space: pre-wrap
 details { margin: 4px 0; } summary { cursor: pointer; }
 .step { border-left: 3px solid #ddd; padding-left: 8px; margin: 10px 0; }
 .step.agent { border-color: #0969da; } .step.user { border-color: #8250df; } .step.system { border-color: #999; }
+dl.record { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 6px 0 14px; }
+dl.record dt { color: #57606a; }
+dl.record dd { margin: 0; word-break: break-all; }
 .timeline { position: relative; height: 22px; background: #f6f8fa; margin: 6px 0 14px; }
 .timeline div { position: absolute; top: 0; height: 22px; font-size: 11px; color: #fff; overflow: hidden; white-space: nowrap; padding-left: 3px; box-sizing: border-box; }
 .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }

@@ -4,9 +4,11 @@
  * with why; README "What a round trip keeps" lists the same.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../../src/store/store.js';
+import { ROOT } from '../helpers.js';
 
 /** Store columns that name where a trial is, not what it is: a round trip moves it. */
 const WHERE = ['job_id', 'trial_dir', 'source'] as const;
@@ -140,4 +142,27 @@ export async function assertSameHarborFolders(
     assert.deepEqual(byNumber(eb.reward_stats), byNumber(ea.reward_stats), `${key}: reward_stats`);
     assert.deepEqual(eb.exception_stats, ea.exception_stats, `${key}: exception_stats`);
   }
+}
+
+/** What test/support/harbor_reader.py (the second, Python double of Harbor's models) knows of a job folder. */
+export interface PythonHarborView {
+  job: { job_name: string; id: string; n_total_trials: number; n_trials: number; n_errors: number; evals: string[] };
+  trials: Array<Record<string, any> & { folder: string; trial_name: string; task_checksum: string }>;
+}
+
+const PYTHON_READER = path.join(ROOT, 'test', 'support', 'harbor_reader.py');
+
+/** Runs the Python reader on a folder: its summary when Harbor's models accept the folder, else its complaint. */
+export function readWithPython(dir: string): { ok: true; view: PythonHarborView } | { ok: false; stderr: string } {
+  const r = spawnSync('python3', [PYTHON_READER, dir], { encoding: 'utf8' });
+  if (r.error) throw r.error;
+  if (r.status !== 0) return { ok: false, stderr: r.stderr };
+  return { ok: true, view: JSON.parse(r.stdout) as PythonHarborView };
+}
+
+/** The Python reader's summary of a folder Harbor's models must accept (fails the test with its complaint). */
+export function pythonHarborView(dir: string): PythonHarborView {
+  const r = readWithPython(dir);
+  assert.ok(r.ok, `Harbor's models (Python double) refuse ${dir}: ${r.ok ? '' : r.stderr}`);
+  return r.view;
 }

@@ -92,6 +92,12 @@ interface TrialResult {
   phases?: Record<string, Phase | null | undefined> | null;
   startedAt?: string | null;
   finishedAt?: string | null;
+  task?: { name?: string; path?: string; checksum?: string } | null;
+  taskChecksum?: string | null;
+  testsSource?: string | null;
+  image?: string | null;
+  retries?: Array<{ class?: string; message?: string; durationMs?: number }> | null;
+  tampering?: unknown[] | null;
 }
 interface TrajectoryStep {
   step_id: number;
@@ -721,6 +727,38 @@ function trialNotes(r: TrialResult): Record<'err' | 'origin' | 'rewards' | 'vers
   return { err, origin, rewards, versions };
 }
 
+/**
+ * The rest of the record, so the page holds every field the store keeps for the trial: which task
+ * content it ran (path, checksum), where its per-test results came from, why the agent stopped, the
+ * image, each discarded infrastructure run and why, and what the verifier found tampered with.
+ */
+function recordFacts(r: TrialResult): HTMLElement {
+  const facts: Array<[string, string, string]> = [
+    ['task-path', 'task path', r.task?.path || '-'],
+    ['task-checksum', 'task checksum', r.task?.checksum || r.taskChecksum || '-'],
+    ['tests-source', 'per-test results from', r.testsSource ?? '-'],
+    ['exit-reason', 'agent ended', r.exitReason ?? '-'],
+    ['image', 'image', r.image ?? '-'],
+    [
+      'retries',
+      'infrastructure runs discarded',
+      r.retries?.length
+        ? r.retries.map((x) => `${x.class ?? '?'}: ${x.message ?? ''} (${fmtS(x.durationMs)})`).join('; ')
+        : 'none',
+    ],
+    [
+      'tampering',
+      'tampering found',
+      r.tampering?.length ? r.tampering.map((x) => JSON.stringify(x)).join('; ') : 'none',
+    ],
+  ];
+  return h(
+    'dl',
+    { class: 'record', id: 'record' },
+    facts.map(([id, label, value]) => [h('dt', {}, label), h('dd', { 'data-field': id }, value)]),
+  );
+}
+
 /** The line under the title: reward, status, turns, tokens, cost, time, runs, engine, image. */
 function trialLine(t: Trial, r: TrialResult): HTMLElement {
   const tokens = r.tokens ? `${r.tokens.input} in (${r.tokens.cached} cached) / ${r.tokens.output} out` : '-';
@@ -777,6 +815,8 @@ async function trialPanel(id: string): Promise<HTMLElement> {
     steps,
     h('h3', {}, 'Phases'),
     timeline(r),
+    h('h3', {}, 'Record'),
+    recordFacts(r),
     h('h3', {}, 'Tests'),
     testsTable(r),
     h('h3', {}, 'Transcript'),
