@@ -149,14 +149,16 @@ async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: Tria
     runs.find((r) => !oracleRunPassed(r)),
   );
   const unserved = [...(log ?? '').matchAll(TOOLCHAIN_SAYS)].map((m) => m[1]!).find((m) => !m.startsWith('served '));
-  if (task.verifierLayer && unserved) {
+  // Served by the toolchain (a needs-network task graded offline has the fetch settings alone).
+  const served = plan.kind === 'toolchain' && task.verifierLayer !== undefined;
+  if (served && unserved) {
     reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
     ctx.result.details.push(
       `verifier_needs_network: the offline verifier toolchain could not serve what test.sh asks: ${unserved}`,
     );
     return;
   }
-  if (task.verifierLayer && !(plan.kind === 'toolchain' && plan.aptPackages.length > 0)) return;
+  if (served && plan.aptPackages.length === 0) return;
   const seen = log ? downloadFailure(log) : null;
   if (!seen) return;
   reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
@@ -164,7 +166,7 @@ async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: Tria
     ? ` (checked online on network ${ctx.options.network}: the fetch failed there; give NAME a way out, a router or proxy container of your own)`
     : plan.kind === 'needs-network'
       ? ` (the offline toolchain cannot serve it: ${plan.unmet.join('; ')}; next step: check it online with --network NAME, an isolated network as run --network takes)`
-      : task.verifierLayer
+      : served
         ? ` (the offline toolchain served uvx, but not the apt package(s) ${plan.aptPackages.join(', ')}, which the image lacks; next step: install them in the task's Dockerfile, or check it online with --network NAME)`
         : ' (the offline toolchain was turned off)';
   ctx.result.details.push(
