@@ -64,6 +64,21 @@ async function taskFetchingUnserved(): Promise<string> {
   return dir;
 }
 
+/** A task whose tests need what pip would install, in an image without pip: a dead end unless the next step is named. */
+async function taskNeedingPip(): Promise<string> {
+  const dir = path.join(await tempDir('termgrade-tb2-'), 'word-count-pip-pytest');
+  await cp(path.join(TB2, 'word-count'), dir, { recursive: true });
+  await writeFile(
+    path.join(dir, 'tests', 'test.sh'),
+    '#!/bin/bash\npip install pytest==8.4.1\npytest /tests/test_outputs.py -rA && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
+  );
+  await writeFile(
+    path.join(dir, 'instruction.md'),
+    'Count the words of /app/input.txt into /app/count.txt (pytest edition).\n',
+  );
+  return dir;
+}
+
 /** A pure-Python wheel, as pip would find it in a folder: NAME-VERSION-py3-none-any.whl. */
 async function makeWheel(dir: string, name: string): Promise<void> {
   const script = `
@@ -84,6 +99,7 @@ describe('TB2 offline with a way forward (the real binary, real Docker)', () => 
     await makeWheel(wheels, 'tgdemo');
     const wheelTask = await templateAsking('tgdemo==1.0', 'tgdemo');
     const pipTask = await taskFetchingUnserved();
+    const pytestTask = await taskNeedingPip();
     const out = await tempDir('termgrade-tb2-check-');
     const r = await runCli([
       'check',
@@ -91,6 +107,7 @@ describe('TB2 offline with a way forward (the real binary, real Docker)', () => 
       path.join(TB2, 'word-count-mteb'),
       wheelTask,
       pipTask,
+      pytestTask,
       '-r',
       '1',
       '--probes',
@@ -130,6 +147,12 @@ describe('TB2 offline with a way forward (the real binary, real Docker)', () => 
     const log = await readFile(path.join(out, 'trials', oracle, 'verifier', 'test-stdout.txt'), 'utf8');
     assert.match(log, /^apt retries: Acquire::Retries "0";$/m, log);
     assert.match(log, /^pip retries: 0$/m, log);
+    // pip is missing from the image, so the log says nothing of the network: the reason stands, with the way forward.
+    assert.match(text, /^FAIL word-count-pip-pytest \[oracle_failed/m);
+    assert.match(
+      text,
+      /oracle_failed: test\.sh also fetches what the offline toolchain cannot serve \(line 2: pip install needs the network: pip install pytest==8\.4\.1;[^)]*\); if that is why, next step: ask for Python requirements through uvx .*--network NAME/,
+    );
   });
 
   describe('a task that truly needs the network, checked online', () => {
