@@ -111,6 +111,8 @@ describe('run: agents, models and environments from flags', () => {
       '-q',
     ]);
     assert.equal(r.status, 0, r.stderr);
+    // -q silences the progress, not the summary the run was for.
+    assert.match(r.stdout, /^job models: 3 trials recorded this run \(3 graded/m, r.stdout);
     const byConfig = Object.fromEntries(rows(jobsDir, 'models').map((t) => [t.config, t]));
     assert.deepEqual(Object.keys(byConfig).sort(), ['bash-tool/a', 'bash-tool/b', 'nop']);
     assert.equal(byConfig['bash-tool/a']!.reward, 1);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -36,6 +36,49 @@ async function templateAsking(req: string, module: string): Promise<string> {
   return dir;
 }
 
+/**
+ * A TB2-style task whose test.sh fetches what the toolchain does not serve (pip) but grades
+ * without it: graded offline as written, its fetch lines must fail at once (the settings in
+ * effect are printed to its log).
+ */
+async function taskFetchingUnserved(): Promise<string> {
+  const dir = path.join(await tempDir('termgrade-tb2-'), 'word-count-pip');
+  await cp(path.join(TB2, 'word-count'), dir, { recursive: true });
+  await writeFile(
+    path.join(dir, 'tests', 'test.sh'),
+    [
+      '#!/bin/bash',
+      'apt-get update',
+      'apt-get install -y python3-pip',
+      'pip install pytest==8.4.1',
+      `echo "apt retries: $(apt-config dump 2>/dev/null | grep '^Acquire::Retries ')"`,
+      'echo "pip retries: ${PIP_RETRIES:-unset}"',
+      'if [ "$(cat /app/count.txt 2>/dev/null)" = 9 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(
+    path.join(dir, 'instruction.md'),
+    'Count the words of /app/input.txt into /app/count.txt (pip edition).\n',
+  );
+  return dir;
+}
+
+/** A task whose tests need what pip would install, in an image without pip: a dead end unless the next step is named. */
+async function taskNeedingPip(): Promise<string> {
+  const dir = path.join(await tempDir('termgrade-tb2-'), 'word-count-pip-pytest');
+  await cp(path.join(TB2, 'word-count'), dir, { recursive: true });
+  await writeFile(
+    path.join(dir, 'tests', 'test.sh'),
+    '#!/bin/bash\npip install pytest==8.4.1\npytest /tests/test_outputs.py -rA && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
+  );
+  await writeFile(
+    path.join(dir, 'instruction.md'),
+    'Count the words of /app/input.txt into /app/count.txt (pytest edition).\n',
+  );
+  return dir;
+}
+
 /** A pure-Python wheel, as pip would find it in a folder: NAME-VERSION-py3-none-any.whl. */
 async function makeWheel(dir: string, name: string): Promise<void> {
   const script = `
@@ -55,12 +98,16 @@ describe('TB2 offline with a way forward (the real binary, real Docker)', () => 
     const wheels = await tempDir('termgrade-wheels-');
     await makeWheel(wheels, 'tgdemo');
     const wheelTask = await templateAsking('tgdemo==1.0', 'tgdemo');
+    const pipTask = await taskFetchingUnserved();
+    const pytestTask = await taskNeedingPip();
     const out = await tempDir('termgrade-tb2-check-');
     const r = await runCli([
       'check',
       path.join(TB2, 'word-count-httpx'),
       path.join(TB2, 'word-count-mteb'),
       wheelTask,
+      pipTask,
+      pytestTask,
       '-r',
       '1',
       '--probes',
@@ -91,6 +138,20 @@ describe('TB2 offline with a way forward (the real binary, real Docker)', () => 
     assert.match(
       text,
       /probes not run: reward_forgeable, solution_leaked, verifier_nondeterministic: the oracle and do-nothing runs already rejected the task/,
+    );
+    // pip is not served, yet the task grades without it: admitted, its fetch lines failing at once
+    // offline (apt-get update waited 7-12 s on its retries before).
+    assert.match(text, /^ok {3}word-count-pip /m);
+    const trials = await readdir(path.join(out, 'trials'));
+    const oracle = trials.find((t) => t.startsWith('word-count-pip__oracle__'))!;
+    const log = await readFile(path.join(out, 'trials', oracle, 'verifier', 'test-stdout.txt'), 'utf8');
+    assert.match(log, /^apt retries: Acquire::Retries "0";$/m, log);
+    assert.match(log, /^pip retries: 0$/m, log);
+    // pip is missing from the image, so the log says nothing of the network: the reason stands, with the way forward.
+    assert.match(text, /^FAIL word-count-pip-pytest \[oracle_failed/m);
+    assert.match(
+      text,
+      /oracle_failed: test\.sh also fetches what the offline toolchain cannot serve \(line 2: pip install needs the network: pip install pytest==8\.4\.1;[^)]*\); if that is why, next step: ask for Python requirements through uvx .*--network NAME/,
     );
   });
 

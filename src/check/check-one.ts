@@ -88,7 +88,9 @@ async function planVerifier(
     result.details.push(`verifier: checked online on network ${options.network}: test.sh fetches its own tools`);
     return { task, plan };
   }
-  if (plan.kind !== 'toolchain' || options.verifierToolchain === false) return { task, plan };
+  if (options.verifierToolchain === false) return { task, plan };
+  // What the toolchain does not serve still fails at once offline (the fetch settings alone).
+  if (plan.kind !== 'toolchain') return { task: withVerifierToolchain(task, plan), plan };
   const substituted = plan.substituted.length ? ` (${plan.substituted.join(', ')})` : '';
   result.details.push(
     `verifier: test.sh fetches its tools (${describeCommands(plan.commands)}); graded offline with termgrade's verifier toolchain${substituted}`,

@@ -113,6 +113,10 @@ const verifierLog = (ctx: CheckContext, r: TrialResult | undefined): Promise<str
     ? readTextIfThere(path.join(ctx.options.outDir, 'trials', r.trialId, 'verifier', 'test-stdout.txt'))
     : Promise.resolve(null);
 
+/** The way forward for a verifier that fetches what the offline toolchain cannot serve. */
+const NEEDS_NETWORK_NEXT_STEP =
+  'ask for Python requirements through uvx (`uvx -w NAME pytest ...`: served from Debian or --verifier-wheels DIR) or install them in the Dockerfile, or check the task online with --network NAME (an isolated network, as run --network takes)';
+
 /** What the offline toolchain says of itself in a verifier log: what it served, and why it could not. */
 const TOOLCHAIN_SAYS = /^termgrade offline verifier toolchain: (.*)$/gm;
 
@@ -149,22 +153,31 @@ async function blameNetwork(ctx: CheckContext, reasons: ReasonCode[], runs: Tria
     runs.find((r) => !oracleRunPassed(r)),
   );
   const unserved = [...(log ?? '').matchAll(TOOLCHAIN_SAYS)].map((m) => m[1]!).find((m) => !m.startsWith('served '));
-  if (task.verifierLayer && unserved) {
+  // Served by the toolchain (a needs-network task graded offline has the fetch settings alone).
+  const served = plan.kind === 'toolchain' && task.verifierLayer !== undefined;
+  if (served && unserved) {
     reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
     ctx.result.details.push(
       `verifier_needs_network: the offline verifier toolchain could not serve what test.sh asks: ${unserved}`,
     );
     return;
   }
-  if (task.verifierLayer && !(plan.kind === 'toolchain' && plan.aptPackages.length > 0)) return;
+  if (served && plan.aptPackages.length === 0) return;
   const seen = log ? downloadFailure(log) : null;
-  if (!seen) return;
+  if (!seen) {
+    // Not confirmed by the log (a fetcher missing from the image says nothing of the network): the reason stands, the way forward is named.
+    if (plan.kind === 'needs-network' && !checkedOnline(ctx))
+      ctx.result.details.push(
+        `${blamed}: test.sh also fetches what the offline toolchain cannot serve (${plan.unmet.join('; ')}); if that is why, next step: ${NEEDS_NETWORK_NEXT_STEP}`,
+      );
+    return;
+  }
   reasons.splice(reasons.indexOf(blamed), 1, 'verifier_needs_network');
   const why = checkedOnline(ctx)
     ? ` (checked online on network ${ctx.options.network}: the fetch failed there; give NAME a way out, a router or proxy container of your own)`
     : plan.kind === 'needs-network'
-      ? ` (the offline toolchain cannot serve it: ${plan.unmet.join('; ')}; next step: check it online with --network NAME, an isolated network as run --network takes)`
-      : task.verifierLayer
+      ? ` (the offline toolchain cannot serve it: ${plan.unmet.join('; ')}; next step: ${NEEDS_NETWORK_NEXT_STEP})`
+      : served
         ? ` (the offline toolchain served uvx, but not the apt package(s) ${plan.aptPackages.join(', ')}, which the image lacks; next step: install them in the task's Dockerfile, or check it online with --network NAME)`
         : ' (the offline toolchain was turned off)';
   ctx.result.details.push(

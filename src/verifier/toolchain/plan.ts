@@ -5,6 +5,9 @@ import { verifierNeeds, type NetworkCommand, type VerifierNeeds } from './needs.
 import {
   debianPackageOf,
   OFFLINE_FETCH_ENV,
+  offlineFetchContext,
+  offlineFetchLayer,
+  offlineFetchTag,
   PROVIDED,
   toolchainContext,
   toolchainLayer,
@@ -120,14 +123,28 @@ export async function wheelsIn(dir: string): Promise<Record<string, string>> {
   return out;
 }
 
-/** The task to grade offline: with the toolchain's layer when the plan uses it, else unchanged. */
+/**
+ * The task to grade offline: with the toolchain's layer when the plan uses it; with the offline
+ * fetch settings alone when test.sh fetches what the toolchain does not serve (its apt-get, wget,
+ * pip and uv lines then fail at once, not after their retries: apt-get update alone waited 7-12 s);
+ * unchanged when it fetches nothing. The task's own [verifier] env wins over the settings.
+ */
 export function withVerifierToolchain(task: Task, plan: VerifierPlan): Task {
-  if (plan.kind !== 'toolchain') return task;
-  const tag = toolchainTag(plan.extras);
+  if (plan.kind === 'offline') return task;
   const verifier = { ...task.config.verifier, env: { ...OFFLINE_FETCH_ENV, ...task.config.verifier.env } };
+  const config = { ...task.config, verifier };
+  if (plan.kind === 'needs-network') {
+    const tag = offlineFetchTag();
+    return {
+      ...task,
+      config,
+      verifierLayer: { lines: offlineFetchLayer(tag), toolchainImage: tag, recipe: offlineFetchContext },
+    };
+  }
+  const tag = toolchainTag(plan.extras);
   return {
     ...task,
-    config: { ...task.config, verifier },
+    config,
     verifierLayer: {
       lines: toolchainLayer(tag),
       toolchainImage: tag,

@@ -72,6 +72,15 @@ const NO_EXTRAS: ToolchainExtras = { debs: {}, wheels: {} };
 const FILES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'files');
 const file = (name: string): string => readFileSync(path.join(FILES_DIR, name), 'utf8');
 
+/** Fetchers fail at once with no network: apt's retries wait 1 + 2 + 4 s before it gives up (OFFLINE_FETCH_ENV names them). */
+const OFFLINE_FETCH_FILES: ReadonlyArray<{ path: string; content: string }> = [
+  {
+    path: 'apt-offline.conf',
+    content: 'Acquire::Retries "0";\nAcquire::http::Timeout "2";\nAcquire::https::Timeout "2";\n',
+  },
+  { path: 'wgetrc', content: 'tries = 1\ntimeout = 2\n' },
+];
+
 /** The build stage's extra steps: Debian's packages (a missing one recorded), then the wheels unpacked. */
 function extraSteps(extras: ToolchainExtras): string[] {
   const debs = [...new Set(Object.values(extras.debs))].sort();
@@ -135,14 +144,35 @@ export function toolchainContext(
     { path: 'ctrf_report.py', content: file('ctrf_report.py') },
     // Requirement name and what serves it (a Debian package, or wheel:FILE), one a line.
     { path: 'PROVIDED', content: `${served.map(([n, by]) => `${n} ${by}`).join('\n')}\n` },
-    // Fetchers fail at once with no network: apt's retries wait 1 + 2 + 4 s before it gives up.
-    {
-      path: 'apt-offline.conf',
-      content: 'Acquire::Retries "0";\nAcquire::http::Timeout "2";\nAcquire::https::Timeout "2";\n',
-    },
-    { path: 'wgetrc', content: 'tries = 1\ntimeout = 2\n' },
+    ...OFFLINE_FETCH_FILES,
     ...wheels.map(([, f]) => ({ path: `wheels/${path.basename(f)}`, content: readFileSync(f) })),
   ];
+}
+
+/**
+ * The offline fetch settings alone (the files OFFLINE_FETCH_ENV names, under the toolchain's
+ * prefix), for a verifier the toolchain does not serve but that still fetches offline: its apt-get
+ * and wget lines then fail at once too. An image of two files, built in a moment with no base.
+ */
+export function offlineFetchContext(): Array<{ path: string; content: string }> {
+  const dockerfile = [
+    'FROM scratch',
+    `COPY ${OFFLINE_FETCH_FILES.map((f) => f.path).join(' ')} ${TOOLCHAIN_PREFIX}/etc/`,
+    '',
+  ];
+  return [{ path: 'Dockerfile', content: dockerfile.join('\n') }, ...OFFLINE_FETCH_FILES];
+}
+
+/** The offline fetch settings' image tag, named by its content as the toolchain's is. */
+export function offlineFetchTag(): string {
+  const h = createHash('sha256');
+  for (const f of offlineFetchContext()) h.update(`${f.path}\0`).update(f.content).update('\0');
+  return `${TOOLCHAIN_REPO}:offline-fetch-${h.digest('hex').slice(0, 16)}`;
+}
+
+/** The Dockerfile line that puts the offline fetch settings (and nothing else of the toolchain) into a task's image. */
+export function offlineFetchLayer(tag: string): string {
+  return `COPY --from=${tag} ${TOOLCHAIN_PREFIX}/etc ${TOOLCHAIN_PREFIX}/etc`;
 }
 
 /** The toolchain image's tag: named by its recipe (extras and wheels' content included), so a changed one builds anew. */
