@@ -33,7 +33,7 @@ fi
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd (bridge and iptables off)"
   mkdir -p /var/log
-  nohup dockerd --bridge=none --iptables=false --ip-forward=false --ip-masq=false \
+  setsid nohup dockerd --bridge=none --iptables=false --ip-forward=false --ip-masq=false \
     >/var/log/termgrade-dockerd.log 2>&1 &
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/termgrade-dockerd.log"; exit 1; }
