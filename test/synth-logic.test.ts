@@ -6,7 +6,14 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { readFileSync } from 'node:fs';
 import { ModelConfigSchema } from '../src/model/config.js';
 import { funnel } from '../src/synth/funnel.js';
-import { Generator, REPORT_EXAMPLES, SYSTEM_PROMPT } from '../src/synth/generator.js';
+import {
+  Generator,
+  REPORT_EXAMPLES,
+  SYSTEM_PROMPT,
+  isEndpointOutage,
+  isFatalModelError,
+} from '../src/synth/generator.js';
+import { ModelError, classifyStatus } from '../src/model/errors.js';
 import { parsePytestSummary, summaryLine } from '../src/verifier/test-report.js';
 import { lintEnvironment } from '../src/synth/lint.js';
 import { FIRST_PLAN, repairPlan, routeFailure } from '../src/synth/route.js';
@@ -94,8 +101,40 @@ describe('synth: lint reads COPY as Docker does', () => {
       'COPY $FROM_BUILD_ARG /srv/',
       'COPY --from=builder /out /out',
       'ADD --chmod=644 a.txt /a.txt',
+      'COPY Dockerfile /srv/Dockerfile',
     ])
       assert.deepEqual(lint(line), [], line);
+  });
+  it('reads --from as Docker does: an earlier stage by name or index, else an image pulled at build', () => {
+    const staged = (line: string): string[] =>
+      lintEnvironment(
+        env(
+          `FROM debian:bookworm-slim AS Tools
+RUN true
+FROM debian:bookworm-slim AS final
+${line}
+`,
+          files,
+        ),
+      );
+    for (const line of [
+      'COPY --from=tools /opt/ /opt/',
+      'COPY --from=0 /opt/ /opt/',
+      'COPY --from=busybox:1.36 /bin/busybox /bin/',
+      // Not in the context: the sources are the stage's own, never checked against the files written.
+      'COPY --from=tools /not/written /x',
+    ])
+      assert.deepEqual(staged(line), [], line);
+    assert.match(
+      staged('COPY --from=2 /opt /opt').join('\n'),
+      /--from=2 names stage 2, but only stage 0 comes before this one \(Docker: index out of bounds\)/,
+    );
+    assert.match(
+      staged('COPY --from=1 /opt /opt').join('\n'),
+      /--from=1 is this stage itself \(Docker: refers to current build stage\)/,
+    );
+    assert.match(staged('COPY --from=final /opt /opt').join('\n'), /--from=final is this stage's own name/);
+    assert.match(lint('COPY --from=0 /etc/os-release /x').join('\n'), /no stage comes before this one/);
   });
   it('refuses what Docker would refuse, saying why', () => {
     const cases: Array<[string, RegExp]> = [
@@ -358,6 +397,35 @@ describe('synth: the generator asks for structured output and re-asks a malforme
     assert.equal(got.value, null);
     assert.equal(got.calls, 2);
     assert.match(got.problem!, /not JSON/);
+  });
+});
+
+describe("synth: a generator's failure is an outage, the job's end, or the candidate's", () => {
+  it('waits on what waiting may cure, stops the job on what every call would meet, rejects the rest', () => {
+    const at = (status: number, message = 'x'): ModelError =>
+      new ModelError(classifyStatus(status, message), message, status);
+    // Not served (after the client's retries): the candidate waits and the same command resumes it.
+    for (const err of [
+      at(503),
+      at(502),
+      at(500),
+      at(429),
+      at(408),
+      new ModelError('transient', 'ECONNREFUSED'),
+      new ModelError('timeout', 't'),
+    ])
+      assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [true, false], err.message);
+    // Refused as every later request would be (key, model, a 400 such as an unsupported
+    // response_format): the job stops, nothing rejected; it was an outage before, waiting forever.
+    for (const err of [at(401), at(403), at(404), at(400, "response_format 'json_schema' is not supported")])
+      assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [false, true], `${err.status}`);
+    // This candidate's own request: rejected (generator_error).
+    for (const err of [
+      at(400, "This model's maximum context length is 8192 tokens"),
+      new ModelError('refusal', 'no'),
+      new Error('x'),
+    ])
+      assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [false, false], err.message);
   });
 });
 

@@ -5,6 +5,7 @@ import { checkTasks, readDuplicateKey } from '../check/check.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
 import { DuplicateIndex, type DuplicateCandidate } from '../check/duplicates.js';
 import type { ProbeLevel } from '../check/probes.js';
+import type { ModelError } from '../model/errors.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
@@ -373,7 +374,8 @@ class CandidateRunner {
         this.options.signal,
       );
     } catch (err) {
-      if (err instanceof CancelledError || isFatalModelError(err)) throw err;
+      if (err instanceof CancelledError) throw err;
+      if (isFatalModelError(err)) throw new GeneratorRefused(err, `${s.id}'s ${stage}`, this.options.generator);
       if (isEndpointOutage(err))
         throw new GeneratorOutage(`the generator did not answer (${errorMessage(err)}); run the same command again`);
       return this.reject(s, ['generator_error'], { reasons: ['generator_error'], evidence: [errorMessage(err)] });
@@ -584,6 +586,21 @@ export async function readSeeds(file: string): Promise<Array<{ id: string; seed:
 
 /** A generation the endpoint could not serve: the candidate waits, it is not rejected. */
 class GeneratorOutage extends Error {}
+
+/**
+ * The endpoint refused a request as every later one would be refused (see isFatalModelError): the
+ * job stops (exit 2, the model error's own code) with the stage unrecorded and nothing rejected.
+ */
+class GeneratorRefused extends TermgradeError {
+  constructor(err: ModelError, what: string, generator: Generator) {
+    const scrub = makeScrub([generator.secret()]);
+    super(
+      err.code,
+      `the generator (${generator.config.model} at ${generator.config.baseUrl}) refused ${what} request: ${scrub(err.message)}. The job stopped with no candidate rejected: fix the model configuration or the server, then run the same command again to resume`,
+      { cause: err },
+    );
+  }
+}
 
 /** Bad seeds are bad input (exit 2), named by file and line. */
 export class SeedError extends TermgradeError {
