@@ -71,6 +71,7 @@ describe('synth with a team generator of its own, through the binary', () => {
     // observed, then waits for its instruction; stock-b waits for its scenario. None rejected.
     generator.state = 'up';
     generator.downAfter = 2;
+    const refusedBefore = generator.refused;
     const outage = await synth('--json');
     assert.equal(outage.status, 3, `exit 3 while candidates wait on the generator\n${outage.stderr}`);
     assert.ok(outage.stdout, outage.stderr);
@@ -86,6 +87,10 @@ describe('synth with a team generator of its own, through the binary', () => {
     );
     for (const c of r1.candidateList) assert.match(c.reason ?? '', /the generator did not answer \(.*503/);
     assert.match(outage.stderr, /resuming 2 candidates of 2/);
+    assert.match(outage.stderr, /stock-b round 0: scenario waits on the generator, not rejected/);
+    // stock-a's call spent the client's two attempts; stock-b, once the endpoint was found down,
+    // only asked whether it was back (GET /models) before waiting, not its own two attempts.
+    assert.equal(generator.refused - refusedBefore, 2 + 1);
     assert.match(outage.stderr, /stock-a round 0: build passed/);
     assert.ok(r1.elapsedMs > 0);
 

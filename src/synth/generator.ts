@@ -5,6 +5,7 @@ import { ModelError, RETRYABLE } from '../model/errors.js';
 import { CancelledError } from '../util/errors.js';
 import { summaryLine } from '../verifier/test-report.js';
 import { hideInLogs } from '../util/log.js';
+import { preflightModel } from '../model/preflight.js';
 
 /** What one part's generation cost and returned (value null: the model never gave a valid one). */
 export interface Generated<T> {
@@ -90,6 +91,16 @@ export class Generator {
       this.clients.set(name, c);
     }
     return c;
+  }
+
+  /**
+   * Whether the endpoint answers now, asked the way `run` and synth preflight it (preflightModel:
+   * one GET /models, no retries, a short timeout). After an outage, what decides whether the next
+   * part is asked for at all: a job whose endpoint stays down leaves each later candidate waiting
+   * at once, instead of spending the client's retries (about a minute by default) on each.
+   */
+  async answers(timeoutSec = 5): Promise<boolean> {
+    return (await preflightModel(this.config, timeoutSec)).ok;
   }
 
   /** The key's value, so what synth records can be scrubbed of it. */

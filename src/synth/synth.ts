@@ -184,6 +184,8 @@ class CandidateRunner {
   /** Admission's last step runs one candidate at a time, so two new duplicates cannot both get in. */
   private writing: Promise<unknown> = Promise.resolve();
   private index: Promise<DuplicateIndex> | null = null;
+  /** Why the generator was last found down in this run (null: not down, or it answered since). */
+  private generatorDown: string | null = null;
 
   constructor(
     private readonly options: SynthOptions,
@@ -365,6 +367,12 @@ class CandidateRunner {
         reasons: ['budget_exhausted'],
         evidence: [`${spent} generator tokens spent of ${budget}`],
       });
+    // Down a moment ago: asked once, cheaply, whether it is back before a call that would spend
+    // the client's retries.
+    if (this.generatorDown !== null) {
+      if (!(await this.options.generator.answers())) throw new GeneratorOutage(this.generatorDown);
+      this.generatorDown = null;
+    }
     let got;
     try {
       got = await this.options.generator.generate(
@@ -376,8 +384,10 @@ class CandidateRunner {
     } catch (err) {
       if (err instanceof CancelledError) throw err;
       if (isFatalModelError(err)) throw new GeneratorRefused(err, `${s.id}'s ${stage}`, this.options.generator);
-      if (isEndpointOutage(err))
-        throw new GeneratorOutage(`the generator did not answer (${errorMessage(err)}); run the same command again`);
+      if (isEndpointOutage(err)) {
+        this.generatorDown = `the generator did not answer (${errorMessage(err)}); run the same command again`;
+        throw new GeneratorOutage(this.generatorDown);
+      }
       return this.reject(s, ['generator_error'], { reasons: ['generator_error'], evidence: [errorMessage(err)] });
     }
     const usage = {
