@@ -20,7 +20,11 @@ import { FIRST_PLAN, repairPlan, routeFailure } from '../src/synth/route.js';
 import { EnvironmentPartSchema, ScenarioSchema, type CandidateState } from '../src/synth/schema.js';
 import type { StageRecord } from '../src/synth/store.js';
 import { EXEMPLAR_BRIEF, readExemplar, readExemplars } from '../src/synth/exemplar.js';
-import { readSeeds } from '../src/synth/synth.js';
+import { readSeeds, synthesize } from '../src/synth/synth.js';
+import { SynthStore } from '../src/synth/store.js';
+import { TermgradeError } from '../src/util/errors.js';
+import { FakeProvider, type FakeBehaviour } from './support/fake-provider.js';
+import { scriptedGenerator, seedFor } from './support/scripted-generator.js';
 import { ROOT, makeTask, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 
@@ -426,6 +430,45 @@ describe("synth: a generator's failure is an outage, the job's end, or the candi
       new Error('x'),
     ])
       assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [false, false], err.message);
+  });
+});
+
+describe('synth: an engine gone during a build is infrastructure, not the environment', () => {
+  it('stops the job with the stage unrecorded and no repair spent; a failed build with the engine up is the environment's', async () => {
+    const server = new ScriptedModelServer({ '*': scriptedGenerator() });
+    const baseUrl = await server.start();
+    try {
+      const seed = seedFor('good', 0);
+      const generator = new Generator(ModelConfigSchema.parse({ baseUrl, model: 'gen', maxRetries: 0 }));
+      const run = async (behaviour: FakeBehaviour) => {
+        const outDir = await tempDir('termgrade-synth-engine-');
+        const result = await synthesize({
+          seeds: [{ id: seed.id, seed }],
+          generator,
+          provider: new FakeProvider(behaviour),
+          outDir,
+          maxRounds: 0,
+        }).catch((err: unknown) => err);
+        const store = SynthStore.open(path.join(outDir, '.synth', 'synth.db'));
+        try {
+          return { result, candidate: store.candidates()[0]!, stages: store.stages().map((r) => r.stage) };
+        } finally {
+          store.close();
+        }
+      };
+      const down = await run({ engineDown: () => true });
+      assert.ok(
+        down.result instanceof TermgradeError && down.result.code === 'engine_unavailable',
+        String(down.result),
+      );
+      assert.deepEqual(down.stages, ['scenario', 'environment', 'lint'], 'build is not recorded');
+      assert.deepEqual([down.candidate.status, down.candidate.round, down.candidate.plan[0]], ['active', 0, 'build']);
+      // The control: the same build failing with the engine up is the environment's (no round left: rejected).
+      const broken = await run({ prepareFails: () => true });
+      assert.deepEqual(broken.candidate.rejected, ['rounds_exhausted', 'build_failed']);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -7,7 +7,7 @@ import { DuplicateIndex, type DuplicateCandidate } from '../check/duplicates.js'
 import type { ProbeLevel } from '../check/probes.js';
 import type { ModelError } from '../model/errors.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
-import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage, isEngineLost } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
 import { makeScrub, scrubValue } from '../util/scrub.js';
 import { partHash, publish, writeCandidate, type TaskLimits } from './assemble.js';
@@ -420,10 +420,22 @@ class CandidateRunner {
       s.image = prepared.image;
       return this.passed(s, { image: prepared.image, cached: prepared.cached });
     } catch (err) {
-      if (err instanceof CancelledError || this.options.signal?.aborted) throw err;
+      await this.unlessEngineDown(err);
       const log = (err as { log?: string }).log ?? '';
       return this.failed(s, 'build', ['build_failed'], [errorMessage(err), ...log.trim().split('\n').slice(-30)]);
     }
+  }
+
+  /**
+   * A build or an observation that failed because the engine is gone is infrastructure, not the
+   * environment's fault: rethrown (a cancel as it is; a lost engine, or one that no longer answers
+   * when asked once, as the engine's error), so the stage stays unrecorded, no repair round is
+   * spent and the job stops (exit 3); the same command resumes it. Otherwise returns: the
+   * environment's failure, for its repair.
+   */
+  private async unlessEngineDown(err: unknown): Promise<void> {
+    if (err instanceof CancelledError || this.options.signal?.aborted || isEngineLost(err)) throw err;
+    await this.options.provider.ping();
   }
 
   private async prepared(s: CandidateState) {
@@ -447,7 +459,7 @@ class CandidateRunner {
       );
       return this.passed(s, { entries: s.environmentState.tree.length });
     } catch (err) {
-      if (err instanceof CancelledError || this.options.signal?.aborted) throw err;
+      await this.unlessEngineDown(err);
       return this.failed(s, 'observe', ['observe_failed'], [errorMessage(err)]);
     }
   }
