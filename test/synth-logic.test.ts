@@ -434,7 +434,7 @@ describe("synth: a generator's failure is an outage, the job's end, or the candi
 });
 
 describe('synth: an engine gone during a build is infrastructure, not the environment', () => {
-  it('stops the job with the stage unrecorded and no repair spent; a failed build with the engine up is the environment's', async () => {
+  it("stops the job with the stage unrecorded and no repair spent; a failed build with the engine up is the environment's", async () => {
     const server = new ScriptedModelServer({ '*': scriptedGenerator() });
     const baseUrl = await server.start();
     try {
