@@ -6,14 +6,25 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { readFileSync } from 'node:fs';
 import { ModelConfigSchema } from '../src/model/config.js';
 import { funnel } from '../src/synth/funnel.js';
-import { Generator, REPORT_EXAMPLES, SYSTEM_PROMPT } from '../src/synth/generator.js';
+import {
+  Generator,
+  REPORT_EXAMPLES,
+  SYSTEM_PROMPT,
+  isEndpointOutage,
+  isFatalModelError,
+} from '../src/synth/generator.js';
+import { ModelError, classifyStatus } from '../src/model/errors.js';
 import { parsePytestSummary, summaryLine } from '../src/verifier/test-report.js';
 import { lintEnvironment } from '../src/synth/lint.js';
 import { FIRST_PLAN, repairPlan, routeFailure } from '../src/synth/route.js';
 import { EnvironmentPartSchema, ScenarioSchema, type CandidateState } from '../src/synth/schema.js';
 import type { StageRecord } from '../src/synth/store.js';
 import { EXEMPLAR_BRIEF, readExemplar, readExemplars } from '../src/synth/exemplar.js';
-import { readSeeds } from '../src/synth/synth.js';
+import { readSeeds, synthesize } from '../src/synth/synth.js';
+import { SynthStore } from '../src/synth/store.js';
+import { TermgradeError } from '../src/util/errors.js';
+import { FakeProvider, type FakeBehaviour } from './support/fake-provider.js';
+import { scriptedGenerator, seedFor } from './support/scripted-generator.js';
 import { ROOT, makeTask, runCli, tempDir, trivialTask } from './helpers.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 
@@ -94,8 +105,40 @@ describe('synth: lint reads COPY as Docker does', () => {
       'COPY $FROM_BUILD_ARG /srv/',
       'COPY --from=builder /out /out',
       'ADD --chmod=644 a.txt /a.txt',
+      'COPY Dockerfile /srv/Dockerfile',
     ])
       assert.deepEqual(lint(line), [], line);
+  });
+  it('reads --from as Docker does: an earlier stage by name or index, else an image pulled at build', () => {
+    const staged = (line: string): string[] =>
+      lintEnvironment(
+        env(
+          `FROM debian:bookworm-slim AS Tools
+RUN true
+FROM debian:bookworm-slim AS final
+${line}
+`,
+          files,
+        ),
+      );
+    for (const line of [
+      'COPY --from=tools /opt/ /opt/',
+      'COPY --from=0 /opt/ /opt/',
+      'COPY --from=busybox:1.36 /bin/busybox /bin/',
+      // Not in the context: the sources are the stage's own, never checked against the files written.
+      'COPY --from=tools /not/written /x',
+    ])
+      assert.deepEqual(staged(line), [], line);
+    assert.match(
+      staged('COPY --from=2 /opt /opt').join('\n'),
+      /--from=2 names stage 2, but only stage 0 comes before this one \(Docker: index out of bounds\)/,
+    );
+    assert.match(
+      staged('COPY --from=1 /opt /opt').join('\n'),
+      /--from=1 is this stage itself \(Docker: refers to current build stage\)/,
+    );
+    assert.match(staged('COPY --from=final /opt /opt').join('\n'), /--from=final is this stage's own name/);
+    assert.match(lint('COPY --from=0 /etc/os-release /x').join('\n'), /no stage comes before this one/);
   });
   it('refuses what Docker would refuse, saying why', () => {
     const cases: Array<[string, RegExp]> = [
@@ -358,6 +401,74 @@ describe('synth: the generator asks for structured output and re-asks a malforme
     assert.equal(got.value, null);
     assert.equal(got.calls, 2);
     assert.match(got.problem!, /not JSON/);
+  });
+});
+
+describe("synth: a generator's failure is an outage, the job's end, or the candidate's", () => {
+  it('waits on what waiting may cure, stops the job on what every call would meet, rejects the rest', () => {
+    const at = (status: number, message = 'x'): ModelError =>
+      new ModelError(classifyStatus(status, message), message, status);
+    // Not served (after the client's retries): the candidate waits and the same command resumes it.
+    for (const err of [
+      at(503),
+      at(502),
+      at(500),
+      at(429),
+      at(408),
+      new ModelError('transient', 'ECONNREFUSED'),
+      new ModelError('timeout', 't'),
+    ])
+      assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [true, false], err.message);
+    // Refused as every later request would be (key, model, a 400 such as an unsupported
+    // response_format): the job stops, nothing rejected; it was an outage before, waiting forever.
+    for (const err of [at(401), at(403), at(404), at(400, "response_format 'json_schema' is not supported")])
+      assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [false, true], `${err.status}`);
+    // This candidate's own request: rejected (generator_error).
+    for (const err of [
+      at(400, "This model's maximum context length is 8192 tokens"),
+      new ModelError('refusal', 'no'),
+      new Error('x'),
+    ])
+      assert.deepEqual([isEndpointOutage(err), isFatalModelError(err)], [false, false], err.message);
+  });
+});
+
+describe('synth: an engine gone during a build is infrastructure, not the environment', () => {
+  it("stops the job with the stage unrecorded and no repair spent; a failed build with the engine up is the environment's", async () => {
+    const server = new ScriptedModelServer({ '*': scriptedGenerator() });
+    const baseUrl = await server.start();
+    try {
+      const seed = seedFor('good', 0);
+      const generator = new Generator(ModelConfigSchema.parse({ baseUrl, model: 'gen', maxRetries: 0 }));
+      const run = async (behaviour: FakeBehaviour) => {
+        const outDir = await tempDir('termgrade-synth-engine-');
+        const result = await synthesize({
+          seeds: [{ id: seed.id, seed }],
+          generator,
+          provider: new FakeProvider(behaviour),
+          outDir,
+          maxRounds: 0,
+        }).catch((err: unknown) => err);
+        const store = SynthStore.open(path.join(outDir, '.synth', 'synth.db'));
+        try {
+          return { result, candidate: store.candidates()[0]!, stages: store.stages().map((r) => r.stage) };
+        } finally {
+          store.close();
+        }
+      };
+      const down = await run({ engineDown: () => true });
+      assert.ok(
+        down.result instanceof TermgradeError && down.result.code === 'engine_unavailable',
+        String(down.result),
+      );
+      assert.deepEqual(down.stages, ['scenario', 'environment', 'lint'], 'build is not recorded');
+      assert.deepEqual([down.candidate.status, down.candidate.round, down.candidate.plan[0]], ['active', 0, 'build']);
+      // The control: the same build failing with the engine up is the environment's (no round left: rejected).
+      const broken = await run({ prepareFails: () => true });
+      assert.deepEqual(broken.candidate.rejected, ['rounds_exhausted', 'build_failed']);
+    } finally {
+      await server.close();
+    }
   });
 });
 

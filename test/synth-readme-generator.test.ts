@@ -80,6 +80,7 @@ describe('synth with a generator of its own (README and schema only), through th
     const { gen, out, args } = await setUp([1, 2, 3], 7);
     const first = await runCli(args('--json'), { env });
     assert.equal(first.status, 3, `exit 3 while candidates wait on the generator\n${first.stderr}`);
+    assert.ok(first.stdout, first.stderr);
     const r1 = SynthReportSchema.parse(JSON.parse(first.stdout)) as SynthReport;
     assert.equal(r1.rejected, 0, JSON.stringify(r1.candidateList));
     assert.equal(r1.admitted, 1);

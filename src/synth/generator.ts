@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { ModelClient, type Message } from '../model/client.js';
 import type { ModelConfig } from '../model/config.js';
-import { ModelError } from '../model/errors.js';
+import { ModelError, RETRYABLE } from '../model/errors.js';
 import { CancelledError } from '../util/errors.js';
-import { ENDPOINT_FAILURE_KINDS } from '../trial/accounting.js';
 import { summaryLine } from '../verifier/test-report.js';
 import { hideInLogs } from '../util/log.js';
+import { preflightModel } from '../model/preflight.js';
 
 /** What one part's generation cost and returned (value null: the model never gave a valid one). */
 export interface Generated<T> {
@@ -93,6 +93,16 @@ export class Generator {
     return c;
   }
 
+  /**
+   * Whether the endpoint answers now, asked the way `run` and synth preflight it (preflightModel:
+   * one GET /models, no retries, a short timeout). After an outage, what decides whether the next
+   * part is asked for at all: a job whose endpoint stays down leaves each later candidate waiting
+   * at once, instead of spending the client's retries (about a minute by default) on each.
+   */
+  async answers(timeoutSec = 5): Promise<boolean> {
+    return (await preflightModel(this.config, timeoutSec)).ok;
+  }
+
   /** The key's value, so what synth records can be scrubbed of it. */
   secret(): string | null {
     return process.env[this.config.apiKeyEnv] || null;
@@ -170,14 +180,22 @@ function readProblem(
 }
 
 /**
- * The endpoint's failure, not the request's: the kinds a trial counts as the endpoint's
- * (ENDPOINT_FAILURE_KINDS), less the fatal ones that end the job. The client has retried them.
+ * The endpoint did not serve the request: it did not answer, timed out, was overloaded or rate
+ * limited, or failed with a 5xx, and the client's own retries (RETRYABLE) did not get an answer.
+ * What waiting may cure: the candidate is left unfinished, and the same command resumes it.
  */
 export function isEndpointOutage(err: unknown): boolean {
-  return err instanceof ModelError && ENDPOINT_FAILURE_KINDS.has(err.kind) && !isFatalModelError(err);
+  return err instanceof ModelError && RETRYABLE.has(err.kind);
 }
 
-/** Model errors that end the whole job rather than one candidate: every later call would fail too. */
-export function isFatalModelError(err: unknown): boolean {
-  return err instanceof ModelError && (err.kind === 'auth' || err.kind === 'not_found');
+/**
+ * Model errors that end the whole job rather than one candidate, with nothing rejected: the
+ * endpoint refused the key (auth), does not serve the model (not_found), or refused the request as
+ * malformed (bad_request: a 400 that is not a full context, such as a response_format or an
+ * extraBody field the server does not take). synth builds every candidate's request the same way,
+ * so every later call would fail too; rejecting candidates for it would be a dead end (they would
+ * stay rejected once the configuration is fixed), so the job stops and the same command resumes it.
+ */
+export function isFatalModelError(err: unknown): err is ModelError {
+  return err instanceof ModelError && (err.kind === 'auth' || err.kind === 'not_found' || err.kind === 'bad_request');
 }

@@ -173,11 +173,21 @@ function contextEntries(files: string[]): { files: Set<string>; dirs: Set<string
  */
 function copyProblems(instructions: Instruction[], written: string[]): string[] {
   const problems: string[] = [];
-  const entries = contextEntries(written);
+  // The Dockerfile itself is in the build context beside the files written.
+  const entries = contextEntries([...written, 'Dockerfile']);
   const vars = new Map<string, string>();
+  /** Stages begun so far (the current one is the last), and the names of those before it. */
+  let stages = 0;
+  const named = new Set<string>();
+  let current: string | null = null;
   for (const ins of instructions) {
     if (ins.keyword === 'ARG' || ins.keyword === 'ENV') readVariables(ins, vars);
-    if (ins.keyword === 'FROM') vars.clear();
+    if (ins.keyword === 'FROM') {
+      vars.clear();
+      if (current) named.add(current);
+      current = /\sAS\s+(\S+)\s*$/i.exec(ins.args)?.[1]?.toLowerCase() ?? null;
+      stages++;
+    }
     if ((ins.keyword !== 'COPY' && ins.keyword !== 'ADD') || ins.heredocs.length) continue;
     const at = `Dockerfile line ${ins.line}: ${ins.keyword}`;
     const read = readCopyArgs(ins.args);
@@ -193,13 +203,44 @@ function copyProblems(instructions: Instruction[], written: string[]): string[] 
       problems.push(
         `${at}: ${read.sources.length} sources go into ${read.dest}, which does not end with / (Docker copies several sources only into a folder written as /dest/)`,
       );
-    if (read.flags.has('from')) continue;
+    if (read.flags.has('from')) {
+      // The sources are in that stage or image, not in the context: not checked against the files.
+      const from = read.flags.get('from');
+      const why = from ? fromProblem(from, stages, named, current) : null;
+      if (why) problems.push(`${at}: ${why}`);
+      continue;
+    }
     for (const src of read.sources) {
       const why = sourceProblem(src, entries, vars, ins.keyword);
       if (why) problems.push(`${at} source ${src} ${why}`);
     }
   }
   return problems;
+}
+
+/**
+ * Why Docker would refuse `--from=VALUE` (null: it would not): a stage index must name a stage
+ * before this one, and a stage may not copy from itself. Any other name that is no earlier stage's
+ * is an image, pulled at build time as FROM's are.
+ */
+function fromProblem(value: string, stages: number, named: ReadonlySet<string>, current: string | null): string | null {
+  if (/^\d+$/.test(value)) {
+    const index = Number(value);
+    if (index < stages - 1) return null;
+    const before =
+      stages <= 1
+        ? 'no stage comes before this one'
+        : stages === 2
+          ? 'only stage 0 comes before this one'
+          : `only stages 0-${stages - 2} come before this one`;
+    return index === stages - 1
+      ? `--from=${value} is this stage itself (Docker: refers to current build stage); ${before}`
+      : `--from=${value} names stage ${value}, but ${before} (Docker: index out of bounds)`;
+  }
+  const name = value.toLowerCase();
+  if (name === current && !named.has(name))
+    return `--from=${value} is this stage's own name: Docker cannot copy from the stage being built (it looks for an image of that name); copy from an earlier stage`;
+  return null;
 }
 
 /** ARG name[=default] and ENV name=value / ENV name value, as later COPY sources may use them. */
@@ -235,9 +276,7 @@ function sourceProblem(
   if (norm === '.' || norm === '') return null;
   const listing = (): string => {
     const all = [...entries.files].sort();
-    return all.length
-      ? ` (written: ${all.slice(0, 12).join(', ')}${all.length > 12 ? ', ...' : ''})`
-      : ' (no file was written)';
+    return ` (the build context holds: ${all.slice(0, 12).join(', ')}${all.length > 12 ? ', ...' : ''})`;
   };
   if (/(^|[^\\])[*?[]/.test(norm)) {
     const re = globRegExp(norm);

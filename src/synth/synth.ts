@@ -5,8 +5,9 @@ import { checkTasks, readDuplicateKey } from '../check/check.js';
 import type { ProtectionStore } from '../verifier/protection-store.js';
 import { DuplicateIndex, type DuplicateCandidate } from '../check/duplicates.js';
 import type { ProbeLevel } from '../check/probes.js';
+import type { ModelError } from '../model/errors.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
-import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage, isEngineLost } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
 import { makeScrub, scrubValue } from '../util/scrub.js';
 import { partHash, publish, writeCandidate, type TaskLimits } from './assemble.js';
@@ -183,6 +184,8 @@ class CandidateRunner {
   /** Admission's last step runs one candidate at a time, so two new duplicates cannot both get in. */
   private writing: Promise<unknown> = Promise.resolve();
   private index: Promise<DuplicateIndex> | null = null;
+  /** Why the generator was last found down in this run (null: not down, or it answered since). */
+  private generatorDown: string | null = null;
 
   constructor(
     private readonly options: SynthOptions,
@@ -364,6 +367,12 @@ class CandidateRunner {
         reasons: ['budget_exhausted'],
         evidence: [`${spent} generator tokens spent of ${budget}`],
       });
+    // Down a moment ago: asked once, cheaply, whether it is back before a call that would spend
+    // the client's retries.
+    if (this.generatorDown !== null) {
+      if (!(await this.options.generator.answers())) throw new GeneratorOutage(this.generatorDown);
+      this.generatorDown = null;
+    }
     let got;
     try {
       got = await this.options.generator.generate(
@@ -373,9 +382,12 @@ class CandidateRunner {
         this.options.signal,
       );
     } catch (err) {
-      if (err instanceof CancelledError || isFatalModelError(err)) throw err;
-      if (isEndpointOutage(err))
-        throw new GeneratorOutage(`the generator did not answer (${errorMessage(err)}); run the same command again`);
+      if (err instanceof CancelledError) throw err;
+      if (isFatalModelError(err)) throw new GeneratorRefused(err, `${s.id}'s ${stage}`, this.options.generator);
+      if (isEndpointOutage(err)) {
+        this.generatorDown = `the generator did not answer (${errorMessage(err)}); run the same command again`;
+        throw new GeneratorOutage(this.generatorDown);
+      }
       return this.reject(s, ['generator_error'], { reasons: ['generator_error'], evidence: [errorMessage(err)] });
     }
     const usage = {
@@ -408,10 +420,22 @@ class CandidateRunner {
       s.image = prepared.image;
       return this.passed(s, { image: prepared.image, cached: prepared.cached });
     } catch (err) {
-      if (err instanceof CancelledError || this.options.signal?.aborted) throw err;
+      await this.unlessEngineDown(err);
       const log = (err as { log?: string }).log ?? '';
       return this.failed(s, 'build', ['build_failed'], [errorMessage(err), ...log.trim().split('\n').slice(-30)]);
     }
+  }
+
+  /**
+   * A build or an observation that failed because the engine is gone is infrastructure, not the
+   * environment's fault: rethrown (a cancel as it is; a lost engine, or one that no longer answers
+   * when asked once, as the engine's error), so the stage stays unrecorded, no repair round is
+   * spent and the job stops (exit 3); the same command resumes it. Otherwise returns: the
+   * environment's failure, for its repair.
+   */
+  private async unlessEngineDown(err: unknown): Promise<void> {
+    if (err instanceof CancelledError || this.options.signal?.aborted || isEngineLost(err)) throw err;
+    await this.options.provider.ping();
   }
 
   private async prepared(s: CandidateState) {
@@ -435,7 +459,7 @@ class CandidateRunner {
       );
       return this.passed(s, { entries: s.environmentState.tree.length });
     } catch (err) {
-      if (err instanceof CancelledError || this.options.signal?.aborted) throw err;
+      await this.unlessEngineDown(err);
       return this.failed(s, 'observe', ['observe_failed'], [errorMessage(err)]);
     }
   }
@@ -584,6 +608,21 @@ export async function readSeeds(file: string): Promise<Array<{ id: string; seed:
 
 /** A generation the endpoint could not serve: the candidate waits, it is not rejected. */
 class GeneratorOutage extends Error {}
+
+/**
+ * The endpoint refused a request as every later one would be refused (see isFatalModelError): the
+ * job stops (exit 2, the model error's own code) with the stage unrecorded and nothing rejected.
+ */
+class GeneratorRefused extends TermgradeError {
+  constructor(err: ModelError, what: string, generator: Generator) {
+    const scrub = makeScrub([generator.secret()]);
+    super(
+      err.code,
+      `the generator (${generator.config.model} at ${generator.config.baseUrl}) refused ${what} request: ${scrub(err.message)}. The job stopped with no candidate rejected: fix the model configuration or the server, then run the same command again to resume`,
+      { cause: err },
+    );
+  }
+}
 
 /** Bad seeds are bad input (exit 2), named by file and line. */
 export class SeedError extends TermgradeError {

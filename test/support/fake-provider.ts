@@ -35,6 +35,8 @@ export interface FakeBehaviour {
   startFails?: (task: Task, n: number) => boolean;
   /** Whether preparing a task's image fails (a broken build). */
   prepareFails?: (task: Task) => boolean;
+  /** Whether the engine is gone: preparing fails as a dropped socket does, and ping says no engine answers. */
+  engineDown?: () => boolean;
   /** How long each command takes, ms. */
   commandMs?: number;
   /** How long a sandbox takes to start, ms. */
@@ -214,6 +216,7 @@ export class FakeProvider implements SandboxProvider {
   }
 
   async prepare(task: Task): Promise<PreparedEnvironment> {
+    if (this.behaviour.engineDown?.()) throw new Error('connect ECONNREFUSED /var/run/docker.sock');
     if (this.behaviour.prepareFails?.(task))
       throw new TermgradeError('build_failed', `fake build of ${task.name} failed`);
     return { image: `fake:${task.name}`, source: 'dockerfile', cached: true, durationMs: 0, log: '' };
@@ -254,6 +257,8 @@ export class FakeProvider implements SandboxProvider {
   }
 
   async ping(): Promise<string[]> {
+    if (this.behaviour.engineDown?.())
+      throw new TermgradeError('engine_unavailable', 'no Docker engine answers (fake)');
     return [];
   }
 
