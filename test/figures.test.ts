@@ -7,7 +7,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { chromium, type Browser } from 'playwright-core';
-import { accountingOf, infraSql, isPassingReward, passingRewardSql } from '../src/trial/accounting.js';
+import { accountingOf, isPassingReward } from '../src/trial/accounting.js';
+import type { TrialErrorClass, TrialResult } from '../src/trial/schema.js';
+import { JobStore, trialStatusOf } from '../src/store/store.js';
 import { CLI, runCli, tempDir } from './helpers.js';
 
 /**
@@ -303,42 +305,186 @@ describe('figures worked out by hand, through the binary', () => {
   });
 });
 
-describe('one rule for passing, in code and in SQL', () => {
-  it("the store's SQL counts equal the functions over the same trials (passed, pass filter, infra)", async () => {
-    const db = new Database(path.join(jobDir, 'job.db'), { readonly: true });
+/**
+ * The one pass rule and the one accounting rule against every SQL path, on a job written through
+ * the store's own API with the edge rewards (config edge/a; result.json's own `passed` deliberately
+ * wrong on two of them, so a store that trusted it would fail):
+ *
+ *   tA  0.999 (fails: below 1), 1 (passes), 1.5 (passes), 0 with agent_timeout (graded 0),
+ *       -1 (graded, fails), none + verifier_crash (infra), none + environment_error (infra),
+ *       none + verifier_no_reward (ungraded: an older record), 1 + cancelled (not run)
+ *   tB  1, 1
+ *   tC  none + verifier_crash (infra: no graded trial, unmeasured)
+ *
+ * By hand: tA n = 5 graded (0.999, 1, 1.5, 0, -1), c = 2 (1, 1.5); tB n = 2, c = 2; tC n = 0.
+ * pass@1 = (2/5 + 2/2)/2 = 0.7 over the 2 measured tasks. Coverage: attempted 12 - 1 not run = 11,
+ * graded 7, infra 3 (two in tA, one in tC), ungraded 1, fraction 7/11. A passing reward (whatever
+ * the accounting): 1, 1.5, the cancelled 1, and tB's two = 5 trials; a reward that does not pass:
+ * 0.999, 0, -1 = 3; no reward: 4.
+ */
+const EDGES: Array<[string, number | null, string | null, boolean?]> = [
+  ['tA', 0.999, null, true],
+  ['tA', 1, null],
+  ['tA', 1.5, null],
+  ['tA', 0, 'agent_timeout'],
+  ['tA', -1, null],
+  ['tA', null, 'verifier_crash'],
+  ['tA', null, 'environment_error', true],
+  ['tA', null, 'verifier_no_reward'],
+  ['tA', 1, 'cancelled'],
+  ['tB', 1, null],
+  ['tB', 1, null],
+  ['tC', null, 'verifier_crash'],
+];
+
+function edgeResult(i: number, task: string, reward: number | null, cls: string | null, claims?: boolean): TrialResult {
+  const errors = cls ? [{ class: cls as TrialErrorClass, message: cls, phase: 'verification' as const }] : [];
+  return {
+    schemaVersion: 1,
+    trialId: `edge-${i}`,
+    task: { name: task, path: `/tasks/${task}`, checksum: 'c' },
+    agent: { name: 'edge', model: 'a' },
+    attempt: i,
+    reward,
+    rewards: reward === null ? {} : { reward },
+    // What a result carried: right except where `claims` says otherwise (the store must not trust it).
+    passed: claims ?? (reward !== null && reward >= 1),
+    steps: [],
+    taskVersion: null,
+    dataset: null,
+    collected: null,
+    tests: [],
+    testsSource: 'none',
+    testsSourceCounts: {},
+    testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
+    tampering: [],
+    protection: 'rules',
+    admission: null,
+    findings: [],
+    evidence: null,
+    error: errors[0] ?? null,
+    errors,
+    exitReason: 'completed',
+    turns: 1,
+    tokens: null,
+    costUsd: null,
+    image: null,
+    imageSource: null,
+    imageId: null,
+    engine: null,
+    imageCached: null,
+    phases: {},
+    startedAt: '2026-01-01T00:00:00Z',
+    finishedAt: '2026-01-01T00:00:01Z',
+    durationMs: 1000,
+  };
+}
+
+describe('one rule for passing and for outcome classes, in code and in every SQL path', () => {
+  let edgeDir: string;
+  let edgeJobs: string;
+  before(async () => {
+    edgeJobs = path.join(await tempDir('termgrade-edges-'), 'jobs');
+    edgeDir = path.join(edgeJobs, 'edges');
+    await mkdir(edgeDir, { recursive: true });
+    const store = JobStore.open(path.join(edgeDir, 'job.db'));
     try {
-      const rows = db.prepare('SELECT reward, error_class, passed FROM trials').all() as Array<{
-        reward: number | null;
-        error_class: string | null;
-        passed: number;
-      }>;
-      assert.equal(rows.length, 22);
-      const count = (where: string): number =>
-        (db.prepare(`SELECT COUNT(*) n FROM trials WHERE ${where}`).get() as { n: number }).n;
-      assert.equal(count(passingRewardSql()), rows.filter((r) => isPassingReward(r.reward)).length);
-      assert.equal(count('passed = 1'), rows.filter((r) => isPassingReward(r.reward)).length);
-      assert.equal(count(infraSql()), rows.filter((r) => accountingOf(r.reward, r.error_class) === 'infra').length);
-      assert.equal(count(infraSql()), 1);
+      for (const [i, [task, reward, cls, claims]] of EDGES.entries())
+        store.recordTrial(edgeResult(i, task, reward, cls, claims), {
+          slot: { config: 'edge/a', task, attempt: i },
+          trialDir: path.join(edgeDir, 'trials', `edge-${i}`),
+          infraAttempts: 1,
+          retryReasons: [],
+        });
+    } finally {
+      store.close();
+    }
+  });
+
+  it("the store's columns and SQL counts equal the functions applied trial by trial", () => {
+    for (const file of [path.join(edgeDir, 'job.db'), path.join(jobDir, 'job.db')]) {
+      const db = new Database(file, { readonly: true });
+      try {
+        const rows = db.prepare('SELECT reward, error_class, passed, status FROM trials').all() as Array<{
+          reward: number | null;
+          error_class: string | null;
+          passed: number;
+          status: string;
+        }>;
+        for (const r of rows) {
+          assert.equal(r.passed, isPassingReward(r.reward) ? 1 : 0, `${file}: passed of reward ${r.reward}`);
+          assert.equal(r.status, trialStatusOf(r.reward, r.error_class), `${file}: status of ${r.reward}`);
+        }
+        const count = (where: string): number =>
+          (db.prepare(`SELECT COUNT(*) n FROM trials WHERE ${where}`).get() as { n: number }).n;
+        assert.equal(count('passed = 1'), rows.filter((r) => isPassingReward(r.reward)).length);
+        assert.equal(
+          count("status = 'not_run'"),
+          rows.filter((r) => accountingOf(r.reward, r.error_class) === 'not_run').length,
+        );
+      } finally {
+        db.close();
+      }
+    }
+    // And the hand-counted figures above.
+    const db = new Database(path.join(edgeDir, 'job.db'), { readonly: true });
+    try {
+      assert.equal((db.prepare('SELECT COUNT(*) n FROM trials WHERE passed = 1').get() as { n: number }).n, 5);
     } finally {
       db.close();
     }
-    // The viewer's filter (its own SQL index) against the same rule over `trials --json`.
-    const listing = (await cliOk(['trials', '--job', 'figs', '--jobs-dir', jobsDir, '--json']))
+  });
+
+  it('stats, the viewer (filters, grid, job figures) and export count the edge job as worked out by hand', async () => {
+    const s = json(await cliOk(['stats', edgeDir, '--tasks', '--band', '0:1', '--json']));
+    const cfg = s.configs.find((c: any) => c.config === 'edge/a');
+    assert.deepEqual(cfg.coverage, { attempted: 11, graded: 7, infra: 3, ungraded: 1, fraction: 7 / 11 });
+    close(cfg.pass1.mean, 0.7, 1e-12, 'pass@1');
+    assert.deepEqual(
+      s.tasks.map((t: any) => [t.task, t.n, t.c]),
+      [
+        ['tA', 5, 2],
+        ['tB', 2, 2],
+      ],
+    );
+    const listing = (await cliOk(['trials', '--job', 'edges', '--jobs-dir', edgeJobs, '--json']))
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { reward: number | null });
-    const view = await startView([jobDir]);
+      .map((l) => JSON.parse(l) as { reward: number | null; error_class: string | null; status: string });
+    assert.equal(listing.length, EDGES.length);
+    const out = path.join(path.dirname(edgeJobs), 'export');
+    const said = await cliOk(['export', 'trials', edgeDir, '-o', out, '--jsonl']);
+    const exported = (await readFile(/ to (\S+) \(dataset card/.exec(said)![1]!, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { reward: number | null; error_class: string | null; status: string });
+    for (const r of exported)
+      assert.equal(r.status, accountingOf(r.reward, r.error_class), `export status of ${r.reward}`);
+    const view = await startView([edgeDir]);
     try {
-      for (const [filter, want] of [
-        ['pass', listing.filter((r) => isPassingReward(r.reward)).length],
-        ['fail', listing.filter((r) => r.reward !== null && !isPassingReward(r.reward)).length],
-        ['none', listing.filter((r) => r.reward === null).length],
+      const get = async (p: string): Promise<any> => {
+        const r = await fetch(`${view.base}${p}`, { headers: { authorization: `Bearer ${view.token}` } });
+        assert.equal(r.status, 200, p);
+        return r.json();
+      };
+      for (const [filter, want, byHand] of [
+        ['pass', listing.filter((r) => isPassingReward(r.reward)).length, 5],
+        ['fail', listing.filter((r) => r.reward !== null && !isPassingReward(r.reward)).length, 3],
+        ['none', listing.filter((r) => r.reward === null).length, 4],
       ] as const) {
-        const r = await fetch(`${view.base}/api/trials?reward=${filter}&limit=1`, {
-          headers: { authorization: `Bearer ${view.token}` },
-        });
-        assert.equal(((await r.json()) as { total: number }).total, want, filter);
+        const page = await get(`/api/trials?reward=${filter}&limit=500`);
+        assert.equal(page.total, want, filter);
+        assert.equal(page.total, byHand, `${filter} by hand`);
       }
+      const all = await get('/api/trials?limit=500');
+      for (const r of all.rows) assert.equal(r.passed, isPassingReward(r.reward) ? 1 : 0, `row passed of ${r.reward}`);
+      const g = await get('/api/grid');
+      const cell = (task: string): any => g.cells.find((c: any) => c.task === task);
+      assert.deepEqual([cell('tA').n, cell('tA').c, cell('tB').n, cell('tB').c], [5, 2, 2, 2]);
+      const job = (await get('/api/jobs')).jobs.find((j: any) => j.job === 'edges');
+      const v = job.configs.find((x: any) => x.config === 'edge/a');
+      assert.deepEqual(v.passAtK, cfg.passAtK, '/api/jobs pass@k is stats --json');
+      assert.deepEqual(v.pass1, { mean: cfg.pass1.mean, ciLo: cfg.pass1.ciLo, ciHi: cfg.pass1.ciHi });
     } finally {
       view.child.kill('SIGTERM');
     }

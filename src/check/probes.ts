@@ -21,6 +21,7 @@ import {
 import { acquireSandbox } from '../sandbox/lease.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
 import { playHacks, playProcessHacks, type HackAttempt } from './hack-probes.js';
+import { isCleanPass } from './verdict.js';
 import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
 
 /** Text less trailing whitespace: how most checkers compare (strip()). */
@@ -157,7 +158,7 @@ export class TaskProber {
       },
     );
     return {
-      passed: isPassingReward(v.reward) && v.tests.every((t) => t.status === 'passed' || t.status === 'skipped'),
+      passed: isCleanPass(v.reward, v.tests),
       reward: v.reward,
       source: v.rewardSource,
       tests: v.tests.map((t) => `${t.name}=${t.status}`).join(','),

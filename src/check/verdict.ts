@@ -25,13 +25,17 @@ export const ReasonCode = z.enum([
 ]);
 export type ReasonCode = z.infer<typeof ReasonCode>;
 
-/** An oracle run counts as a pass only with reward 1 and no test that did not pass. */
+/**
+ * A clean pass, as admission and the probes judge a grading: a passing reward (the one rule,
+ * isPassingReward) and no test that failed or errored (skipped ones count as passed).
+ */
+export function isCleanPass(reward: number | null, tests: ReadonlyArray<{ status: string }>): boolean {
+  return isPassingReward(reward) && tests.every((t) => t.status === 'passed' || t.status === 'skipped');
+}
+
+/** An oracle run counts as a pass only when clean (isCleanPass) and its verifier finished in time. */
 export function oracleRunPassed(trial: TrialResult): boolean {
-  return (
-    isPassingReward(trial.reward) &&
-    trial.error?.class !== 'verifier_timeout' &&
-    trial.tests.every((t) => t.status === 'passed' || t.status === 'skipped')
-  );
+  return isCleanPass(trial.reward, trial.tests) && trial.error?.class !== 'verifier_timeout';
 }
 
 const reasonFor = (cls: TrialErrorClass): ReasonCode | null => {

@@ -1,4 +1,4 @@
-import { isPassingReward } from '../trial/accounting.js';
+import { INFRA_ERROR_CLASSES, isPassingReward } from '../trial/accounting.js';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JobStore } from '../store/store.js';
@@ -62,7 +62,7 @@ interface HarborTrial {
  */
 function harborReward(reward: number | null, errClass: TrialErrorClass | null): number | null {
   if (reward !== null) return reward;
-  if (errClass === 'build_failed' || errClass === 'environment_error') return null;
+  if (errClass !== null && INFRA_ERROR_CLASSES.has(errClass)) return null; // the one table's infrastructure classes
   return 0;
 }
 

@@ -1,4 +1,4 @@
-import { isPassingReward } from '../trial/accounting.js';
+import { INFRA_ERROR_CLASSES, isPassingReward } from '../trial/accounting.js';
 import { createHash } from 'node:crypto';
 import { configLabelOf, type AgentConfig, type JobSpec } from '../job/spec.js';
 import { macroPassAtK } from '../stats/pass-at-k.js';
@@ -59,16 +59,14 @@ const EXCEPTION_TYPES: Record<string, string> = {
   internal_error: 'InternalError',
 };
 export const exceptionTypeOf = (errorClass: string): string => EXCEPTION_TYPES[errorClass] ?? 'TermgradeError';
-/** The exception types of infrastructure failures: what Harbor's retry would retry, as termgrade does. */
+/**
+ * The exception types of infrastructure failures: what Harbor's retry would retry, as termgrade
+ * does. Named from the outcome table's infrastructure classes (INFRA_ERROR_CLASSES), not a list of their own.
+ */
 export const INFRA_EXCEPTION_TYPES = [
-  'EnvironmentBuildError',
-  'EnvironmentStartError',
-  'SetupFailedError',
-  'ModelUnavailableError',
-  'VerifierCrashError',
+  ...[...INFRA_ERROR_CLASSES].map(exceptionTypeOf),
   // The name exports before 2026-12-02 gave verifier_crash: still read as infrastructure.
   'VerifierEngineLostError',
-  'InternalError',
 ];
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i;

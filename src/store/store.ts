@@ -14,7 +14,7 @@ import {
   type TrialRow,
   type TrialStatus,
 } from './schema.js';
-import { INFRA_ERROR_CLASSES } from '../trial/accounting.js';
+import { INFRA_ERROR_CLASSES, isPassingReward } from '../trial/accounting.js';
 import { parseRetries, type RetriedAttempt } from '../trial/retries.js';
 
 export type { RetriedAttempt } from '../trial/retries.js';
@@ -111,6 +111,12 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   } catch (err) {
     throw storeError(file, err);
   }
+}
+
+/** A trial's row status: not_run when cancelled, else completed with a reward, error without (the store and the viewer's folders alike). */
+export function trialStatusOf(reward: number | null | undefined, errorClass: string | null | undefined): TrialStatus {
+  if (errorClass === 'cancelled') return 'not_run';
+  return reward === null || reward === undefined ? 'error' : 'completed';
 }
 
 /**
@@ -411,8 +417,7 @@ export class JobStore {
 
   /** Records one trial, with its tests, atomically; replaces a not_run row of the same slot. */
   recordTrial(result: TrialResult, extra: RecordExtra): void {
-    const status: TrialStatus =
-      result.error?.class === 'cancelled' ? 'not_run' : result.reward === null ? 'error' : 'completed';
+    const status = trialStatusOf(result.reward, result.error?.class);
     const s = extra.slot;
     const st = (this.statements ??= this.prepareWrites());
     const tx = this.db.transaction(() => {
@@ -428,7 +433,8 @@ export class JobStore {
         status,
         reward: result.reward,
         rewards_json: JSON.stringify(result.rewards),
-        passed: result.passed ? 1 : 0,
+        // The one pass rule, applied here: the column never trusts a `passed` a result (or an import) carried.
+        passed: isPassingReward(result.reward) ? 1 : 0,
         error_class: result.error?.class ?? null,
         error_message: result.error?.message ?? null,
         error_phase: result.error?.phase ?? null,

@@ -85,17 +85,6 @@ export function isSuccess(reward: number | null, errorClass: string | null | und
   return accountingOf(reward, errorClass) === 'graded' && isPassingReward(reward);
 }
 
-/** `isPassingReward` as SQL over a column holding the primary reward (the store's and the viewer's queries). */
-export function passingRewardSql(column = 'reward'): string {
-  return `(${column} IS NOT NULL AND ${column} >= ${PASS_REWARD})`;
-}
-
-/** `accountingOf(...) === 'infra'` as SQL over a reward and an error-class column. */
-export function infraSql(reward = 'reward', errorClass = 'error_class'): string {
-  const list = [...INFRA_ERROR_CLASSES].map((c) => `'${c}'`).join(', ');
-  return `(${reward} IS NULL AND ${errorClass} IN (${list}))`;
-}
-
 /**
  * Model failures that are the endpoint's, not the model's: after the client's own retries, the
  * trial says nothing about the model. A refusal or a full context is the model's own doing.

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { PASS_REWARD } from '../trial/accounting.js';
 /**
  * The viewer's page: one static HTML shell and one script (page/app.ts, compiled for the browser by
  * page/tsconfig.json), nothing fetched from outside. Routes live in the address's hash, so every view is a deep link:
@@ -48,7 +47,7 @@ tr.running td { background: #fff8c5; } .running-note { color: #9a6700; font-weig
 #grid td { text-align: center; min-width: 70px; } #grid td a { color: inherit; text-decoration: none; display: block; }
 .jobcard { border: 1px solid #ddd; border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
 </style></head>
-<body data-pass-reward="${PASS_REWARD}"><header><a href="#/">termgrade view</a><nav><a href="#/jobs">jobs</a><a href="#/grid">grid</a><a href="#/">trials</a><a href="/report" target="_blank">report</a></nav><span id="live" class="muted"></span></header><main id="main">loading...</main>
+<body><header><a href="#/">termgrade view</a><nav><a href="#/jobs">jobs</a><a href="#/grid">grid</a><a href="#/">trials</a><a href="/report" target="_blank">report</a></nav><span id="live" class="muted"></span></header><main id="main">loading...</main>
 <script type="module" src="/app.js"></script></body></html>
 `;
 

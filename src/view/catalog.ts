@@ -1,4 +1,4 @@
-import { passingRewardSql } from '../trial/accounting.js';
+import { isPassingReward } from '../trial/accounting.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { TermgradeError } from '../util/errors.js';
 import type { TrialOutcome } from './figures.js';
 import { filesNamed } from '../util/files.js';
 import { processAlive } from '../util/process-alive.js';
-import { JobStore } from '../store/store.js';
+import { JobStore, trialStatusOf } from '../store/store.js';
 import { storedTrialRecord, type StoredTrialRecord } from '../records/trial-record.js';
 import { runningSlotOf } from './running.js';
 import { isJobFolder, openJobRecords, recordSource } from '../records/source.js';
@@ -45,6 +45,8 @@ export interface TrialListRow {
   attempt: number;
   status: string;
   reward: number | null;
+  /** 1 when the reward passes (isPassingReward, applied as the row is indexed), else 0: the page and the filter read it. */
+  passed: number;
   error_class: string | null;
   failing: string;
   tests_passed: number;
@@ -134,13 +136,18 @@ export class Catalog {
   private constructor() {
     this.index.exec(`
       CREATE TABLE trials (id TEXT PRIMARY KEY, job TEXT, config TEXT, task TEXT, attempt INTEGER, status TEXT, reward REAL,
-        error_class TEXT, failing TEXT, tests_passed INTEGER, tests_failed INTEGER, duration_ms REAL, output_tokens INTEGER,
+        passed INTEGER NOT NULL, error_class TEXT, failing TEXT, tests_passed INTEGER, tests_failed INTEGER, duration_ms REAL, output_tokens INTEGER,
         cost_usd REAL, finished_at TEXT, findings TEXT NOT NULL DEFAULT '');
       CREATE INDEX by_config ON trials (config); CREATE INDEX by_task ON trials (task); CREATE INDEX by_status ON trials (status);
       CREATE INDEX by_error ON trials (error_class); CREATE INDEX by_job ON trials (job, config, task, attempt);`);
     this.insert = this.index.prepare(
-      `INSERT OR REPLACE INTO trials VALUES (@id, @job, @config, @task, @attempt, @status, @reward, @error_class, @failing, @tests_passed, @tests_failed, @duration_ms, @output_tokens, @cost_usd, @finished_at, @findings)`,
+      `INSERT OR REPLACE INTO trials VALUES (@id, @job, @config, @task, @attempt, @status, @reward, @passed, @error_class, @failing, @tests_passed, @tests_failed, @duration_ms, @output_tokens, @cost_usd, @finished_at, @findings)`,
     );
+  }
+
+  /** Indexes one trial; whether it passed is the one rule's answer, never a rule of the index's own. */
+  private put(row: Record<string, unknown> & { reward: number | null }): void {
+    this.insert.run({ ...row, passed: isPassingReward(row.reward) ? 1 : 0 });
   }
 
   /** Job folders (job.db), check outputs and folders of trial folders; a path that is none of these is an error naming it. */
@@ -269,7 +276,7 @@ export class Catalog {
         const slot = runningSlotOf(f.trialId, labels, tasks);
         const id = `${j.name}/running/${f.trialId}`;
         this.dirs.set(id, f.dir);
-        this.insert.run({
+        this.put({
           id,
           job: j.name,
           config: slot.config,
@@ -325,7 +332,7 @@ export class Catalog {
         const { rowid: _r, trial_dir, findings_json, ...row } = r;
         // Trial ids repeat across jobs of the same tasks and configurations: the job is part of the id.
         const id = `${j.name}/${row.id}`;
-        this.insert.run({
+        this.put({
           ...row,
           id,
           job: j.name,
@@ -342,7 +349,7 @@ export class Catalog {
   }
 
   private async loadFolder(f: FolderSource): Promise<void> {
-    const batch: Array<Record<string, unknown>> = [];
+    const batch: Array<Record<string, unknown> & { reward: number | null }> = [];
     for await (const file of filesNamed(f.dir, 'result.json')) {
       let r: ResultFile;
       try {
@@ -359,12 +366,7 @@ export class Catalog {
         config: r.agent.model ? `${r.agent.name}/${r.agent.model}` : r.agent.name,
         task: r.task.name,
         attempt: r.attempt ?? 0,
-        status:
-          r.reward === null || r.reward === undefined
-            ? r.error?.class === 'cancelled'
-              ? 'not_run'
-              : 'error'
-            : 'completed',
+        status: trialStatusOf(r.reward, r.error?.class),
         reward: r.reward ?? null,
         error_class: r.error?.class ?? null,
         failing: (r.tests ?? [])
@@ -380,7 +382,7 @@ export class Catalog {
         findings: findingsText(r.findings),
       });
     }
-    this.index.transaction(() => batch.forEach((b) => this.insert.run(b)))();
+    this.index.transaction(() => batch.forEach((b) => this.put(b)))();
   }
 
   /** Looks at every job store again, and for new jobs in jobs folders; true when anything changed (the page then refreshes). */
@@ -428,8 +430,8 @@ export class Catalog {
       args.push(`%${q.test}%`);
     }
     if (q.consistency === 'inconsistent') where.push("findings != ''");
-    if (q.reward === 'pass') where.push(passingRewardSql('reward'));
-    else if (q.reward === 'fail') where.push(`reward IS NOT NULL AND NOT ${passingRewardSql('reward')}`);
+    if (q.reward === 'pass') where.push('passed = 1');
+    else if (q.reward === 'fail') where.push('reward IS NOT NULL AND passed = 0');
     else if (q.reward === 'none') where.push('reward IS NULL');
     return { w: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
   }

@@ -8,6 +8,7 @@ import { listenOn } from '../util/listen.js';
 import { isLoopback, tokenEquals } from '../util/net.js';
 import { generateToken } from '../util/token.js';
 import { APP_HTML, readAppScript } from './app.js';
+import { isPassingReward } from '../trial/accounting.js';
 import { Catalog, type TrialQuery } from './catalog.js';
 import { grid, jobFigures, type JobConfigFigures } from './figures.js';
 import { viewerReport, viewerReportData } from './report.js';
@@ -150,6 +151,15 @@ function listRoutes(app: App, catalog: Catalog): void {
   );
 }
 
+/** The rewards of a result's steps (a multi-step trial's), in order; [] without steps. */
+function stepRewards(result: unknown): Array<number | null> {
+  const steps = result && typeof result === 'object' && 'steps' in result ? result.steps : null;
+  if (!Array.isArray(steps)) return [];
+  return steps.map((x: unknown) =>
+    x && typeof x === 'object' && 'reward' in x && typeof x.reward === 'number' ? x.reward : null,
+  );
+}
+
 /** One trial: its row, result, transcript and files, and any file inside its own folder. */
 function trialRoutes(app: App, catalog: Catalog): void {
   app.get('/api/trial', async (req, reply: FastifyReply) => {
@@ -164,9 +174,12 @@ function trialRoutes(app: App, catalog: Catalog): void {
     // record stands in for the fields the file does not have, so every stored field is shown.
     const native = file && typeof file === 'object' && 'schemaVersion' in file && 'trialId' in file ? file : null;
     const stored = catalog.stored(id);
+    const result = stored ? { ...stored, ...(native ?? {}), recordSource: native ? 'result.json' : 'store' } : file;
     return {
       row,
-      result: stored ? { ...stored, ...(native ?? {}), recordSource: native ? 'result.json' : 'store' } : file,
+      result,
+      // Whether the trial and each of its steps passed, by the one rule: the page draws these, it decides nothing.
+      passes: { trial: row.passed === 1, steps: stepRewards(result).map((r) => isPassingReward(r)) },
       trajectory: dir ? await readJsonIfThere(path.join(dir, 'agent', 'trajectory.json')) : null,
       files: dir ? await filesUnder(dir) : [],
     };

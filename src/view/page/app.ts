@@ -22,6 +22,8 @@ interface Row {
   attempt: number;
   status: string;
   reward: number | null;
+  /** 1 when the reward passes: the server's one rule (isPassingReward), never the page's. */
+  passed: number;
   error_class: string | null;
   failing: string;
   duration_ms: number | null;
@@ -112,14 +114,13 @@ interface TrajectoryStep {
 interface Trial {
   row: Row;
   result: TrialResult | null;
+  /** Whether the trial and each of its steps passed, as the server's one rule says. */
+  passes: { trial: boolean; steps: boolean[] };
   trajectory: { steps?: unknown } | null;
   files: Array<{ path: string; bytes: number }>;
 }
 
 // ---- helpers ----
-/** The one rule for a passing reward (trial/accounting.ts): the server writes it into the page. */
-const PASS_REWARD = Number(document.body.dataset.passReward);
-if (!Number.isFinite(PASS_REWARD)) throw new Error('the page does not say which reward passes');
 
 const byId = (id: string): HTMLElement => {
   const el = document.getElementById(id);
@@ -394,12 +395,13 @@ async function gridView(): Promise<void> {
   );
 }
 
-const rowClass = (reward: number | null): string => (reward === null ? '' : reward >= PASS_REWARD ? 'pass' : 'fail');
+/** A row's colour: none without a reward, else pass or fail as the server said. */
+const rowClass = (reward: number | null, passed: boolean): string => (reward === null ? '' : passed ? 'pass' : 'fail');
 
 function trialRow(r: Row, box: HTMLInputElement): HTMLElement {
   return h(
     'tr',
-    { class: r.status === 'running' ? 'running' : rowClass(r.reward), 'data-id': r.id },
+    { class: r.status === 'running' ? 'running' : rowClass(r.reward, r.passed === 1), 'data-id': r.id },
     h('td', {}, box),
     h('td', { class: 'task' }, h('a', { href: `#/trial/${encodeURIComponent(r.id)}` }, r.task)),
     h('td', {}, r.config),
@@ -643,7 +645,7 @@ function fileList(id: string, t: Trial, r: TrialResult): HTMLElement {
 }
 
 /** A multi-step trial's steps, or null. */
-function stepsTable(r: TrialResult): HTMLElement | null {
+function stepsTable(r: TrialResult, passes: boolean[]): HTMLElement | null {
   const steps = r.steps ?? [];
   if (!steps.length) return null;
   const heads = ['step', 'reward', 'rewards', 'tests', 'error'].map((x) => h('th', {}, x));
@@ -654,10 +656,10 @@ function stepsTable(r: TrialResult): HTMLElement | null {
     h(
       'tbody',
       {},
-      steps.map((x) =>
+      steps.map((x, i) =>
         h(
           'tr',
-          { class: rowClass(x.reward) },
+          { class: rowClass(x.reward, passes[i] ?? false) },
           h(
             'td',
             {},
@@ -762,7 +764,7 @@ function recordFacts(r: TrialResult): HTMLElement {
 /** The line under the title: reward, status, turns, tokens, cost, time, runs, engine, image. */
 function trialLine(t: Trial, r: TrialResult): HTMLElement {
   const tokens = r.tokens ? `${r.tokens.input} in (${r.tokens.cached} cached) / ${r.tokens.output} out` : '-';
-  const passed = r.passed ?? (t.row.reward !== null && t.row.reward >= PASS_REWARD);
+  const passed = t.passes.trial;
   const cost = r.costUsd === null || r.costUsd === undefined ? '-' : `$${r.costUsd.toFixed(4)}`;
   return h(
     'p',
@@ -797,7 +799,7 @@ async function trialPanel(id: string): Promise<HTMLElement> {
         ),
       )
     : null;
-  const steps = stepsTable(r);
+  const steps = stepsTable(r, t.passes.steps);
   return h(
     'div',
     { class: 'trial', 'data-trial': id },
