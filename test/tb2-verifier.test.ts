@@ -89,12 +89,16 @@ describe('what a verifier fetches, read from test.sh', () => {
     );
     const pythonPip = planOf(verifierNeeds('python3 -m pip install httpx\npytest /tests\n'));
     assert.ok(
-      pythonPip.kind === 'needs-network' && /line 1: pip install needs the network: python3 -m pip install httpx \(python3 -m pip is not served/.test(pythonPip.unmet.join()),
+      pythonPip.kind === 'needs-network' &&
+        /line 1: pip install needs the network: python3 -m pip install httpx \(python3 -m pip is not served/.test(
+          pythonPip.unmet.join(),
+        ),
       JSON.stringify(pythonPip),
     );
     const reqFile = planOf(verifierNeeds('pip install -r /tests/requirements.txt\npytest /tests\n'));
     assert.ok(
-      reqFile.kind === 'needs-network' && /\(-r \/tests\/requirements\.txt has no offline equivalent\)/.test(reqFile.unmet.join()),
+      reqFile.kind === 'needs-network' &&
+        /\(-r \/tests\/requirements\.txt has no offline equivalent\)/.test(reqFile.unmet.join()),
       JSON.stringify(reqFile),
     );
     const uvRun = planOf(verifierNeeds('uv venv && uv pip install pytest\nuv run pytest /tests\n'));

@@ -358,7 +358,12 @@ export function verifierNeeds(script: string): VerifierNeeds {
         pipInstalls.push({ line, via, command: fold(cmd), ...parsePipInstall(args) });
       } else if (name === 'uv' && sub[0] === 'pip' && sub[1] === 'install') {
         add('uv');
-        pipInstalls.push({ line, via: 'uv', command: fold(cmd), ...parsePipInstall(w.slice(w.indexOf('install') + 1)) });
+        pipInstalls.push({
+          line,
+          via: 'uv',
+          command: fold(cmd),
+          ...parsePipInstall(w.slice(w.indexOf('install') + 1)),
+        });
       } else if (name === 'uvx' || (name === 'uv' && (sub[0] === 'tool' ? sub[1] === 'run' : false))) {
         add('uv');
         const args = name === 'uvx' ? w.slice(1) : w.slice(w.indexOf('run') + 1);

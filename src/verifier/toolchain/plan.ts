@@ -183,7 +183,10 @@ export function withVerifierToolchain(task: Task, plan: VerifierPlan): Task {
   return {
     ...task,
     config: plan.pipServed
-      ? { ...config, verifier: { ...verifier, env: { ...OFFLINE_FETCH_ENV, ...PIP_SHIM_ENV, ...task.config.verifier.env } } }
+      ? {
+          ...config,
+          verifier: { ...verifier, env: { ...OFFLINE_FETCH_ENV, ...PIP_SHIM_ENV, ...task.config.verifier.env } },
+        }
       : config,
     verifierLayer: {
       lines: toolchainLayer(tag),
