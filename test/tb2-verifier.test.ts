@@ -73,7 +73,34 @@ describe('what a verifier fetches, read from test.sh', () => {
         '#!/bin/bash\npip3 install --break-system-packages pytest==8.4.1 pytest-json-ctrf==0.3.5\npytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n',
       ),
     );
-    assert.ok(pip.kind === 'needs-network' && /line 2: pip install/.test(pip.unmet.join()), JSON.stringify(pip));
+    // pip / pip3 / uv pip install lines are served as uvx's -w are; python3 -m pip and options
+    // with no offline equivalent are not.
+    assert.ok(
+      pip.kind === 'toolchain' &&
+        pip.pipServed &&
+        pip.substituted.join('; ') ===
+          'pytest==8.4.1 -> python3-pytest; pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)',
+      JSON.stringify(pip),
+    );
+    const uvPip = planOf(verifierNeeds('set -e\nuv pip install --system httpx==0.28.1\npytest /tests\n'));
+    assert.ok(
+      uvPip.kind === 'toolchain' && uvPip.pipServed && uvPip.extras.debs.httpx === 'python3-httpx',
+      JSON.stringify(uvPip),
+    );
+    const pythonPip = planOf(verifierNeeds('python3 -m pip install httpx\npytest /tests\n'));
+    assert.ok(
+      pythonPip.kind === 'needs-network' &&
+        /line 1: pip install needs the network: python3 -m pip install httpx \(python3 -m pip is not served/.test(
+          pythonPip.unmet.join(),
+        ),
+      JSON.stringify(pythonPip),
+    );
+    const reqFile = planOf(verifierNeeds('pip install -r /tests/requirements.txt\npytest /tests\n'));
+    assert.ok(
+      reqFile.kind === 'needs-network' &&
+        /\(-r \/tests\/requirements\.txt has no offline equivalent\)/.test(reqFile.unmet.join()),
+      JSON.stringify(reqFile),
+    );
     const uvRun = planOf(verifierNeeds('uv venv && uv pip install pytest\nuv run pytest /tests\n'));
     assert.ok(uvRun.kind === 'needs-network' && uvRun.unmet.length >= 2, JSON.stringify(uvRun));
     const data = planOf(
@@ -108,6 +135,7 @@ describe('what a verifier fetches, read from test.sh', () => {
         'pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)',
       ],
       extras: { debs: {}, wheels: {} },
+      pipServed: false,
       aptPackages: [],
     });
     // Packages the tests use, installed with apt: served only if the image has them (the oracle decides).

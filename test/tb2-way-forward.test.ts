@@ -37,9 +37,9 @@ async function templateAsking(req: string, module: string): Promise<string> {
 }
 
 /**
- * A TB2-style task whose test.sh fetches what the toolchain does not serve (pip) but grades
- * without it: graded offline as written, its fetch lines must fail at once (the settings in
- * effect are printed to its log).
+ * A TB2-style task whose test.sh fetches (apt-get, and pip, which the toolchain serves) but grades
+ * without it: graded offline as written, its unserved fetch lines must fail at once (the settings
+ * in effect are printed to its log).
  */
 async function taskFetchingUnserved(): Promise<string> {
   const dir = path.join(await tempDir('termgrade-tb2-'), 'word-count-pip');
@@ -64,13 +64,16 @@ async function taskFetchingUnserved(): Promise<string> {
   return dir;
 }
 
-/** A task whose tests need what pip would install, in an image without pip: a dead end unless the next step is named. */
+/**
+ * A task whose tests need what `python3 -m pip` would install (the image's own interpreter, which
+ * the toolchain does not stand in for), in an image without Python: a dead end unless the next step is named.
+ */
 async function taskNeedingPip(): Promise<string> {
   const dir = path.join(await tempDir('termgrade-tb2-'), 'word-count-pip-pytest');
   await cp(path.join(TB2, 'word-count'), dir, { recursive: true });
   await writeFile(
     path.join(dir, 'tests', 'test.sh'),
-    '#!/bin/bash\npip install pytest==8.4.1\npytest /tests/test_outputs.py -rA && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
+    '#!/bin/bash\npython3 -m pip install pytest==8.4.1\npython3 -m pytest /tests/test_outputs.py -rA && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
   );
   await writeFile(
     path.join(dir, 'instruction.md'),
@@ -139,19 +142,50 @@ describe('TB2 offline with a way forward (the real binary, real Docker)', () => 
       text,
       /probes not run: reward_forgeable, solution_leaked, verifier_nondeterministic: the oracle and do-nothing runs already rejected the task/,
     );
-    // pip is not served, yet the task grades without it: admitted, its fetch lines failing at once
-    // offline (apt-get update waited 7-12 s on its retries before).
+    // Its apt-get lines are not served, yet the task grades without them: admitted, its fetch lines
+    // failing at once offline (apt-get update waited 7-12 s on its retries before).
     assert.match(text, /^ok {3}word-count-pip /m);
     const trials = await readdir(path.join(out, 'trials'));
     const oracle = trials.find((t) => t.startsWith('word-count-pip__oracle__'))!;
     const log = await readFile(path.join(out, 'trials', oracle, 'verifier', 'test-stdout.txt'), 'utf8');
     assert.match(log, /^apt retries: Acquire::Retries "0";$/m, log);
     assert.match(log, /^pip retries: 0$/m, log);
-    // pip is missing from the image, so the log says nothing of the network: the reason stands, with the way forward.
+    // python3 -m pip is not served and the image has no Python, so the log says nothing of the
+    // network: the reason stands, with the way forward.
     assert.match(text, /^FAIL word-count-pip-pytest \[oracle_failed/m);
     assert.match(
       text,
-      /oracle_failed: test\.sh also fetches what the offline toolchain cannot serve \(line 2: pip install needs the network: pip install pytest==8\.4\.1;[^)]*\); if that is why, next step: ask for Python requirements through uvx .*--network NAME/,
+      /oracle_failed: test\.sh also fetches what the offline toolchain cannot serve \(line 2: pip install needs the network: python3 -m pip install pytest==8\.4\.1 \(python3 -m pip is not served offline; pip, pip3 and uv pip install are\);.*; if that is why, next step: ask for Python requirements through `uvx -w NAME pytest \.\.\.` or `pip install NAME` .*--network NAME/,
+    );
+  });
+
+  it("serves test.sh's `pip install NAME==V` from Debian's package as uvx's -w: admitted offline, the substitution named (check --json)", async () => {
+    const dir = path.join(await tempDir('termgrade-tb2-'), 'word-count-pip-httpx');
+    await cp(path.join(TB2, 'word-count-httpx'), dir, { recursive: true });
+    await writeFile(
+      path.join(dir, 'tests', 'test.sh'),
+      [
+        '#!/bin/bash',
+        'pip install --no-cache-dir pytest==8.4.1 httpx==0.28.1',
+        'pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA',
+        'if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(
+      path.join(dir, 'instruction.md'),
+      'Count the words of /app/input.txt into /app/count.txt (pip install edition).\n',
+    );
+    const r = await runCli(['check', dir, '-r', '1', '--probes', 'fast', '--json']);
+    const report = CheckReportSchema.parse(JSON.parse(r.stdout));
+    const t = report.tasks[0]!;
+    assert.equal(t.verdict, 'admissible', `${r.stderr}\n${t.reasons.join()}\n${t.details.join('\n')}`);
+    assert.equal(r.status, 0, r.stderr);
+    // The toolchain's pip said what stood in, with Debian's versions; its pytest ran the tests (3 of them, CTRF).
+    assert.ok(
+      t.substitutions.some((s) => /^httpx==0\.28\.1 -> Debian python3-httpx 0\.2\d/.test(s)) &&
+        t.substitutions.some((s) => /^pytest==8\.4\.1 -> Debian python3-pytest 7\.2/.test(s)),
+      t.substitutions.join('\n'),
     );
   });
 

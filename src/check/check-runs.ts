@@ -115,7 +115,7 @@ const verifierLog = (ctx: CheckContext, r: TrialResult | undefined): Promise<str
 
 /** The way forward for a verifier that fetches what the offline toolchain cannot serve. */
 const NEEDS_NETWORK_NEXT_STEP =
-  'ask for Python requirements through uvx (`uvx -w NAME pytest ...`: served from Debian or --verifier-wheels DIR) or install them in the Dockerfile, or check the task online with --network NAME (an isolated network, as run --network takes)';
+  'ask for Python requirements through `uvx -w NAME pytest ...` or `pip install NAME` (served from Debian or --verifier-wheels DIR) or install them in the Dockerfile, or check the task online with --network NAME (an isolated network, as run --network takes)';
 
 /** What the offline toolchain says of itself in a verifier log: what it served, and why it could not. */
 const TOOLCHAIN_SAYS = /^termgrade offline verifier toolchain: (.*)$/gm;

@@ -16,6 +16,18 @@ export interface NetworkCommand {
   command: string;
 }
 
+/** A `pip install` (pip, pip3, `python3 -m pip`, `uv pip`) and the requirements it names. */
+export interface PipInstall {
+  line: number;
+  /** How it was asked: `pip` / `pip3`, `uv pip`, or `python -m pip` (which the toolchain does not serve). */
+  via: 'pip' | 'uv' | 'python';
+  /** Requirements as written (`httpx==0.28.1`). */
+  requirements: string[];
+  /** Options the offline toolchain has no equivalent for (`-r FILE`, `--index-url URL`). */
+  unknownFlags: string[];
+  command: string;
+}
+
 /** A `uvx ... pytest ...` invocation: the Python it asks for, what it installs, pytest's own arguments. */
 export interface UvxPytest {
   line: number;
@@ -37,8 +49,10 @@ export interface VerifierNeeds {
   fatal: NetworkCommand[];
   /** Every `uvx ... pytest` run in the script, in order. */
   uvxPytest: UvxPytest[];
-  /** uv / uvx uses other than `uvx ... pytest` (uv run, uv pip install, uvx of another tool). */
+  /** uv / uvx uses other than `uvx ... pytest` and `uv pip install` (uv run, uvx of another tool). */
   otherUv: NetworkCommand[];
+  /** Every pip / uv pip install in the script, in order. */
+  pipInstalls: PipInstall[];
 }
 
 /** Logical lines: backslash continuations joined, comments dropped, with their first line's number. */
@@ -211,12 +225,97 @@ function parseUvx(args: string[], line: number): UvxPytest | null {
   return { line, python, with: withReqs, unknownFlags };
 }
 
+/** pip install options that take a value, and those of them that change nothing offline. */
+const PIP_VALUE_FLAGS = new Set([
+  '-r',
+  '--requirement',
+  '-e',
+  '--editable',
+  '-c',
+  '--constraint',
+  '-i',
+  '--index-url',
+  '--extra-index-url',
+  '-f',
+  '--find-links',
+  '-t',
+  '--target',
+  '--prefix',
+  '--root',
+  '--src',
+  '--python',
+  '-p',
+  '--root-user-action',
+  '--progress-bar',
+  '--upgrade-strategy',
+  '--only-binary',
+  '--no-binary',
+  '--timeout',
+  '--retries',
+  '--cache-dir',
+]);
+/** pip install options the offline toolchain means the same by (kept in step with uvx.py's PIP_HARMLESS). */
+const PIP_HARMLESS = new Set([
+  '-q',
+  '--quiet',
+  '-v',
+  '--verbose',
+  '-U',
+  '--upgrade',
+  '--no-cache-dir',
+  '--no-cache',
+  '--break-system-packages',
+  '--user',
+  '--system',
+  '--no-input',
+  '--disable-pip-version-check',
+  '--force-reinstall',
+  '--ignore-installed',
+  '-I',
+  '--no-deps',
+  '--no-warn-script-location',
+  '--pre',
+  '--compile',
+  '--no-compile',
+  '--prefer-binary',
+  '--python',
+  '-p',
+  '--root-user-action',
+  '--progress-bar',
+  '--upgrade-strategy',
+  '--only-binary',
+  '--no-binary',
+  '--timeout',
+  '--retries',
+  '--cache-dir',
+]);
+
+/** The arguments after `install`: its requirements and the options with no offline equivalent. */
+function parsePipInstall(args: string[]): { requirements: string[]; unknownFlags: string[] } {
+  const requirements: string[] = [];
+  const unknownFlags: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith('-')) {
+      requirements.push(a);
+      continue;
+    }
+    const eq = a.indexOf('=');
+    const flag = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    const inline = a.startsWith('--') && eq > 0 ? a.slice(eq + 1) : null;
+    const value = PIP_VALUE_FLAGS.has(flag) ? (inline ?? args[++i] ?? '') : null;
+    if (!PIP_HARMLESS.has(flag)) unknownFlags.push(value === null ? a : `${flag} ${value}`);
+  }
+  return { requirements, unknownFlags };
+}
+
 /** Everything test.sh fetches while grading; empty lists when it fetches nothing. */
 export function verifierNeeds(script: string): VerifierNeeds {
   const commands: NetworkCommand[] = [];
   const uvxPytest: UvxPytest[] = [];
   const otherUv: NetworkCommand[] = [];
   const fatal: NetworkCommand[] = [];
+  const pipInstalls: PipInstall[] = [];
   const aptPackages: string[] = [];
   let errexit = /^#!.*\bbash\s+-[a-z]*e/.test(script);
   let uvGuard = false;
@@ -251,9 +350,21 @@ export function verifierNeeds(script: string): VerifierNeeds {
           w[1] === '-m' &&
           /^pip$/.test(w[2] ?? '') &&
           w.slice(3).includes('install'))
-      )
+      ) {
         add('pip');
-      else if (name === 'uvx' || (name === 'uv' && (sub[0] === 'tool' ? sub[1] === 'run' : false))) {
+        const via = name.startsWith('python') ? 'python' : 'pip';
+        const from = via === 'python' ? 3 : 1;
+        const args = w.slice(from + w.slice(from).indexOf('install') + 1);
+        pipInstalls.push({ line, via, command: fold(cmd), ...parsePipInstall(args) });
+      } else if (name === 'uv' && sub[0] === 'pip' && sub[1] === 'install') {
+        add('uv');
+        pipInstalls.push({
+          line,
+          via: 'uv',
+          command: fold(cmd),
+          ...parsePipInstall(w.slice(w.indexOf('install') + 1)),
+        });
+      } else if (name === 'uvx' || (name === 'uv' && (sub[0] === 'tool' ? sub[1] === 'run' : false))) {
         add('uv');
         const args = name === 'uvx' ? w.slice(1) : w.slice(w.indexOf('run') + 1);
         const run = parseUvx(args, line);
@@ -268,7 +379,7 @@ export function verifierNeeds(script: string): VerifierNeeds {
     const fetching = commands.slice(before).filter((c) => c.kind !== 'uv');
     if (fetching.length && !uvGuard && (errexit || /\|\|\s*exit\b/.test(text))) fatal.push(...fetching);
   }
-  return { commands, aptPackages, fatal, uvxPytest, otherUv };
+  return { commands, aptPackages, fatal, uvxPytest, otherUv, pipInstalls };
 }
 
 /** Whether a verifier's log shows that fetching failed for want of a network (the confirmation of the static reading). */

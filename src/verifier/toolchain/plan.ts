@@ -5,6 +5,7 @@ import { verifierNeeds, type NetworkCommand, type VerifierNeeds } from './needs.
 import {
   debianPackageOf,
   OFFLINE_FETCH_ENV,
+  PIP_SHIM_ENV,
   offlineFetchContext,
   offlineFetchLayer,
   offlineFetchTag,
@@ -21,7 +22,8 @@ import { TermgradeError, errorMessage } from '../../util/errors.js';
  * How a task's verifier grades with no network:
  * - `offline`: test.sh fetches nothing; it grades as written;
  * - `toolchain`: it fetches its tools, and termgrade's offline toolchain serves every uvx pytest
- *   run it makes (the fetching lines then fail harmlessly, and uvx is the toolchain's);
+ *   run and pip install it makes (the other fetching lines then fail harmlessly; uvx, and for pip
+ *   installs pip, pip3, uv and pytest, are the toolchain's);
  * - `needs-network`: it fetches something the toolchain does not serve (a requirement it lacks,
  *   pip, uv run, a download the tests use): it cannot grade offline, and `unmet` says why.
  */
@@ -39,6 +41,11 @@ export type VerifierPlan =
        * them, so the tests pass offline only when the image already has them (the oracle decides).
        */
       aptPackages: string[];
+      /**
+       * test.sh's pip / uv pip install lines are served: the toolchain's pip, pip3, uv and pytest
+       * come first on the verifier's PATH (through bash's BASH_ENV, so the agent's PATH is untouched).
+       */
+      pipServed: boolean;
     }
   | { kind: 'needs-network'; commands: NetworkCommand[]; unmet: string[] };
 
@@ -50,7 +57,7 @@ const requirementName = (req: string): string =>
     .toLowerCase();
 
 /**
- * The toolchain's answer to what test.sh fetches. Pure. A `-w` requirement the base set lacks is
+ * The toolchain's answer to what test.sh fetches. Pure. A `-w` requirement (or a pip install's) the base set lacks is
  * served from a wheel of the user's folder (`wheels`: requirement name -> file) when it has one,
  * else from Debian's package of it (whether Debian has one is known once the toolchain is built:
  * uvx then names it and the next step).
@@ -58,32 +65,55 @@ const requirementName = (req: string): string =>
 export function planOf(needs: VerifierNeeds, wheels: Record<string, string> = {}): VerifierPlan {
   if (needs.commands.length === 0) return { kind: 'offline' };
   const unmet: string[] = [];
-  for (const c of needs.commands) {
-    if (c.kind === 'pip') unmet.push(`line ${c.line}: pip install needs the network: ${c.command}`);
-  }
-  for (const c of needs.fatal)
-    unmet.push(`line ${c.line}: its failure offline ends test.sh before it grades (set -e or || exit): ${c.command}`);
-  for (const c of needs.otherUv) unmet.push(`line ${c.line}: only uvx ... pytest runs offline: ${c.command}`);
   const substituted: string[] = [];
   const extras: ToolchainExtras = { debs: {}, wheels: {} };
+  /** Serves one requirement (a `-w` of uvx or a pip install's): whether it could. */
+  const serve = (req: string, line: number): boolean => {
+    const name = requirementName(req);
+    const pinned = /[<>=!~]/.test(req);
+    if (name in PROVIDED) {
+      if (pinned) substituted.push(`${req} -> ${PROVIDED[name]}`);
+    } else if (wheels[name]) {
+      extras.wheels[name] = wheels[name];
+      substituted.push(`${req} -> wheel ${path.basename(wheels[name])}`);
+    } else if (/^[a-z0-9][a-z0-9-]*$/.test(name) && !/[@:/]/.test(req) && !/\.(whl|tar\.gz|zip)$/.test(req)) {
+      extras.debs[name] = debianPackageOf(name);
+      substituted.push(`${req} -> Debian ${extras.debs[name]}`);
+    } else {
+      unmet.push(`line ${line}: requirement ${req} is neither a package name Debian could serve nor a wheel given`);
+      return false;
+    }
+    return true;
+  };
+  // pip / pip3 / uv pip install: served as uvx's -w are, by the toolchain's pip and uv (first on
+  // the verifier's PATH); `python3 -m pip` runs the image's own interpreter, which it cannot stand in for.
+  const servedPipLines = new Set<number>();
+  let pipServed = false;
+  for (const pip of needs.pipInstalls) {
+    const before = unmet.length;
+    if (pip.via === 'python')
+      unmet.push(
+        `line ${pip.line}: pip install needs the network: ${pip.command} (python3 -m pip is not served offline; pip, pip3 and uv pip install are)`,
+      );
+    else {
+      for (const f of pip.unknownFlags)
+        unmet.push(`line ${pip.line}: pip install needs the network: ${pip.command} (${f} has no offline equivalent)`);
+      if (pip.requirements.length === 0 && pip.unknownFlags.length === 0)
+        unmet.push(`line ${pip.line}: pip install names no requirement: ${pip.command}`);
+      for (const req of pip.requirements) serve(req, pip.line);
+    }
+    if (unmet.length === before) {
+      servedPipLines.add(pip.line);
+      pipServed = true;
+    } else servedPipLines.delete(pip.line);
+  }
+  for (const c of needs.fatal)
+    if (!(c.kind === 'pip' && servedPipLines.has(c.line)))
+      unmet.push(`line ${c.line}: its failure offline ends test.sh before it grades (set -e or || exit): ${c.command}`);
+  for (const c of needs.otherUv) unmet.push(`line ${c.line}: only uvx ... pytest runs offline: ${c.command}`);
   for (const run of needs.uvxPytest) {
     if (run.python) substituted.push(`python ${run.python} -> Debian python3`);
-    for (const req of run.with) {
-      const name = requirementName(req);
-      const pinned = /[<>=!~]/.test(req);
-      if (name in PROVIDED) {
-        if (pinned) substituted.push(`${req} -> ${PROVIDED[name]}`);
-      } else if (wheels[name]) {
-        extras.wheels[name] = wheels[name];
-        substituted.push(`${req} -> wheel ${path.basename(wheels[name])}`);
-      } else if (/^[a-z0-9][a-z0-9-]*$/.test(name) && !/[@:/]/.test(req)) {
-        extras.debs[name] = debianPackageOf(name);
-        substituted.push(`${req} -> Debian ${extras.debs[name]}`);
-      } else
-        unmet.push(
-          `line ${run.line}: requirement ${req} is neither a package name Debian could serve nor a wheel given`,
-        );
-    }
+    for (const req of run.with) serve(req, run.line);
     for (const f of run.unknownFlags) unmet.push(`line ${run.line}: uvx ${f} has no offline equivalent`);
   }
   // Downloads other than uv's installer may be what the tests use (a dataset, a binary).
@@ -91,9 +121,17 @@ export function planOf(needs: VerifierNeeds, wheels: Record<string, string> = {}
     if (c.kind === 'download' && !/astral\.sh\/uv\b|astral\.sh\/uv\/|github\.com\/astral-sh\/uv/.test(c.command))
       unmet.push(`line ${c.line}: downloads ${c.command}`);
   }
-  if (needs.uvxPytest.length === 0) unmet.push('no uvx ... pytest run for the toolchain to serve');
+  if (needs.uvxPytest.length === 0 && !pipServed)
+    unmet.push('no uvx ... pytest run or pip install for the toolchain to serve');
   if (unmet.length) return { kind: 'needs-network', commands: needs.commands, unmet };
-  return { kind: 'toolchain', commands: needs.commands, substituted, extras, aptPackages: needs.aptPackages };
+  return {
+    kind: 'toolchain',
+    commands: needs.commands,
+    substituted: [...new Set(substituted)],
+    extras,
+    aptPackages: needs.aptPackages,
+    pipServed,
+  };
 }
 
 /** The plan for a loaded task, from its tests/test.sh. */
@@ -144,7 +182,12 @@ export function withVerifierToolchain(task: Task, plan: VerifierPlan): Task {
   const tag = toolchainTag(plan.extras);
   return {
     ...task,
-    config,
+    config: plan.pipServed
+      ? {
+          ...config,
+          verifier: { ...verifier, env: { ...OFFLINE_FETCH_ENV, ...PIP_SHIM_ENV, ...task.config.verifier.env } },
+        }
+      : config,
     verifierLayer: {
       lines: toolchainLayer(tag),
       toolchainImage: tag,

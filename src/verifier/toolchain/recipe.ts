@@ -119,6 +119,12 @@ export function toolchainContext(
     `COPY python3.sh ${TOOLCHAIN_PREFIX}/bin/python3`,
     `COPY uvx.sh ${TOOLCHAIN_PREFIX}/bin/uvx`,
     `COPY uv.sh ${TOOLCHAIN_PREFIX}/bin/uv`,
+    // pip install's stand-ins, first on the verifier's PATH when test.sh's pip lines are served (PIP_SHIM_ENV).
+    `COPY pip.sh ${TOOLCHAIN_PREFIX}/shims/pip`,
+    `COPY pip.sh ${TOOLCHAIN_PREFIX}/shims/pip3`,
+    `COPY uv.sh ${TOOLCHAIN_PREFIX}/shims/uv`,
+    `COPY pytest.sh ${TOOLCHAIN_PREFIX}/shims/pytest`,
+    `COPY verifier-path.sh ${TOOLCHAIN_PREFIX}/etc/`,
     `COPY uvx.py ctrf_report.py PROVIDED ${TOOLCHAIN_PREFIX}/lib/`,
     `COPY apt-offline.conf wgetrc ${TOOLCHAIN_PREFIX}/etc/`,
     ...(wheels.length
@@ -130,7 +136,7 @@ export function toolchainContext(
     // What stood in, with Debian's versions, and what Debian lacked: uvx says both when it runs.
     `RUN touch /tmp/debian-missing && cp /tmp/debian-missing ${TOOLCHAIN_PREFIX}/lib/DEBIAN-MISSING && ` +
       `(dpkg-query -W -f '\${Package} \${Version}\\n' ${allDebs.join(' ')} 2>/dev/null || true) > ${TOOLCHAIN_PREFIX}/lib/VERSIONS`,
-    `RUN chmod 755 ${TOOLCHAIN_PREFIX}/bin/* && ${TOOLCHAIN_PREFIX}/bin/python3 -c "import pytest, sys; sys.path.insert(0, '${TOOLCHAIN_PREFIX}/lib'); import ctrf_report, uvx; print('toolchain python', sys.version.split()[0], 'pytest', pytest.__version__)"`,
+    `RUN chmod 755 ${TOOLCHAIN_PREFIX}/bin/* ${TOOLCHAIN_PREFIX}/shims/* && ${TOOLCHAIN_PREFIX}/bin/python3 -c "import pytest, sys; sys.path.insert(0, '${TOOLCHAIN_PREFIX}/lib'); import ctrf_report, uvx; print('toolchain python', sys.version.split()[0], 'pytest', pytest.__version__)"`,
     'FROM scratch',
     `COPY --from=build ${TOOLCHAIN_PREFIX} ${TOOLCHAIN_PREFIX}`,
     '',
@@ -140,6 +146,9 @@ export function toolchainContext(
     { path: 'python3.sh', content: file('python3.sh'), mode: 0o755 },
     { path: 'uvx.sh', content: file('uvx.sh'), mode: 0o755 },
     { path: 'uv.sh', content: file('uv.sh'), mode: 0o755 },
+    { path: 'pip.sh', content: file('pip.sh'), mode: 0o755 },
+    { path: 'pytest.sh', content: file('pytest.sh'), mode: 0o755 },
+    { path: 'verifier-path.sh', content: file('verifier-path.sh') },
     { path: 'uvx.py', content: file('uvx.py') },
     { path: 'ctrf_report.py', content: file('ctrf_report.py') },
     // Requirement name and what serves it (a Debian package, or wheel:FILE), one a line.
@@ -203,4 +212,13 @@ export const OFFLINE_FETCH_ENV: Readonly<Record<string, string>> = {
   PIP_TIMEOUT: '2',
   UV_HTTP_RETRIES: '0',
   UV_HTTP_TIMEOUT: '2',
+};
+
+/**
+ * The verifier's environment when the toolchain serves test.sh's pip installs: bash reads
+ * BASH_ENV before test.sh, and the file puts the toolchain's shims (pip, pip3, uv, pytest) first
+ * on the PATH, for the verifier alone (the agent's shell never reads it). The task's own env wins.
+ */
+export const PIP_SHIM_ENV: Readonly<Record<string, string>> = {
+  BASH_ENV: `${TOOLCHAIN_PREFIX}/etc/verifier-path.sh`,
 };

@@ -1,6 +1,8 @@
 #!/bin/sh
-# termgrade's offline verifier toolchain: `uv tool run` is uvx; every other uv command needs the network.
+# termgrade's offline verifier toolchain: `uv tool run` is uvx, `uv pip install` its pip (see uvx.py);
+# every other uv command needs the network.
 if [ "$1" = "tool" ] && [ "$2" = "run" ]; then shift 2; exec /opt/termgrade-verifier/bin/uvx "$@"; fi
+if [ "$1" = "pip" ] && [ "$2" = "install" ]; then shift 1; exec /opt/termgrade-verifier/bin/python3 /opt/termgrade-verifier/lib/uvx.py --termgrade-pip "$@"; fi
 if [ "$1" = "--version" ]; then echo "uv (termgrade offline verifier toolchain)"; exit 0; fi
 echo "termgrade offline verifier toolchain: uv $* needs the network, which this verifier does not have" >&2
 exit 2

@@ -1,5 +1,8 @@
 """termgrade's offline verifier toolchain: `uvx [options] pytest ARGS` without a network.
 
+Also `pip install REQ...` (as pip, pip3 and `uv pip install`, for a test.sh that installs its
+requirements with pip): succeeds for what the toolchain serves, fails at once naming anything else.
+
 Runs pytest from the toolchain (Debian's python3-pytest) with termgrade's CTRF plugin, in place
 of the pinned pytest uvx would download. Requirements (-w) must be ones the toolchain provides
 (PROVIDED, written at build time: Debian's packages, or wheels from a folder the user named); any
@@ -44,11 +47,73 @@ def say(message):
     sys.stderr.write("termgrade offline verifier toolchain: %s\n" % message)
 
 
-def main(argv):
+def serve(wanted, python=None):
+    """Fails naming what the toolchain does not serve; else says what stands in for each requirement."""
     # Requirement name -> what serves it: a Debian package, or wheel:FILE from the user's folder.
     provided = dict((line.split(" ", 1) + [""])[:2] for line in read_lines("PROVIDED"))
     debian_missing = set(read_lines("DEBIAN-MISSING"))
     versions = dict((line.split(" ", 1) + [""])[:2] for line in read_lines("VERSIONS"))
+    missing = [r for r in wanted if requirement_name(r) not in provided]
+    if missing:
+        fail("requirement(s) %s are not in the toolchain (it provides %s); %s" % (", ".join(missing), ", ".join(sorted(provided)), NEXT_STEP))
+    lacking = [r for r in wanted if provided[requirement_name(r)] in debian_missing]
+    if lacking:
+        fail("requirement(s) %s: Debian has no package %s; %s" % (
+            ", ".join(lacking), ", ".join(provided[requirement_name(r)] for r in lacking), NEXT_STEP))
+    # What stands in for what was asked, said once per run (check reads these lines).
+    if python:
+        say("served python %s with Debian python3 %s" % (python, versions.get("python3", sys.version.split()[0])))
+    for r in wanted:
+        by = provided[requirement_name(r)]
+        if by.startswith("wheel:"):
+            say("served %s with %s" % (r, by))
+        elif by.startswith("python3-"):
+            say("served %s with Debian %s %s" % (r, by, versions.get(by, "?")))
+        else:
+            say("served %s with %s" % (r, by))
+
+
+# pip install options: those taking a value, and those the toolchain means the same by (kept in
+# step with needs.ts's PIP_VALUE_FLAGS and PIP_HARMLESS).
+PIP_VALUE_FLAGS = {"-r", "--requirement", "-e", "--editable", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--python", "-p", "--root-user-action", "--progress-bar", "--upgrade-strategy", "--only-binary", "--no-binary", "--timeout", "--retries", "--cache-dir"}
+PIP_HARMLESS = {"-q", "--quiet", "-v", "--verbose", "-U", "--upgrade", "--no-cache-dir", "--no-cache", "--break-system-packages", "--user", "--system", "--no-input", "--disable-pip-version-check", "--force-reinstall", "--ignore-installed", "-I", "--no-deps", "--no-warn-script-location", "--pre", "--compile", "--no-compile", "--prefer-binary", "--python", "-p", "--root-user-action", "--progress-bar", "--upgrade-strategy", "--only-binary", "--no-binary", "--timeout", "--retries", "--cache-dir"}
+
+
+def pip(argv):
+    """`pip install REQ...` (or `uv pip install`): succeeds for what the toolchain serves (its
+    pytest then sees it), fails at once naming anything else; other pip commands need the network."""
+    if argv[:1] in (["--version"], ["-V"]):
+        print("pip (termgrade offline verifier toolchain)")
+        sys.exit(0)
+    i = 0
+    while i < len(argv) and argv[i] != "install":
+        if not argv[i].startswith("-") or argv[i].partition("=")[0] not in PIP_HARMLESS:
+            fail("pip %s needs the network, which this verifier does not have" % " ".join(argv))
+        i += 1
+    if i >= len(argv):
+        fail("pip %s needs the network, which this verifier does not have" % " ".join(argv))
+    wanted = []
+    i += 1
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("-"):
+            wanted.append(arg)
+        else:
+            flag, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+            value = None
+            if flag in PIP_VALUE_FLAGS and not inline:
+                i += 1
+                value = argv[i] if i < len(argv) else ""
+            if flag not in PIP_HARMLESS:
+                fail("pip install option %s has no offline equivalent; %s" % (arg if value is None else "%s %s" % (flag, value), NEXT_STEP))
+        i += 1
+    serve(wanted)
+    sys.exit(0)
+
+
+def main(argv):
+    if argv[:1] == ["--termgrade-pip"]:
+        pip(argv[1:])
     python = None
     wanted = []
     i = 0
@@ -72,24 +137,7 @@ def main(argv):
         i += 2  # `uvx ... python -m pytest ARGS` is the same run
     elif i >= len(argv) or not re.match(r"^pytest([<>=!~].*)?$", argv[i]):
         fail("only `uvx ... pytest ...` runs offline; asked for %r" % (argv[i] if i < len(argv) else ""))
-    missing = [r for r in wanted if requirement_name(r) not in provided]
-    if missing:
-        fail("requirement(s) %s are not in the toolchain (it provides %s); %s" % (", ".join(missing), ", ".join(sorted(provided)), NEXT_STEP))
-    lacking = [r for r in wanted if provided[requirement_name(r)] in debian_missing]
-    if lacking:
-        fail("requirement(s) %s: Debian has no package %s; %s" % (
-            ", ".join(lacking), ", ".join(provided[requirement_name(r)] for r in lacking), NEXT_STEP))
-    # What stands in for what was asked, said once per run (check reads these lines).
-    if python:
-        say("served python %s with Debian python3 %s" % (python, versions.get("python3", sys.version.split()[0])))
-    for r in wanted:
-        by = provided[requirement_name(r)]
-        if by.startswith("wheel:"):
-            say("served %s with %s" % (r, by))
-        elif by.startswith("python3-"):
-            say("served %s with Debian %s %s" % (r, by, versions.get(by, "?")))
-        else:
-            say("served %s with %s" % (r, by))
+    serve(wanted, python)
     wheels = os.path.join(os.path.dirname(HERE), "wheels")
     if os.path.isdir(wheels):
         sys.path.insert(0, wheels)
