@@ -1,6 +1,7 @@
 import type { FsChange } from '../sandbox/sandbox.js';
 import { parseLdCache, protectedSet, pycSource, type ProtectionRecord } from './protection.js';
 import { pthArchives, pythonShadowing } from './python-path.js';
+import { TOOLCHAIN_PREFIX } from './toolchain/recipe.js';
 
 /**
  * Tamper detection: which of an agent's filesystem changes could alter what the verifier runs or
@@ -19,6 +20,8 @@ import { pthArchives, pythonShadowing } from './python-path.js';
  * - a copy of a core library (libc, libpython, libssl ...) added where the loader would find it;
  * - pytest configuration above the tests (/conftest.py, /pytest.ini ...), which pytest would load;
  * - the resolver's configuration (/etc/hosts, gai.conf, host.conf, resolv.conf);
+ * - termgrade's offline verifier toolchain (its Python, its pip/pytest shims, the file bash reads
+ *   before test.sh): it is in the agent's image, and nothing of the agent's belongs in it;
  * - with an admission record, a module name added on a Python search path ahead of (or beside,
  *   in a form that wins) the module the verifier loaded (python-path.ts).
  */
@@ -131,7 +134,10 @@ export function findTampering(changes: FsChange[], context: ScanContext = {}): T
       continue;
     }
     const base = c.path.slice(c.path.lastIndexOf('/') + 1);
-    if (SYSTEM_BIN.test(c.path) && (c.kind !== 'added' || WATCHED_PROGRAMS.test(base))) flag(c, 'a system program');
+    if (c.path === TOOLCHAIN_PREFIX || c.path.startsWith(`${TOOLCHAIN_PREFIX}/`))
+      flag(c, "termgrade's offline verifier toolchain");
+    else if (SYSTEM_BIN.test(c.path) && (c.kind !== 'added' || WATCHED_PROGRAMS.test(base)))
+      flag(c, 'a system program');
     else if (
       (PATH_BIN.test(c.path) || onPath.has(c.path.slice(0, c.path.lastIndexOf('/')))) &&
       WATCHED_PROGRAMS.test(base)
