@@ -141,7 +141,8 @@ const CAPPED_TESTS = [
  * its layer is measured and copied into the verifier's layer and its processes that hold no
  * listening socket are moved into a frozen child cgroup (held until the tests end); thawed; the
  * copy listed; /tests and /logs/verifier made in the layer; the verifier started and waited for;
- * the hold released; the logs read from the verifier's layer; the verifier removed.
+ * the hold released; the logs read from the verifier's layer; the verifier's removal returned,
+ * for the caller to await beside the agent container's.
  */
 async function protectedGrading(
   docker: Docker,
@@ -149,7 +150,7 @@ async function protectedGrading(
   task: Task,
   image: string,
   step: (s: string) => void,
-): Promise<void> {
+): Promise<{ removal: Promise<unknown> }> {
   const command = { command: CAPPED_TESTS, env: {} };
   const v = await docker.createContainer(verifierSpec(task, image, c.id, {}, command));
   step('create verifier');
@@ -193,8 +194,8 @@ async function protectedGrading(
   step('release hold');
   for (const f of await readdir(path.join(to, 'logs/verifier'))) await readFile(path.join(to, 'logs/verifier', f));
   step('read logs');
-  await v.remove({ force: true, v: true });
-  step('remove verifier');
+  // Removed beside the agent's container, as the harness's teardown does.
+  return { removal: v.remove({ force: true, v: true }) };
 }
 
 /** The same engine work a trial does, with none of the harness around it. */
@@ -222,9 +223,10 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
     }
   }
   step('agent');
+  let verifierRemoval: Promise<unknown> = Promise.resolve();
   if (protect) {
     sh.close();
-    await protectedGrading(docker, c, task, image, step);
+    verifierRemoval = (await protectedGrading(docker, c, task, image, step)).removal;
   } else {
     await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
     await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
@@ -232,6 +234,6 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
     step('tests in the agent container');
   }
   sh.close();
-  await c.remove({ force: true, v: true });
+  await Promise.all([c.remove({ force: true, v: true }), verifierRemoval]);
   step('remove');
 }
