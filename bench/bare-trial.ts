@@ -169,7 +169,7 @@ async function protectedGrading(
     const services = await listening(ci.State.Pid);
     for (const pid of await procsOf(g.dir))
       if (pid !== ci.State.Pid && !(await holdsAny(pid, services)))
-        await writeFile(`${held}/cgroup.procs`, String(pid));
+        await writeFile(`${held}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
   };
   const copy = async (): Promise<void> => {
     await measure(from, 200_000, 10 * 1024 ** 3);
@@ -189,8 +189,8 @@ async function protectedGrading(
   await v.wait({ condition: 'not-running' });
   step('tests run');
   await writeFile(`${held}/${g.file}`, g.off);
-  for (const pid of await procsOf(held)) await writeFile(`${g.dir}/cgroup.procs`, String(pid));
-  await rmdir(held);
+  for (const pid of await procsOf(held)) await writeFile(`${g.dir}/cgroup.procs`, String(pid)).catch(() => undefined);
+  await rmdir(held).catch(() => undefined); // a process forked meanwhile: removed with the container
   step('release hold');
   for (const f of await readdir(path.join(to, 'logs/verifier'))) await readFile(path.join(to, 'logs/verifier', f));
   step('read logs');
