@@ -11,11 +11,13 @@
  *
  *   npm run bench            (or: node dist/bench/trial-overhead.js [iterations])
  *
- * Prints the medians and the ratio harness / bare; the target is a ratio of at most 1.1.
+ * Prints the medians, the ratios harness / bare (target <= 1.1) and harness / bare without the
+ * protections (target <= 2), the machine's load average at the start and the end, and where the
+ * time goes: the harness's phases (from each result) beside the bare sequence's steps.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { writeTask } from './write-task.js';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { oracleAgent } from '../src/agent/oracle.js';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
@@ -53,6 +55,9 @@ async function main(): Promise<void> {
     const harness: number[] = [];
     const bare: number[] = [];
     const unprotected: number[] = [];
+    const phases: Record<string, number[]> = {};
+    const steps: Record<string, number[]> = {};
+    const load = loadavg();
     // One warm-up of each, then interleave so drift on a shared machine hits both alike.
     await bareTrial(provider.docker, task, image);
     await runTrial({ task, agent: oracleAgent, provider, outDir: path.join(work, 'trials') });
@@ -61,8 +66,9 @@ async function main(): Promise<void> {
       const r = await runTrial({ task, agent: oracleAgent, provider, outDir: path.join(work, 'trials') });
       harness.push(performance.now() - t);
       if (r.reward !== 1) throw new Error(`oracle trial failed: ${JSON.stringify(r.error)}`);
+      for (const [k, v] of Object.entries(r.phases)) (phases[k] ??= []).push(v.durationMs);
       t = performance.now();
-      await bareTrial(provider.docker, task, image);
+      await bareTrial(provider.docker, task, image, { onStep: (s, ms) => (steps[s] ??= []).push(ms) });
       bare.push(performance.now() - t);
       t = performance.now();
       await bareTrial(provider.docker, task, image, { protect: false });
@@ -71,13 +77,22 @@ async function main(): Promise<void> {
     const h = median(harness);
     const b = median(bare);
     const u = median(unprotected);
+    const end = loadavg();
+    const avg = (l: number[]): string => l.map((x) => x.toFixed(2)).join(' ');
     console.log(`oracle trial on a cached trivial task, ${iterations} interleaved runs each`);
+    console.log(`  load average (1, 5, 15 min): ${avg(load)} at the start, ${avg(end)} at the end`);
     console.log(`  harness (runTrial)                         median ${h.toFixed(0)} ms`);
     console.log(`  bare Engine API sequence                   median ${b.toFixed(0)} ms`);
     console.log(`  bare, without the grading protections      median ${u.toFixed(0)} ms`);
     console.log(`  ratio harness/bare                         ${(h / b).toFixed(2)}  (target <= 1.1)`);
     console.log(`  ratio harness/bare without protections     ${(h / u).toFixed(2)}  (target <= 2)`);
     console.log(`  grading protections, bare cost             ${(b - u).toFixed(0)} ms per trial`);
+    const show = (xs: Record<string, number[]>): string =>
+      Object.entries(xs)
+        .map(([k, v]) => `${k} ${median(v).toFixed(0)}`)
+        .join(', ');
+    console.log(`  harness phases, median ms: ${show(phases)}`);
+    console.log(`  bare steps, median ms:     ${show(steps)}`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
