@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
-import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage, isGoneFromEngine } from '../../util/errors.js';
 import type {
   PreparedEnvironment,
   PrepareOptions,
@@ -199,7 +199,9 @@ export class DockerProvider implements SandboxProvider {
     let info: NetworkInspection;
     try {
       info = await this.docker.getNetwork(name).inspect();
-    } catch {
+    } catch (err) {
+      // Only a 404 is "no such network": an engine that does not answer is said as itself.
+      if (!isGoneFromEngine(err)) throw err;
       throw new TermgradeError(
         'bad_input',
         `the Docker engine has no network "${name}"; this engine cannot give tasks network access, so they run offline unless you create one`,
