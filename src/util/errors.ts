@@ -179,3 +179,8 @@ export function engineStatus(err: unknown): number | undefined {
 
 /** An engine object already gone: "No such container" (or exec, image, network), HTTP 404. */
 export const isGoneFromEngine = (err: unknown): boolean => engineStatus(err) === 404;
+
+/** Why a file could not be read, short, for a message: its errno code (ENOENT, EACCES), else the error's message. */
+export function readFailure(err: unknown): string {
+  return errnoOf(err) ?? errorMessage(err);
+}
