@@ -171,6 +171,56 @@ const layersRule = {
   },
 };
 
+/**
+ * `local/catch-cause`: a failure dropped on purpose says which case it is. A `catch` that binds no
+ * error (or never reads the one it binds), and a `.catch(...)` or `.then(_, ...)` callback that takes
+ * no error (or never reads it), must carry a comment naming the expected case (inside it, on its
+ * line, or on the line above). Otherwise handle a named case (util/errors.ts: isMissing, ifMissing,
+ * isGoneFromEngine) and rethrow the rest, or pass the cause to the logger (util/log.ts: logged).
+ */
+const catchCauseRule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'a caught failure is handled as a named case, logged, or its case named in a comment' },
+    schema: [],
+    messages: {
+      silent:
+        'this {{what}} drops the error without naming the case: handle a named case and rethrow the rest (isMissing, ifMissing, isGoneFromEngine in util/errors.ts), log the cause (logged() in util/log.ts), or say in a comment which expected failure it is',
+    },
+  },
+  create(context) {
+    const source = context.sourceCode;
+    const comments = source.getAllComments();
+    // A comment inside the node, or from the line above the statement holding it to the node's first line.
+    const named = (node) => {
+      let top = node;
+      while (top.parent && !/(Statement|Declaration|Property|CatchClause)$/.test(top.type)) top = top.parent;
+      return comments.some(
+        (c) =>
+          (c.range[0] >= node.range[0] && c.range[1] <= node.range[1]) ||
+          (c.loc.start.line >= top.loc.start.line - 1 && c.loc.start.line <= node.loc.start.line),
+      );
+    };
+    const unread = (node) => source.getDeclaredVariables(node).every((v) => v.references.length === 0);
+    const isFn = (n) => n && (n.type === 'ArrowFunctionExpression' || n.type === 'FunctionExpression');
+    return {
+      CatchClause(node) {
+        if ((node.param === null || unread(node)) && !named(node))
+          context.report({ node, messageId: 'silent', data: { what: 'catch' } });
+      },
+      CallExpression(node) {
+        const callee = node.callee;
+        if (callee.type !== 'MemberExpression' || callee.property.type !== 'Identifier') return;
+        const name = callee.property.name;
+        const handler = name === 'catch' ? node.arguments[0] : name === 'then' ? node.arguments[1] : undefined;
+        if (!isFn(handler)) return;
+        if ((handler.params.length === 0 || unread(handler)) && !named(handler))
+          context.report({ node: handler, messageId: 'silent', data: { what: `.${name}() handler` } });
+      },
+    };
+  },
+};
+
 const promiseRules = {
   // node:test's top-level test()/describe() promises are tracked by the runner itself (its docs say
   // they need not be awaited); a subtest's t.test() is not listed here, so it must be awaited.
@@ -268,9 +318,10 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    plugins: { local: { rules: { layers: layersRule } } },
+    plugins: { local: { rules: { layers: layersRule, 'catch-cause': catchCauseRule } } },
     rules: {
       'local/layers': 'error',
+      'local/catch-cause': 'error',
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
     },
   },

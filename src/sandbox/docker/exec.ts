@@ -94,7 +94,7 @@ export async function shellExec(
     const settled = await Promise.race([
       running.then(
         () => true,
-        () => true,
+        () => true, // ended either way: only its end is waited for (its output was collected above)
       ),
       sleep(5000).then(() => false),
     ]);
@@ -162,7 +162,9 @@ export async function dockerExec(
       await sleep(interval);
       if (stopPolling) break;
       interval = Math.min(interval * 2, 2000);
-      const info = await run.exec.inspect().catch(logged('poll whether a command exited', null, { expected: isGoneFromEngine })); // polled again
+      const info = await run.exec
+        .inspect()
+        .catch(logged('poll whether a command exited', null, { expected: isGoneFromEngine })); // polled again
       if (info && !info.Running && info.ExitCode !== null) return 'exited';
     }
     return 'ended';

@@ -95,7 +95,7 @@ function upperHoldsWholeFiles(): Promise<boolean> {
   const off = (name: string): Promise<boolean> =>
     readFile(`/sys/module/overlay/parameters/${name}`, 'utf8').then(
       (v) => v.trim() === 'N',
-      () => false,
+      logged('read an overlay module parameter', false, { expected: isMissing }), // absent: an older kernel
     );
   wholeUpper ??= Promise.all([off('metacopy'), off('redirect_dir')]).then(([a, b]) => a && b);
   return wholeUpper;
@@ -192,7 +192,9 @@ export async function copyFromUpper(
       for (const e of entries) {
         const into = path.join(to, nameText(e.name));
         if (e.isDirectory() && depth < 64) {
-          const sub = await open(at(from, e.name), DIR_FLAGS).catch(logged('open a folder in an upper layer', null, notHere));
+          const sub = await open(at(from, e.name), DIR_FLAGS).catch(
+            logged('open a folder in an upper layer', null, notHere),
+          );
           if (!sub) continue; // swapped for something else meanwhile
           try {
             await copy(sub, into, depth + 1);
@@ -200,7 +202,9 @@ export async function copyFromUpper(
             await sub.close();
           }
         } else if (e.isFile()) {
-          const file = await open(at(from, e.name), FILE_FLAGS).catch(logged('open a file in an upper layer', null, notHere));
+          const file = await open(at(from, e.name), FILE_FLAGS).catch(
+            logged('open a file in an upper layer', null, notHere),
+          );
           if (!file) continue;
           try {
             const st = await file.stat();

@@ -24,6 +24,7 @@ import {
 } from './sandbox.js';
 import { EngineTurns } from './turns.js';
 import { trialNetworkRefusal, type NetworkInspection } from './trial-network.js';
+import { logged } from '../../util/log.js';
 
 /**
  * Capabilities no terminal task needs, dropped from Docker's default set: raw sockets (spoofing),
@@ -153,12 +154,9 @@ export class DockerProvider implements SandboxProvider {
 
   /** Serves as many requests at once as the engine has cores (asked once; 2 until it answers). */
   private sizeTurns(): Promise<void> {
-    this.sized ??= this.docker.info().then(
-      (info: { NCPU?: number }) => {
-        if (typeof info.NCPU === 'number' && info.NCPU > 0) this.turns.concurrency = Math.max(2, info.NCPU);
-      },
-      () => undefined,
-    );
+    this.sized ??= this.docker.info().then((info: { NCPU?: number }) => {
+      if (typeof info.NCPU === 'number' && info.NCPU > 0) this.turns.concurrency = Math.max(2, info.NCPU);
+    }, logged("ask the engine's CPU count (the default number of engine turns stays)"));
     return this.sized;
   }
 

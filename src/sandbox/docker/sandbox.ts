@@ -403,7 +403,7 @@ export class DockerSandbox implements Sandbox {
     this.helper = null;
     void helper?.then(
       (h) => h.close(),
-      () => undefined,
+      () => undefined, // it never opened: nothing to close
     );
   }
 
@@ -473,7 +473,7 @@ export class DockerSandbox implements Sandbox {
   close(): Promise<void> {
     void this.helper?.then(
       (h) => h.close(),
-      () => undefined,
+      () => undefined, // it never opened: nothing to close
     );
     // No trial waits on a removal: it takes a background place in the engine's line.
     const place = this.turns.place(true);

@@ -1,7 +1,14 @@
 import { readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { engineStatus, errorMessage, GradingStepError, gradingStep, isGoneFromEngine, isMissing } from '../../util/errors.js';
+import {
+  engineStatus,
+  errorMessage,
+  GradingStepError,
+  gradingStep,
+  isGoneFromEngine,
+  isMissing,
+} from '../../util/errors.js';
 import { logged } from '../../util/log.js';
 import {
   DEFAULT_COPY_TIMEOUT_SEC,
@@ -65,10 +72,12 @@ async function moveEntries(from: string, to: string): Promise<void> {
 
 /** Whether the container still runs (one that cannot be inspected does not). */
 const isRunning = (container: Docker.Container): Promise<boolean> =>
-  container.inspect().then(
-    (i) => Boolean(i.State.Running),
-    () => false,
-  );
+  container
+    .inspect()
+    .then(
+      (i) => Boolean(i.State.Running),
+      logged('inspect a sandbox (taken as stopped)', false, { expected: isGoneFromEngine }),
+    );
 
 /** The upper layer of a verifier container just created beside the agent's (readable here, as the agent's is). */
 async function upperOf(created: CreatedContainer): Promise<string> {
@@ -136,7 +145,9 @@ export async function snapshotByCommit(host: CommitHost, options: SnapshotOption
     try {
       return await commit();
     } finally {
-      await turn(() => container.unpause()).catch(logged('unpause a sandbox after committing it', undefined, stillStopped));
+      await turn(() => container.unpause()).catch(
+        logged('unpause a sandbox after committing it', undefined, stillStopped),
+      );
     }
   };
   let image: string;

@@ -4,7 +4,8 @@ import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sleep } from '../../util/time.js';
-import { ifMissing } from '../../util/errors.js';
+import { ifMissing, isMissing } from '../../util/errors.js';
+import { logged } from '../../util/log.js';
 
 /**
  * Records which files a command in a container executes, opens and looks up, with this machine's
@@ -20,7 +21,7 @@ let straceHere: Promise<boolean> | null = null;
 export function canTrace(): Promise<boolean> {
   straceHere ??= access('/usr/bin/strace').then(
     () => true,
-    () => false,
+    logged('find strace (commands run untraced)', false, { expected: isMissing }),
   );
   return straceHere;
 }

@@ -180,7 +180,7 @@ export class EnginePool implements SandboxProvider {
   answers(engine: Engine): Promise<boolean> {
     return withTimeout(engine.docker.ping(), this.pingTimeoutMs, 'engine_unavailable', 'no answer').then(
       () => true,
-      () => false,
+      () => false, // no answer (or a refusal) within the timeout is what this asks
     );
   }
 

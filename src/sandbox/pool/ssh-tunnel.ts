@@ -69,7 +69,7 @@ export class SshTunnel {
     this.server.close();
     void this.client?.then(
       (c) => c.end(),
-      () => undefined,
+      () => undefined, // it never connected: nothing to end
     );
     rmSync(this.dir, { recursive: true, force: true });
   }
