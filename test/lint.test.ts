@@ -10,7 +10,7 @@ import { ESLint } from 'eslint';
 // project (the same type-aware rules), which this test allows for their names alone.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const seeded = {
-  allowDefaultProject: ['src/*/seeded-*.ts'],
+  allowDefaultProject: ['src/*/seeded-*.ts', 'test/seeded-*.ts'],
   maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 100,
 };
 
@@ -95,6 +95,14 @@ test('the linter refuses a caught failure dropped without naming its case (local
       code,
     );
   }
+});
+
+test('the linter refuses `any` in a test file too', async () => {
+  const found = await findings('test/seeded-any.test.ts', 'export const f = (x: any): number => x as number;\n');
+  assert.ok(
+    found.some((m) => m.startsWith('@typescript-eslint/no-explicit-any')),
+    found.join('\n'),
+  );
 });
 
 test("the viewer's page script is linted with its own browser types (src/view/page/tsconfig.json)", async () => {
