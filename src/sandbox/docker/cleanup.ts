@@ -19,10 +19,12 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
     const container = docker.getContainer(info.Id);
     try {
       // A hold its dead owner left would keep the engine from killing the container's processes.
-      const pid = await container.inspect().then(
-        (i) => i.State.Pid,
-        logged('inspect a left container before removing it', 0, { expected: isGoneFromEngine }),
-      );
+      const pid = await container
+        .inspect()
+        .then(
+          (i) => i.State.Pid,
+          logged('inspect a left container before removing it', 0, { expected: isGoneFromEngine }),
+        );
       if (pid) await thawLeftHold(pid, info.Id);
       await container.remove({ force: true, v: true });
       removed += 1;
@@ -32,7 +34,10 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
       // 404: gone meanwhile. Anything else is said, and the next cleanup tries again.
       if (engineStatus(err) === 409) await waitRemoved(container);
       else if (!isGoneFromEngine(err))
-        log.warn('could not remove a container left by a dead run', { container: info.Id.slice(0, 12), cause: causeOf(err) });
+        log.warn('could not remove a container left by a dead run', {
+          container: info.Id.slice(0, 12),
+          cause: causeOf(err),
+        });
     }
   }
   // Snapshots committed for verifiers whose process died before it removed them.
@@ -57,7 +62,9 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
 async function waitRemoved(container: Docker.Container): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    container.wait({ condition: 'removed' }).catch(logged('wait for a container removal', undefined, { expected: isGoneFromEngine })),
+    container
+      .wait({ condition: 'removed' })
+      .catch(logged('wait for a container removal', undefined, { expected: isGoneFromEngine })),
     new Promise<void>((resolve) => {
       timer = setTimeout(resolve, 30_000);
     }),

@@ -147,7 +147,9 @@ export async function holdFrozen(place: HoldPlace, reserved: number[]): Promise<
     const services: number[] = [];
     others.forEach((pid, i) => ([...inodes[i]!].some((n) => listening.has(n)) ? services : held).push(pid));
     for (const pid of held)
-      await writeFile(`${child}/cgroup.procs`, String(pid)).catch(logged('hold a process', undefined, { ...gone, level: 'warn' }));
+      await writeFile(`${child}/cgroup.procs`, String(pid)).catch(
+        logged('hold a process', undefined, { ...gone, level: 'warn' }),
+      );
     const wanted = new Set(reserved);
     // A socket no process holds (inode 0: TIME_WAIT, say) takes no port from the tests.
     const squatted = [...new Set(sockets.filter((s) => s.inode !== '0' && wanted.has(s.port)).map((s) => s.port))];
@@ -183,7 +185,9 @@ export async function holdNonServices(initPid: number, containerId: string, rese
   try {
     return await holdFrozen(place, reserved);
   } finally {
-    await place.freezer.thaw().catch(logged('thaw a container after sorting its processes', undefined, { ...gone, level: 'warn' }));
+    await place.freezer
+      .thaw()
+      .catch(logged('thaw a container after sorting its processes', undefined, { ...gone, level: 'warn' }));
   }
 }
 
