@@ -145,9 +145,7 @@ export async function snapshotByCommit(host: CommitHost, options: SnapshotOption
     try {
       return await commit();
     } finally {
-      await turn(() => container.unpause()).catch(
-        logged('unpause a sandbox after committing it', undefined, stillStopped),
-      );
+      await turn(() => container.unpause()).catch(logged('unpause a committed sandbox', undefined, stillStopped));
     }
   };
   let image: string;
