@@ -44,11 +44,11 @@ async function twoAlikeJobs(): Promise<{ a: string; b: string }> {
   return { a: dirs[0]!, b: dirs[1]! };
 }
 
-const lines = (text: string): Array<Record<string, any>> =>
+const lines = (text: string): Array<Record<string, unknown>> =>
   text
     .trim()
     .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, any>);
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('trials of two jobs with the same tasks and configuration', () => {
   it('each carry their job: trials --json names it, and the trial ids alone are the same', async () => {
@@ -134,7 +134,7 @@ describe('trials of two jobs with the same tasks and configuration', () => {
     const get = async (url: string) => {
       const res = await fetch(`${viewer.url}${url}`, { headers: { authorization: `Bearer ${TOKEN}` } });
       assert.equal(res.status, 200, url);
-      return (await res.json()) as any;
+      return (await res.json()) as unknown;
     };
     try {
       const all = (await get('/api/trials?limit=500')) as {

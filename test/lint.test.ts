@@ -9,7 +9,10 @@ import { ESLint } from 'eslint';
 // The seeded files are not on disk, so no tsconfig lists them: they get typescript-eslint's default
 // project (the same type-aware rules), which this test allows for their names alone.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const seeded = { allowDefaultProject: ['src/*/seeded-*.ts'] };
+const seeded = {
+  allowDefaultProject: ['src/*/seeded-*.ts', 'test/seeded-*.ts'],
+  maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 100,
+};
 
 async function findings(file: string, code: string): Promise<string[]> {
   const eslint = new ESLint({
@@ -60,6 +63,45 @@ test('the linter catches a floating promise, a misused one, a long function and 
   assert.ok(
     emptyCatch.some((m) => m.startsWith('no-empty')),
     emptyCatch.join('\n'),
+  );
+});
+
+test('the linter refuses a caught failure dropped without naming its case (local/catch-cause)', async () => {
+  const silent = [
+    'export async function f(p: Promise<number>): Promise<number | null> {\n  return p.catch(() => null);\n}\n',
+    'export function f(p: Promise<number>): Promise<unknown> {\n  return p.then(\n    (v) => v,\n    () => undefined,\n  );\n}\n',
+    'export function f(t: string): unknown {\n  try {\n    return JSON.parse(t);\n  } catch {\n    return null;\n  }\n}\n',
+    'export function f(t: string): unknown {\n  try {\n    return JSON.parse(t);\n  } catch (err) {\n    return null;\n  }\n}\n',
+  ];
+  for (const [i, code] of silent.entries()) {
+    const found = await findings(`src/util/seeded-silent-${i}.ts`, code);
+    assert.ok(
+      found.some((m) => m.startsWith('local/catch-cause')),
+      `${code}\n${found.join('\n')}`,
+    );
+  }
+  // Each form passes once it names its case, logs the cause, or handles a named case and rethrows.
+  const handled = [
+    'export async function f(p: Promise<number>): Promise<number | null> {\n  return p.catch(() => null); // the caller treats any failure as absent\n}\n',
+    "import { logged } from './log.js';\nexport async function f(p: Promise<number>): Promise<number | null> {\n  return p.catch(logged('read f', null));\n}\n",
+    "import { isMissing } from './errors.js';\nexport function f(t: () => string): string {\n  try {\n    return t();\n  } catch (err) {\n    if (isMissing(err)) return '';\n    throw err;\n  }\n}\n",
+    'export function f(t: string): unknown {\n  try {\n    return JSON.parse(t);\n  } catch {\n    // Not JSON: read as nothing.\n    return null;\n  }\n}\n',
+  ];
+  for (const [i, code] of handled.entries()) {
+    const found = await findings(`src/util/seeded-named-${i}.ts`, code);
+    assert.deepEqual(
+      found.filter((m) => m.startsWith('local/catch-cause')),
+      [],
+      code,
+    );
+  }
+});
+
+test('the linter refuses `any` in a test file too', async () => {
+  const found = await findings('test/seeded-any.test.ts', 'export const f = (x: any): number => x as number;\n');
+  assert.ok(
+    found.some((m) => m.startsWith('@typescript-eslint/no-explicit-any')),
+    found.join('\n'),
   );
 });
 

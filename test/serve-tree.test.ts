@@ -14,7 +14,7 @@ import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { servedModels } from '../src/cli/serve-command.js';
-import { branchPointOf } from '../src/serve/tree.js';
+import { branchPointOf, type TreeAnswer } from '../src/serve/tree.js';
 import { treeStreams } from '../src/serve/token-stream.js';
 import { gradeOf, UNPROTECTED } from '../src/serve/grade.js';
 import { CLI, tempDir, trivialTask } from './helpers.js';
@@ -116,7 +116,7 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
   const callsOf = (session: string) => model.requests.filter((r) => r.body.session_id === session).map((r) => r.body);
 
   /** Checks one tree against the endpoint's own record of what it was sent and what it answered. */
-  function checkTree(tree: any, session: string): void {
+  function checkTree(tree: TreeAnswer, session: string): void {
     assert.equal(tree.kind, 'tree');
     assert.equal(tree.reached, true);
     assert.equal(tree.prefix.turns.length, 2);
@@ -130,7 +130,7 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
       tool_calls: [{ function: { name: 'bash', arguments: JSON.stringify({ command: commandAt(1, false) }) } }],
     });
     assert.deepEqual(prefix.ids, [...promptIds(prefixCalls[1]!.messages), ...turn2Reply]);
-    for (const [j, b] of (tree.branches as any[]).entries()) {
+    for (const [j, b] of tree.branches.entries()) {
       assert.equal(b.episode_id, `${tree.episode_id}.b${j}`);
       assert.equal(b.token_stream_problem, null);
       const own = b.token_stream as Stream;
@@ -149,11 +149,11 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
       // The policy's own tokens, unmasked, in order with their logprobs: exactly the branch's completions.
       assert.deepEqual(
         own.ids.filter((_, i) => own.loss_mask[i] === 1),
-        b.turns.flatMap((t: { completion_token_ids: number[] }) => t.completion_token_ids),
+        b.turns.flatMap((t) => t.completion_token_ids ?? []),
       );
       assert.deepEqual(
         own.logprobs.filter((_, i) => own.loss_mask[i] === 1),
-        b.turns.flatMap((t: { logprobs: number[] }) => t.logprobs),
+        b.turns.flatMap((t) => t.logprobs ?? []),
       );
       assert.ok(own.logprobs.every((l, i) => (own.loss_mask[i] === 1) === (l !== null)));
       // The fork carried the prefix's file: the branch's first command read it.
@@ -161,7 +161,7 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
     }
     assert.deepEqual(tree.rewards, [1, 0]);
     assert.deepEqual(
-      tree.branches.map((b: { reward: number; status: string }) => [b.reward, b.status]),
+      tree.branches.map((b) => [b.reward, b.status]),
       [
         [1, 'graded'],
         [0, 'graded'],

@@ -78,6 +78,7 @@ async function runToolCall(state: RunState, call: ToolCall): Promise<{ content: 
   try {
     command = (JSON.parse(call.arguments) as { command?: unknown }).command;
   } catch {
+    // Arguments that are not JSON: answered below as a call with no command.
     command = undefined;
   }
   if (call.name !== 'bash')

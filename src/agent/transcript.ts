@@ -192,6 +192,7 @@ function parseArgs(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
+    // Not JSON (a model's malformed arguments): kept as the text it sent.
     return text;
   }
 }

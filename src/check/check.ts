@@ -1,13 +1,14 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadTask } from '../task/load.js';
-import { CancelledError } from '../util/errors.js';
+import { CancelledError, TaskError } from '../util/errors.js';
 import { mapPool } from '../util/pool.js';
 import { hashTree } from '../util/walk.js';
 import { checkOne } from './check-one.js';
 import type { CheckOptions } from './options.js';
 import { findDuplicates, type DuplicateCandidate } from './duplicates.js';
 import { CheckedTaskSchema, type CheckedTask, type CheckReport } from './schema.js';
+import { logged } from '../util/log.js';
 
 export type { CheckEvent, CheckOptions } from './options.js';
 
@@ -22,8 +23,14 @@ export async function readDuplicateKey(taskPath: string): Promise<DuplicateCandi
   };
 }
 
+/** A task that does not load has no key: its own check says why (TaskError); anything else is logged. */
 const duplicateKey = (taskPath: string): Promise<DuplicateCandidate | null> =>
-  readDuplicateKey(taskPath).catch(() => null);
+  readDuplicateKey(taskPath).catch(
+    logged('read a task for the duplicate check', null, {
+      fields: { task: taskPath },
+      expected: (err) => err instanceof TaskError,
+    }),
+  );
 
 /** Checks every task folder; one bad task never stops the others. */
 export async function checkTasks(taskPaths: string[], options: CheckOptions): Promise<CheckReport> {

@@ -22,7 +22,8 @@ import { acquireSandbox } from '../sandbox/lease.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
 import { playHacks, playProcessHacks, type HackAttempt } from './hack-probes.js';
 import { isCleanPass } from './verdict.js';
-import { CancelledError, TermgradeError, errorMessage } from '../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage, isEngineLost } from '../util/errors.js';
+import { causeOf, log } from '../util/log.js';
 
 /** Text less trailing whitespace: how most checkers compare (strip()). */
 const trimEnd = (text: string): string => text.replace(/[ \t\r\n]+$/, '');
@@ -540,8 +541,11 @@ export class TaskProber {
           did: `ran the first ${k} of solve.sh's ${n} commands`,
           saw: `every test passes though ${kept.differing.slice(0, 5).join(', ')} ${kept.differing.length === 1 ? 'is' : 'are'} missing or different from the full solution's`,
         };
-      } catch {
+      } catch (err) {
+        // A cancel or a lost engine is no finding about the task: it ends the probe.
+        if (err instanceof CancelledError || isEngineLost(err)) throw err;
         // A prefix that cannot even run proves nothing either way; the next one is tried.
+        log.debug('a prefix of solve.sh did not run to its grade; the next one is tried', { k, cause: causeOf(err) });
       } finally {
         await s.close();
       }

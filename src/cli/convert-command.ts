@@ -1,10 +1,10 @@
 import { stat } from 'node:fs/promises';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing } from '../util/errors.js';
 import { convertTb1 } from '../task/convert.js';
 import { EXIT } from './signals.js';
 
 export async function convertCommand(src: string, flags: { out: string }): Promise<number> {
-  const st = await stat(src).catch(() => null);
+  const st = await ifMissing(stat(src), null);
   if (!st) throw new TermgradeError('bad_input', `${src}: no such folder`);
   if (!st.isDirectory())
     throw new TermgradeError('bad_input', `${src}: not a folder (a TB1 task folder, or a folder of them)`);

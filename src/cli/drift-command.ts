@@ -2,7 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { driftReport, type ServedGrade } from '../report/drift.js';
 import { readTaskList } from '../task/list.js';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing, isMissing, readFailure } from '../util/errors.js';
 import { statsJson } from '../util/json.js';
 import type { DriftOutput } from '../report/outputs.js';
 import { EXIT } from './signals.js';
@@ -12,16 +12,17 @@ import { num, pct, table } from './table.js';
 async function readGrades(source: string): Promise<ServedGrade[]> {
   const named = path.join('.termgrade', 'serve', source);
   if (
-    !(await stat(source).catch(() => null)) &&
+    !(await ifMissing(stat(source), null)) &&
     /^[A-Za-z0-9._-]+$/.test(source) &&
-    (await stat(named).catch(() => null))
+    (await ifMissing(stat(named), null))
   )
     source = named;
-  const file = (await stat(source).catch(() => null))?.isDirectory() ? path.join(source, 'grades.jsonl') : source;
+  const file = (await ifMissing(stat(source), null))?.isDirectory() ? path.join(source, 'grades.jsonl') : source;
   let text: string;
   try {
     text = await readFile(file, 'utf8');
-  } catch {
+  } catch (err) {
+    if (!isMissing(err)) throw new TermgradeError('bad_input', `${file}: cannot read the grades (${readFailure(err)})`);
     throw new TermgradeError(
       'bad_input',
       `${file}: no grades recorded here (a \`serve --data-dir\` folder holds grades.jsonl)`,

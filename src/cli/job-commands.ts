@@ -13,6 +13,7 @@ import {
   type JobSpecInput,
   TermgradeError,
 } from '../index.js';
+import { ifMissing } from '../util/errors.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
 import { jobDirOf, openJob, storedSpec } from '../job/job.js';
 import type { AgentConfigInput } from '../job/spec.js';
@@ -543,7 +544,7 @@ export async function trialsCommand(flags: {
 }
 
 export async function importCommand(dir: string, flags: { job: string; jobsDir: string }): Promise<number> {
-  const st = await stat(dir).catch(() => null);
+  const st = await ifMissing(stat(dir), null);
   if (!st) throw new TermgradeError('bad_input', `${dir}: no such folder`);
   if (!st.isDirectory())
     throw new TermgradeError('bad_input', `${dir}: not a folder (a Harbor jobs folder, job folder or trial folder)`);

@@ -696,6 +696,7 @@ try {
     );
     process.stderr.write(`termgrade: internal error: ${message} (full trace in ${traceFile}; please report it)\n`);
   } catch {
+    // The trace file cannot be written (a full or read-only disk): the whole trace goes to stderr instead.
     process.stderr.write(
       `termgrade: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );

@@ -47,6 +47,7 @@ async function modelFromFlags(flags: RunTrialFlags) {
     try {
       extraBody = JSON.parse(flags.extraBody) as Record<string, unknown>;
     } catch {
+      // Not JSON: the one failure JSON.parse has.
       throw new TermgradeError('usage', '--extra-body must be a JSON object');
     }
   }

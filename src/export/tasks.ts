@@ -1,6 +1,6 @@
 import { appendFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
+import { parse as parseToml, stringify as stringifyToml, TomlError } from 'smol-toml';
 import { findTaskDirs, loadTask } from '../task/load.js';
 import type { Task } from '../task/task.js';
 import { TermgradeError } from '../util/errors.js';
@@ -78,7 +78,8 @@ async function annotate(tomlFile: string, measured: Record<string, unknown>): Pr
   try {
     parseToml(text + table);
     await appendFile(tomlFile, table);
-  } catch {
+  } catch (err) {
+    if (!(err instanceof TomlError)) throw err;
     // [metadata] written inline, say: rewrite the whole file instead.
     const doc = parseToml(text) as { metadata?: Record<string, unknown> };
     doc.metadata = { ...doc.metadata, termgrade: measured };

@@ -6,7 +6,7 @@ import { parseSpec } from '../job/load-spec.js';
 import type { JobSpec } from '../job/spec.js';
 import { JobStore, type TrialRow } from '../store/store.js';
 import { TrialResultSchema, type TrialResult } from '../trial/schema.js';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing } from '../util/errors.js';
 import { exists, readTextIfThere } from '../util/files.js';
 import { makeScrub, scrubValue, type Scrub } from '../util/scrub.js';
 import {
@@ -114,7 +114,7 @@ async function claimJobDir(jobDir: string, jobUuid: string, replace: boolean): P
 /** Copies a trial's logs: every file and folder of its trial folder but the record and the import's originals. */
 async function copyTrialFiles(from: string | null, to: string): Promise<void> {
   await mkdir(to, { recursive: true });
-  if (!from || !(await stat(from).catch(() => null))?.isDirectory()) return;
+  if (!from || !(await ifMissing(stat(from), null))?.isDirectory()) return; // no trial folder: no logs to copy
   for (const name of await readdir(from))
     if (!SKIPPED.has(name)) await cp(path.join(from, name), path.join(to, name), { recursive: true });
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { TermgradeError } from '../util/errors.js';
+import { readFailure, TermgradeError } from '../util/errors.js';
 import { JobSpecSchema, type JobSpec } from './spec.js';
 import { agentNeedsModel, isModuleFile } from '../agent/registry.js';
 import { DEFAULT_RISK } from '../stats/adaptive.js';
@@ -14,8 +14,8 @@ export async function readJobFile(file: string): Promise<JobSpec> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
-  } catch {
-    throw new TermgradeError('bad_input', `${file}: cannot read the job file`);
+  } catch (err) {
+    throw new TermgradeError('bad_input', `${file}: cannot read the job file (${readFailure(err)})`);
   }
   let raw: unknown;
   try {

@@ -5,7 +5,7 @@ import { glob } from 'tinyglobby';
 import { readTaskList } from '../task/list.js';
 import { findTaskDirs, loadTask } from '../task/load.js';
 import type { Task } from '../task/task.js';
-import { errorMessage, TermgradeError } from '../util/errors.js';
+import { errorMessage, isMissing, readFailure, TermgradeError } from '../util/errors.js';
 import type { JobSpec } from './spec.js';
 import { seededUniform } from '../stats/random.js';
 
@@ -24,6 +24,7 @@ const toRegex = (pattern: string): RegExp =>
  * else the folder's name (as loadTask names it). The filters need it for folders that do not load.
  */
 async function nameBeforeLoading(dir: string): Promise<string> {
+  // Absent or unreadable: loadTask says so (when the filters keep this folder); the folder name stands.
   const text = await readFile(path.join(dir, 'task.toml'), 'utf8').catch(() => null);
   if (text !== null) {
     try {
@@ -51,8 +52,11 @@ export async function resolveTasks(
       if (found.length === 0) throw new TermgradeError('bad_input', `no task folder matches ${p}`);
       roots.push(...found.map((f) => f.replace(/\/$/, '')));
     } else {
-      await stat(p).catch(() => {
-        throw new TermgradeError('bad_input', `task path ${p}: no such folder`);
+      await stat(p).catch((err: unknown) => {
+        throw new TermgradeError(
+          'bad_input',
+          `task path ${p}: ${isMissing(err) ? 'no such folder' : readFailure(err)}`,
+        );
       });
       roots.push(p);
     }

@@ -72,7 +72,7 @@ export class WarmPool {
     const settled = engine.then((p) =>
       p?.start.then(
         (sb) => (own.signal.aborted || this.signal.aborted ? sb.close() : undefined),
-        () => undefined,
+        () => undefined, // a start that failed: nothing to close (its failure is the claimer's)
       ),
     );
     return { sandbox, cancel: () => own.abort(), settled };
@@ -138,7 +138,7 @@ export class WarmPool {
     warm.cancel();
     const removal = warm.sandbox.then(
       (sb) => sb.close(),
-      () => warm.settled,
+      () => warm.settled, // a start that failed: only what it left is waited for
     );
     this.closing.add(removal);
     void removal.finally(() => this.closing.delete(removal));

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../store/store.js';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing } from '../util/errors.js';
 
 /**
  * What a path given as records is, decided in one place for every command that reads records
@@ -20,7 +20,7 @@ export const jobDbOf = (jobDir: string): string => path.join(jobDir, 'job.db');
 export const isJobFolder = (dir: string): boolean => existsSync(jobDbOf(dir));
 
 export async function recordSource(source: string): Promise<RecordSource> {
-  const st = await stat(source).catch(() => null);
+  const st = await ifMissing(stat(source), null);
   if (!st) throw new TermgradeError('bad_input', `${source}: no such file or folder`);
   if (!st.isDirectory()) return { kind: 'file', file: source };
   return isJobFolder(source) ? { kind: 'job', dir: source } : { kind: 'folder', dir: source };

@@ -46,7 +46,9 @@ export function estimateRate(t: TaskCounts): { rate: number; method: TaskRate['r
   if (!gms) estimators.set(key, (gms = new GmsEstimator(t.adaptive)));
   try {
     return { rate: gms.estimate(t.n, t.c), method: 'gms' };
-  } catch {
+  } catch (first) {
+    if (!(first instanceof RangeError)) throw first;
+    // Not a stopping point of the rule (RangeError, the one thing estimate throws): sampling was cut off.
     try {
       return { rate: gms.estimateAnywhere(t.n, t.c), method: 'gms-truncated' };
     } catch (err) {

@@ -1,7 +1,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CheckReportSchema, type CheckReport } from '../check/schema.js';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing } from '../util/errors.js';
 import { statsJson } from '../util/json.js';
 import { charts } from './charts.js';
 import { loadDetails } from './details.js';
@@ -64,7 +64,7 @@ export async function buildReport(o: BuildReportOptions): Promise<{ index: strin
   if (o.check) check = await readContract(o.check, CheckReportSchema, 'a check output (check.json)');
   let selection: SelectManifest | null = null;
   if (o.select) {
-    const file = (await stat(o.select).catch(() => null))?.isDirectory()
+    const file = (await ifMissing(stat(o.select), null))?.isDirectory() // absent: readContract says so
       ? path.join(o.select, 'manifest.json')
       : o.select;
     selection = await readContract(file, SelectManifestSchema, 'a selection manifest (select --out DIR/manifest.json)');

@@ -7,6 +7,7 @@ import { configLabel } from '../records/record.js';
 import type { TrialDetail } from './page-data.js';
 import { summarizeTrajectory } from './trajectory.js';
 import { openJobRecords, recordSource } from '../records/source.js';
+import { ifMissing } from '../util/errors.js';
 
 interface ResultFields {
   trialId?: string;
@@ -83,7 +84,7 @@ export async function loadDetails(sources: string[]): Promise<TrialDetail[]> {
       // Which trial folders exist, one listing per parent folder (a moved or pruned job has none).
       const present = new Set<string>();
       for (const parent of new Set(rows.flatMap((r) => (r.trial_dir ? [path.dirname(r.trial_dir)] : [])))) {
-        for (const name of await readdir(parent).catch(() => [] as string[])) present.add(path.join(parent, name));
+        for (const name of await ifMissing(readdir(parent), [] as string[])) present.add(path.join(parent, name));
       }
       const details = await inBatches(rows, async (r) => ({
         trialId: r.trial_id,

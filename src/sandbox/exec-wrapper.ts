@@ -185,6 +185,7 @@ export async function execByRun(
     );
     own.abort();
     // The wrapper died with its group; its run ends with it (bounded, so a stuck backend cannot hold the caller).
+    // Its rejection is our own abort (own.abort() above): the outcome is already decided.
     await Promise.race([running.catch(() => undefined), sleep(KILL_SEC * 1000)]);
     if (outcome === 'aborted') throw new CancelledError('command');
     return timedOutResult(killed, started);

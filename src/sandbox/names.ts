@@ -11,6 +11,7 @@ function decodes(bytes: Buffer): boolean {
     strict.decode(bytes);
     return true;
   } catch {
+    // The one failure decode() has: not valid UTF-8.
     return false;
   }
 }

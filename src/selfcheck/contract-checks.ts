@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect, type SelfCheck } from './context.js';
+import { ifMissing } from '../util/errors.js';
 
 /** The Sandbox contract (sandbox.ts), as checks any backend can be run through. */
 export const CONTRACT_CHECKS: SelfCheck[] = [
@@ -41,7 +42,7 @@ export const CONTRACT_CHECKS: SelfCheck[] = [
       const out = await ctx.tempDir();
       await s.copyOut('/data/out', out);
       expect(
-        (await readFile(path.join(out, 'x.txt'), 'utf8').catch(() => null)) === 'x',
+        (await ifMissing(readFile(path.join(out, 'x.txt'), 'utf8'), null)) === 'x',
         'a put file was not copied out',
       );
     },

@@ -84,13 +84,13 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
       await s.close();
       const ran = await s.putFiles([{ path: '/app/after-close', content: 'x' }]).then(
         () => s.readFile('/app/after-close', 10).then((b) => b !== null),
-        () => false,
+        () => false, // refused: what a closed sandbox must do
       );
       expect(!ran, 'a closed sandbox still takes and keeps files');
       expect(
         await s.exec('true').then(
           () => false,
-          () => true,
+          () => true, // refused: what a closed sandbox must do
         ),
         'a closed sandbox still runs commands',
       );

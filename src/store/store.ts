@@ -44,6 +44,7 @@ function diskNearlyFull(file: string): boolean {
     const st = statfsSync(path.dirname(file));
     return st.bavail * st.bsize < 1024 * 1024;
   } catch {
+    // Cannot tell (the folder gone meanwhile): the I/O error is reported as it came.
     return false;
   }
 }
@@ -53,6 +54,7 @@ function dirWritable(file: string): boolean {
     accessSync(path.dirname(file), constants.W_OK);
     return true;
   } catch {
+    // access() fails exactly when the folder cannot be written (EACCES, EROFS) or is gone: the answer.
     return false;
   }
 }

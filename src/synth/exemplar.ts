@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { loadTask } from '../task/load.js';
-import { TermgradeError, errorMessage } from '../util/errors.js';
+import { TermgradeError, errorMessage, ifMissing } from '../util/errors.js';
 import { walk } from '../util/walk.js';
 import type { Seed } from './schema.js';
 
@@ -28,7 +28,7 @@ async function listing(dir: string): Promise<Array<{ path: string; size: number 
   return Promise.all(files.map(async (f) => ({ path: f.rel, size: (await stat(f.abs)).size })));
 }
 
-const readIf = (file: string): Promise<string | null> => readFile(file, 'utf8').then(clip, () => null);
+const readIf = (file: string): Promise<string | null> => ifMissing(readFile(file, 'utf8').then(clip), null);
 
 /** The seed id an exemplar folder gets: its folder name, reduced to the id alphabet. */
 export function exemplarSeedId(dir: string): string {

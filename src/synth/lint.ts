@@ -113,6 +113,7 @@ function jsonWords(text: string): string[] | null {
     const parsed: unknown = JSON.parse(text);
     return Array.isArray(parsed) && parsed.every((w) => typeof w === 'string') ? parsed : null;
   } catch {
+    // Not JSON: the shell form, which the caller reads as words.
     return null;
   }
 }

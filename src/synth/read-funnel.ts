@@ -3,7 +3,7 @@ import path from 'node:path';
 import { funnel } from './funnel.js';
 import type { SynthReport } from './schema.js';
 import { SynthStore } from './store.js';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing } from '../util/errors.js';
 
 /**
  * The funnel of a synth job for `report --synth`: given the synth output folder (`synth --out`,
@@ -11,9 +11,9 @@ import { TermgradeError } from '../util/errors.js';
  * an empty funnel would read as a job that made nothing.
  */
 export async function readSynthFunnel(target: string): Promise<SynthReport> {
-  const isDir = (await stat(target).catch(() => null))?.isDirectory() ?? false;
+  const isDir = (await ifMissing(stat(target), null))?.isDirectory() ?? false;
   const file = isDir ? path.join(target, '.synth', 'synth.db') : target;
-  if (!(await stat(file).catch(() => null))?.isFile()) {
+  if (!(await ifMissing(stat(file), null))?.isFile()) {
     throw new TermgradeError(
       'bad_input',
       `--synth ${target}: no synth job there (looked for ${file}; give a synth --out folder)`,

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, readFailure } from '../util/errors.js';
 
 /**
  * A file of task names (a split, a held-out list): one per line with # comments, or a JSON array.
@@ -9,8 +9,8 @@ export async function readTaskList(file: string, what = 'task list'): Promise<Se
   let text: string;
   try {
     text = await readFile(file, 'utf8');
-  } catch {
-    throw new TermgradeError('bad_input', `${file}: cannot read the ${what}`);
+  } catch (err) {
+    throw new TermgradeError('bad_input', `${file}: cannot read the ${what} (${readFailure(err)})`);
   }
   if (text.trim().startsWith('[')) {
     try {

@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { TaskError } from '../util/errors.js';
+import { TaskError, errnoOf, isMissing, readFailure } from '../util/errors.js';
 import { exists } from '../util/files.js';
 import { hashTree, isInside, symlinkTarget, walk } from '../util/walk.js';
 import { resourceLimits, TaskConfigSchema, type TaskConfig } from './schema.js';
@@ -14,8 +14,12 @@ async function readConfig(taskPath: string): Promise<{ config: TaskConfig; warni
   let text: string;
   try {
     text = await readFile(file, 'utf8');
-  } catch {
-    throw new TaskError(taskPath, 'task.toml', 'missing (every task folder needs a task.toml)');
+  } catch (err) {
+    throw new TaskError(
+      taskPath,
+      'task.toml',
+      isMissing(err) ? 'missing (every task folder needs a task.toml)' : `cannot be read (${readFailure(err)})`,
+    );
   }
   let raw: unknown;
   try {
@@ -77,8 +81,10 @@ export async function loadTask(dir: string): Promise<Task> {
   try {
     realRoot = await symlinkTarget(taskPath).then((r) => r ?? Promise.reject(new Error('missing')));
     if (!(await stat(realRoot)).isDirectory()) throw new Error('not a folder');
-  } catch {
-    throw new TaskError(taskPath, '.', 'not a readable folder');
+  } catch (err) {
+    // Absent, dangling, not a folder, or unreadable: the reason, unless it is one of the first three.
+    const why = isMissing(err) || !errnoOf(err) ? '' : ` (${readFailure(err)})`;
+    throw new TaskError(taskPath, '.', `not a readable folder${why}`);
   }
   const { config, warnings } = await readConfig(taskPath);
   await checkContainment(taskPath, realRoot);
@@ -89,7 +95,8 @@ export async function loadTask(dir: string): Promise<Task> {
   let instruction = '';
   try {
     instruction = await readFile(instructionFile, 'utf8');
-  } catch {
+  } catch (err) {
+    if (!isMissing(err)) throw new TaskError(taskPath, 'instruction.md', `cannot be read (${readFailure(err)})`);
     if (!multiStep) throw new TaskError(taskPath, 'instruction.md', 'missing (the agent would be told nothing)');
   }
   if (instruction.trim() === '' && !multiStep) throw new TaskError(taskPath, 'instruction.md', 'empty');

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { TaskError } from '../util/errors.js';
+import { TaskError, isMissing, readFailure } from '../util/errors.js';
 import { exists } from '../util/files.js';
 import type { TaskConfig } from './schema.js';
 import type { TaskDataset, TaskStep } from './task.js';
@@ -30,11 +30,11 @@ export async function loadSteps(
     let instruction: string;
     try {
       instruction = await readFile(path.join(dir, 'instruction.md'), 'utf8');
-    } catch {
+    } catch (err) {
       throw new TaskError(
         taskPath,
         `steps/${step.name}/instruction.md`,
-        'missing (every step tells the agent what to do)',
+        isMissing(err) ? 'missing (every step tells the agent what to do)' : `cannot be read (${readFailure(err)})`,
       );
     }
     if (instruction.trim() === '') throw new TaskError(taskPath, `steps/${step.name}/instruction.md`, 'empty');

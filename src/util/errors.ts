@@ -145,3 +145,42 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/** The errno code of a Node system error (ENOENT, EACCES, ...); undefined for any other value. */
+export function errnoOf(err: unknown): string | undefined {
+  const code = err instanceof Error ? (err as NodeJS.ErrnoException).code : undefined;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * A path that is not there: ENOENT, ENOTDIR (a part of it is a file), or ESRCH (a /proc entry of a
+ * process that exited while it was read). The one test of "an optional file is absent".
+ */
+export function isMissing(err: unknown): boolean {
+  const code = errnoOf(err);
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ESRCH';
+}
+
+/** `work`'s value, or `fallback` when the path it reads is not there (isMissing); any other failure is thrown. */
+export async function ifMissing<T, F>(work: Promise<T>, fallback: F): Promise<T | F> {
+  try {
+    return await work;
+  } catch (err) {
+    if (isMissing(err)) return fallback;
+    throw err;
+  }
+}
+
+/** The HTTP status of an engine's error (dockerode sets statusCode); undefined for any other failure. */
+export function engineStatus(err: unknown): number | undefined {
+  const status = err !== null && typeof err === 'object' ? (err as { statusCode?: unknown }).statusCode : undefined;
+  return typeof status === 'number' ? status : undefined;
+}
+
+/** An engine object already gone: "No such container" (or exec, image, network), HTTP 404. */
+export const isGoneFromEngine = (err: unknown): boolean => engineStatus(err) === 404;
+
+/** Why a file could not be read, short, for a message: its errno code (ENOENT, EACCES), else the error's message. */
+export function readFailure(err: unknown): string {
+  return errnoOf(err) ?? errorMessage(err);
+}

@@ -1,19 +1,16 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { ifMissing } from './errors.js';
 
 /** Whether anything exists at `p`. */
 export async function exists(p: string): Promise<boolean> {
-  return (await stat(p).catch(() => null)) !== null;
+  return (await ifMissing(stat(p), null)) !== null;
 }
 
-/** A file's text, or null when it is not there (or not readable): for optional files. */
+/** A file's text, or null when it is not there: for optional files (one that cannot be read fails). */
 export async function readTextIfThere(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch {
-    return null;
-  }
+  return ifMissing(readFile(file, 'utf8'), null);
 }
 
 /** Every file called `name` below `dir`, at any depth (trial folders' result.json, say). */
@@ -31,6 +28,7 @@ export async function readJsonIfThere(file: string): Promise<unknown> {
   try {
     return text === null ? null : JSON.parse(text);
   } catch {
+    // Not JSON (a file cut short by a crash): the same as absent, as the doc says.
     return null;
   }
 }

@@ -17,6 +17,7 @@ function hostOf(value: string, scheme = 'http://'): { name: string; port: string
     const port = u.port || (u.protocol === 'https:' ? '443' : '80');
     return { name: bare(u.hostname), port };
   } catch {
+    // Not a URL's host: the one failure new URL() has.
     return null;
   }
 }

@@ -1,15 +1,16 @@
 import { link, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CancelledError } from './errors.js';
+import { CancelledError, ifMissing, isMissing } from './errors.js';
 import { processAlive } from './process-alive.js';
 
 /** A lock file without a readable owner (left by an older termgrade) is stale once it is old. */
 async function olderThan(file: string, ms: number): Promise<boolean> {
   try {
     return Date.now() - (await stat(file)).mtimeMs > ms;
-  } catch {
-    return true;
+  } catch (err) {
+    if (isMissing(err)) return true; // released meanwhile: try to take it
+    throw err;
   }
 }
 
@@ -32,7 +33,7 @@ export async function withFileLock<T>(name: string, work: () => Promise<T>, sign
         break;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        const text = (await readFile(file, 'utf8').catch(() => '')).trim();
+        const text = (await ifMissing(readFile(file, 'utf8'), '')).trim(); // released meanwhile
         const owner = Number(text);
         const stale = Number.isInteger(owner) && owner > 0 ? !processAlive(owner) : await olderThan(file, 10_000);
         if (stale) {
@@ -72,7 +73,7 @@ export async function takeLockNow(file: string): Promise<HeldLock | { ownerPid: 
         return { release: () => rm(file, { force: true }) };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+        const owner = Number((await ifMissing(readFile(file, 'utf8'), '')).trim()); // released meanwhile
         const stale = Number.isInteger(owner) && owner > 0 ? !processAlive(owner) : await olderThan(file, 10_000);
         if (!stale) return { ownerPid: owner };
         await rm(file, { force: true });

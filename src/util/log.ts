@@ -87,3 +87,22 @@ export const log: Logger = createLogger({
 function parseLevel(text: string | undefined): LogLevel {
   return text === 'debug' || text === 'info' || text === 'warn' || text === 'error' ? text : 'info';
 }
+
+/**
+ * A `.catch` handler for best-effort work whose failure changes no outcome (a cleanup, a hint, a
+ * faster path with a slower one behind it): says what could not be done and why through the process's
+ * logger (debug unless told), then gives `fallback`; a failure `expected` names (a container already
+ * gone, a file absent) gives `fallback` unlogged. The cause is never dropped silently.
+ */
+export function logged<F = undefined>(
+  what: string,
+  fallback?: F,
+  options: { level?: LogLevel; fields?: LogFields; expected?: (err: unknown) => boolean } = {},
+): (err: unknown) => F {
+  return (err) => {
+    // A named, expected case (a container already gone, a file absent) is the fallback without a word.
+    if (!options.expected?.(err))
+      log[options.level ?? 'debug'](`could not ${what}`, { ...options.fields, cause: causeOf(err) });
+    return fallback as F;
+  };
+}

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { TermgradeError } from './errors.js';
+import { TermgradeError, errnoOf, errorMessage } from './errors.js';
 
 /** A module named by a path (./x.js, /abs/x.js, x.mjs) rather than a package name. */
 export function isModuleFile(spec: string): boolean {
@@ -13,8 +13,9 @@ function resolveModule(spec: string, from: string, what: string): string {
   if (isModuleFile(spec)) return pathToFileURL(path.resolve(from, spec)).href;
   try {
     return pathToFileURL(createRequire(path.join(from, 'package.json')).resolve(spec)).href;
-  } catch {
-    throw new TermgradeError('usage', `${what} module "${spec}": no such file or package (looked from ${from})`);
+  } catch (err) {
+    const why = errnoOf(err) === 'MODULE_NOT_FOUND' ? 'no such file or package' : errorMessage(err);
+    throw new TermgradeError('usage', `${what} module "${spec}": ${why} (looked from ${from})`);
   }
 }
 

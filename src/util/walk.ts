@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { lstat, readdir, readFile, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { errnoOf, isMissing } from './errors.js';
 
 export interface WalkedFile {
   /** Path relative to the walked root, with forward slashes. */
@@ -37,12 +38,13 @@ export function isInside(parent: string, child: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
-/** Resolves a symlink's final target; null when it dangles. */
+/** Resolves a symlink's final target; null when it dangles (or loops); any other failure is thrown. */
 export async function symlinkTarget(abs: string): Promise<string | null> {
   try {
     return await realpath(abs);
-  } catch {
-    return null;
+  } catch (err) {
+    if (isMissing(err) || errnoOf(err) === 'ELOOP') return null;
+    throw err;
   }
 }
 

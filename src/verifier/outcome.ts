@@ -14,6 +14,7 @@ import type { ProtectionMode } from './protection.js';
 import { parseEachRewardFile, parseRewardFiles } from './reward.js';
 import type { VerifierOutcome } from './schema.js';
 import { collectTests } from './test-report.js';
+import { ifMissing } from '../util/errors.js';
 
 /** Reward files larger than this are not a number the tests wrote: read as malformed. */
 export const MAX_REWARD_FILE_BYTES = 1024 * 1024;
@@ -70,7 +71,7 @@ async function readRewardFiles(logsDir: string): Promise<{ json: string | null; 
 
 /** The per-test reports the verifier left: CTRF, pytest's summary in the output, JUnit files. */
 export async function readTestReports(logsDir: string): Promise<ReturnType<typeof collectTests>> {
-  const names = await readdir(logsDir).catch(() => [] as string[]);
+  const names = await ifMissing(readdir(logsDir), [] as string[]); // the verifier left no logs folder
   const junit: string[] = [];
   for (const f of names.filter((n) => n.endsWith('.xml')).sort()) {
     if (junit.length >= MAX_JUNIT_FILES) break;

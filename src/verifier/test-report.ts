@@ -88,6 +88,7 @@ export function parseCtrf(text: string): TestResult[] | null {
   try {
     doc = JSON.parse(text);
   } catch {
+    // Not JSON, so not CTRF: the next format is tried.
     return null;
   }
   const tests = (doc as { results?: { tests?: unknown } })?.results?.tests;
@@ -202,6 +203,7 @@ export function parseJunit(xml: string): TestResult[] {
   try {
     doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(xml) as XmlNode;
   } catch {
+    // Not XML a parser can read (a report cut short): no tests from this file.
     return [];
   }
   const out: TestResult[] = [];

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, isMissing } from '../util/errors.js';
 import type { TrialOutcome } from './figures.js';
 import { filesNamed } from '../util/files.js';
 import { processAlive } from '../util/process-alive.js';
@@ -11,6 +11,7 @@ import { JobStore, trialStatusOf } from '../store/store.js';
 import { storedTrialRecord, type StoredTrialRecord } from '../records/trial-record.js';
 import { runningSlotOf } from './running.js';
 import { isJobFolder, openJobRecords, recordSource } from '../records/source.js';
+import { causeOf, log } from '../util/log.js';
 
 /**
  * Every trial the viewer shows, from job stores (read live: new records appear within a second),
@@ -234,7 +235,8 @@ export class Catalog {
       (() => {
         try {
           return readFileSync(path.join(j.dir, 'job.lock'), 'utf8').trim();
-        } catch {
+        } catch (err) {
+          if (!isMissing(err)) log.warn("could not read a job's lock", { job: j.dir, cause: causeOf(err) });
           return ''; // no lock: nobody runs the job
         }
       })(),

@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { TermgradeError } from '../util/errors.js';
+import { TermgradeError, ifMissing } from '../util/errors.js';
 import { readJsonIfThere } from '../util/files.js';
 import { HostCheck } from '../util/host-check.js';
 import { listenOn } from '../util/listen.js';
@@ -32,7 +32,7 @@ const MAX_FILE_BYTES = 50 * 1024 * 1024;
 /** Every file below a trial folder, as paths relative to it. */
 async function filesUnder(dir: string, rel = ''): Promise<Array<{ path: string; bytes: number }>> {
   const out: Array<{ path: string; bytes: number }> = [];
-  for (const e of await readdir(path.join(dir, rel), { withFileTypes: true }).catch(() => [])) {
+  for (const e of await ifMissing(readdir(path.join(dir, rel), { withFileTypes: true }), [])) {
     const r = rel ? `${rel}/${e.name}` : e.name;
     if (e.isDirectory()) out.push(...(await filesUnder(dir, r)));
     else if (e.isFile()) out.push({ path: r, bytes: (await stat(path.join(dir, r))).size });
@@ -192,7 +192,7 @@ function trialRoutes(app: App, catalog: Catalog): void {
     // Only files inside the trial's own folder.
     if (!dir || !file || !file.startsWith(`${path.resolve(dir)}${path.sep}`))
       return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
-    const st = await stat(file).catch(() => null);
+    const st = await ifMissing(stat(file), null);
     if (!st?.isFile())
       return reply.code(404).send({ error: { code: 'not_found', message: 'no such file in this trial' } });
     const buf = await readFile(file);

@@ -72,6 +72,7 @@ export function parseTurn(reply: string): ParseResult {
       raw = JSON.parse(repaired);
       warnings.push('missing closing brackets were added');
     } catch {
+      // The repair did not parse either: the first parse's error is the one the model can act on.
       return { ok: false, error: `invalid JSON: ${(err as Error).message}` };
     }
   }

@@ -63,7 +63,7 @@ export class BuildkitLog {
         else if (f.no === 3) this.readLog(f.bytes, out);
       }
     } catch {
-      // A trace we cannot read costs a log line, never the build.
+      // A payload that does not parse (fields() throws on a malformed one) costs a log line, never the build.
     }
     return out;
   }

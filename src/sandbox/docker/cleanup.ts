@@ -1,6 +1,8 @@
 import type Docker from 'dockerode';
 import { thawLeftHold } from './hold.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, ownerIsAlive } from './labels.js';
+import { engineStatus, isGoneFromEngine } from '../../util/errors.js';
+import { causeOf, log, logged } from '../../util/log.js';
 
 /**
  * Removes containers termgrade started whose owning process is gone (a crash, kill -9), or every
@@ -17,18 +19,25 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
     const container = docker.getContainer(info.Id);
     try {
       // A hold its dead owner left would keep the engine from killing the container's processes.
-      const pid = await container.inspect().then(
-        (i) => i.State.Pid,
-        () => 0,
-      );
+      const pid = await container
+        .inspect()
+        .then(
+          (i) => i.State.Pid,
+          logged('inspect a left container before removing it', 0, { expected: isGoneFromEngine }),
+        );
       if (pid) await thawLeftHold(pid, info.Id);
       await container.remove({ force: true, v: true });
       removed += 1;
     } catch (err) {
       // 409: another process (a cleanup running alongside, its owner) is removing it. Wait for that
       // to finish, so that when cleanup returns no dead owner's container is still listed.
-      // Anything else: gone meanwhile.
-      if ((err as { statusCode?: number }).statusCode === 409) await waitRemoved(container);
+      // 404: gone meanwhile. Anything else is said, and the next cleanup tries again.
+      if (engineStatus(err) === 409) await waitRemoved(container);
+      else if (!isGoneFromEngine(err))
+        log.warn('could not remove a container left by a dead run', {
+          container: info.Id.slice(0, 12),
+          cause: causeOf(err),
+        });
     }
   }
   // Snapshots committed for verifiers whose process died before it removed them.
@@ -38,7 +47,13 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
     await docker
       .getImage(image.Id)
       .remove({ force: true })
-      .catch(() => undefined); // in use by a container being removed, or gone meanwhile: the next cleanup
+      .catch(
+        // 409: in use by a container being removed; 404: gone meanwhile. Either way the next cleanup.
+        logged('remove a left snapshot image', undefined, {
+          fields: { image: image.Id },
+          expected: (err) => engineStatus(err) === 409 || isGoneFromEngine(err),
+        }),
+      );
   }
   return removed;
 }
@@ -47,7 +62,9 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
 async function waitRemoved(container: Docker.Container): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    container.wait({ condition: 'removed' }).catch(() => undefined),
+    container
+      .wait({ condition: 'removed' })
+      .catch(logged('wait for a container removal', undefined, { expected: isGoneFromEngine })),
     new Promise<void>((resolve) => {
       timer = setTimeout(resolve, 30_000);
     }),

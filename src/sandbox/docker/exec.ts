@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import { CancelledError } from '../../util/errors.js';
+import { CancelledError, isGoneFromEngine } from '../../util/errors.js';
+import { causeOf, log, logged } from '../../util/log.js';
 import { sleep } from '../../util/time.js';
 import { OutputCapture, type CapturedOutput } from '../capture.js';
 import type { ExecOptions, ExecResult } from '../sandbox.js';
@@ -93,7 +94,7 @@ export async function shellExec(
     const settled = await Promise.race([
       running.then(
         () => true,
-        () => true,
+        () => true, // ended either way: only its end is waited for (its output was collected above)
       ),
       sleep(5000).then(() => false),
     ]);
@@ -128,8 +129,10 @@ async function killGroupAndCollect(
     await Promise.race([run.ended, sleep(10_000)]);
     run.stream.destroy();
     return parseEmitted(run.stdout, run.stderr, limit);
-  } catch {
-    return null; // the container may be gone already; teardown removes whatever is left
+  } catch (err) {
+    // The container may be gone already; teardown removes whatever is left.
+    if (!isGoneFromEngine(err)) log.debug('could not end a timed-out command', { cause: causeOf(err) });
+    return null;
   }
 }
 
@@ -159,7 +162,9 @@ export async function dockerExec(
       await sleep(interval);
       if (stopPolling) break;
       interval = Math.min(interval * 2, 2000);
-      const info = await run.exec.inspect().catch(() => null);
+      const info = await run.exec
+        .inspect()
+        .catch(logged('poll whether a command exited', null, { expected: isGoneFromEngine })); // polled again
       if (info && !info.Running && info.ExitCode !== null) return 'exited';
     }
     return 'ended';

@@ -1,7 +1,7 @@
 import { readFile, readlink } from 'node:fs/promises';
 import type Docker from 'dockerode';
-import { errorMessage } from '../../util/errors.js';
-import { log } from '../../util/log.js';
+import { errorMessage, ifMissing, isMissing } from '../../util/errors.js';
+import { log, logged } from '../../util/log.js';
 import { sleep } from '../../util/time.js';
 import {
   DiskLimitError,
@@ -49,15 +49,18 @@ interface Recorded {
   notCarried: string[];
 }
 
+/** A process that exited meanwhile reads as empty, unlogged; any other failure (no privileges) is logged. */
+const procRead = { expected: isMissing };
+
 /** A process's command line (argv); empty when it cannot be read (gone, a zombie). */
 async function argvOf(pid: number): Promise<string[]> {
-  const raw = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  const raw = await ifMissing(readFile(`/proc/${pid}/cmdline`, 'utf8'), '');
   return raw === '' ? [] : raw.replace(/\0$/, '').split('\0');
 }
 
 /** The parent pid of a host process (0 when gone). */
 async function ppidOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const stat = await ifMissing(readFile(`/proc/${pid}/stat`, 'utf8'), '');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] ?? 0);
 }
 
@@ -72,11 +75,11 @@ async function userOf(pid: number): Promise<string> {
 async function recordService(pid: number, sockets: Socket[]): Promise<RecordedService> {
   const command = await argvOf(pid);
   const [cwd, user, environ, out, exe] = await Promise.all([
-    readlink(`/proc/${pid}/cwd`).catch(() => ''),
-    userOf(pid).catch(() => '0:0'),
-    readFile(`/proc/${pid}/environ`, 'utf8').catch(() => ''),
-    readlink(`/proc/${pid}/fd/1`).catch(() => ''),
-    readlink(`/proc/${pid}/exe`).catch(() => ''),
+    readlink(`/proc/${pid}/cwd`).catch(logged("read a service's folder", '', procRead)),
+    userOf(pid).catch(logged("read a service's user", '0:0', procRead)),
+    readFile(`/proc/${pid}/environ`, 'utf8').catch(logged("read a service's environment", '', procRead)),
+    readlink(`/proc/${pid}/fd/1`).catch(logged("read a service's output", '', procRead)),
+    readlink(`/proc/${pid}/exe`).catch(logged("read a service's program", '', procRead)),
   ]);
   const refusal =
     command.length === 0
@@ -169,7 +172,7 @@ async function frozenCopy(
 ): Promise<Recorded & { frozenMs: number }> {
   const { container, turn } = host;
   const pid = info.State.Pid;
-  const procCgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => null);
+  const procCgroup = await ifMissing(readFile(`/proc/${pid}/cgroup`, 'utf8'), null);
   const files = procCgroup ? filesOf(procCgroup, container.id) : null;
   if (!files) throw new ForkError("the sandbox's processes cannot be read from this machine; it cannot be forked here");
   const freezer = await cgroupFreezer(pid, container.id);
@@ -187,7 +190,9 @@ async function frozenCopy(
     ]);
     return { ...recorded, frozenMs: performance.now() - frozenAt };
   } finally {
-    await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
+    await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(
+      logged('thaw a sandbox after forking it', undefined, { level: 'warn', expected: isMissing }),
+    );
   }
 }
 

@@ -1,5 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { sleep } from '../../util/time.js';
+import { ifMissing, isMissing } from '../../util/errors.js';
+import { causeOf, log, logged } from '../../util/log.js';
 
 /**
  * Freezes a container's processes through its cgroup on this machine, as the engine's pause does
@@ -68,14 +70,16 @@ export function filesOf(procCgroup: string, containerId: string): CgroupFiles | 
  */
 export async function cgroupFreezer(pid: number, containerId: string): Promise<Freezer | null> {
   if (!pid) return null;
-  const procCgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => null);
+  const procCgroup = await ifMissing(readFile(`/proc/${pid}/cgroup`, 'utf8'), null);
   const files = procCgroup ? filesOf(procCgroup, containerId) : null;
   if (!files) return null;
   try {
     // Thawing a running cgroup changes nothing: this proves the file can be written before relying on it.
     await writeFile(files.control, files.thawedValue);
-  } catch {
-    return null; // not writable here: the engine pauses instead
+  } catch (err) {
+    // Not writable here (no privileges, a read-only cgroup file system): the engine pauses instead.
+    log.debug("cannot write a container's freezer (the engine pauses it)", { cause: causeOf(err) });
+    return null;
   }
   const thaw = (): Promise<void> => writeFile(files.control, files.thawedValue);
   return {
@@ -92,7 +96,7 @@ export async function cgroupFreezer(pid: number, containerId: string): Promise<F
         }
       } catch (err) {
         // The cgroup is gone when the container stopped meanwhile: nothing is left to thaw.
-        await thaw().catch(() => undefined);
+        await thaw().catch(logged('thaw a cgroup that did not freeze', undefined, { expected: isMissing }));
         throw new Error(`the container's processes could not freeze: ${(err as Error).message}`, { cause: err });
       }
     },

@@ -1,5 +1,7 @@
 import { mkdir, readdir, readFile, readlink, rmdir, writeFile } from 'node:fs/promises';
 import { cgroupFreezer, filesOf, type CgroupFiles, type Freezer } from './freezer.js';
+import { errnoOf, ifMissing, isMissing } from '../../util/errors.js';
+import { causeOf, log, logged } from '../../util/log.js';
 
 /**
  * While the tests run, every process the agent left that is not a service is held frozen: it
@@ -40,6 +42,9 @@ export interface Socket {
   listening: boolean;
 }
 
+/** A process or cgroup that ended meanwhile (ENOENT, ESRCH): the expected case of every /proc and cgroup call here. */
+const gone = { expected: isMissing };
+
 /** The sockets of a network namespace, from /proc/PID/net of a process in it. */
 export async function socketsOf(pid: number): Promise<Socket[]> {
   const out: Socket[] = [];
@@ -49,7 +54,7 @@ export async function socketsOf(pid: number): Promise<Socket[]> {
     ['udp', '07'],
     ['udp6', '07'],
   ] as const) {
-    const text = await readFile(`/proc/${pid}/net/${table}`, 'utf8').catch(() => '');
+    const text = await ifMissing(readFile(`/proc/${pid}/net/${table}`, 'utf8'), ''); // no IPv6, or the process gone
     for (const line of text.split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
       if (f.length < 10) continue;
@@ -57,7 +62,7 @@ export async function socketsOf(pid: number): Promise<Socket[]> {
       out.push({ inode: f[9]!, port, path: '', listening: f[3] === listenState && port !== 0 });
     }
   }
-  const unix = await readFile(`/proc/${pid}/net/unix`, 'utf8').catch(() => '');
+  const unix = await ifMissing(readFile(`/proc/${pid}/net/unix`, 'utf8'), '');
   for (const line of unix.split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     // Flags 00010000: __SO_ACCEPTCON, a socket that listen() was called on.
@@ -70,9 +75,9 @@ export async function socketsOf(pid: number): Promise<Socket[]> {
 /** The socket inodes a process holds open. */
 export async function socketInodes(pid: number): Promise<Set<string>> {
   const inodes = new Set<string>();
-  const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+  const fds = await readdir(`/proc/${pid}/fd`).catch(logged("list a process's open files", [] as string[], gone));
   for (const fd of fds) {
-    const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(logged("read a process's open file", '', gone));
     const m = /^socket:\[(\d+)\]$/.exec(link);
     if (m) inodes.add(m[1]!);
   }
@@ -80,14 +85,15 @@ export async function socketInodes(pid: number): Promise<Set<string>> {
 }
 
 export const pidsIn = async (dir: string): Promise<number[]> =>
-  (await readFile(`${dir}/cgroup.procs`, 'utf8').catch(() => ''))
+  (await ifMissing(readFile(`${dir}/cgroup.procs`, 'utf8'), '')) // the cgroup gone with its container
     .split('\n')
     .filter((l) => /^\d+$/.test(l))
     .map(Number);
 
 /** Moves every process of one cgroup into another, one write per process (the kernel takes one pid per write). */
 async function moveAll(from: string, to: string): Promise<void> {
-  for (const pid of await pidsIn(from)) await writeFile(`${to}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
+  for (const pid of await pidsIn(from))
+    await writeFile(`${to}/cgroup.procs`, String(pid)).catch(logged('move a process between cgroups', undefined, gone));
 }
 
 /** Where a container's hold lives: its cgroup's files, the child cgroup made frozen, and the container's freezer. */
@@ -106,7 +112,7 @@ export interface HoldPlace {
  * processes; null when the container's cgroup cannot be written from here (a remote engine).
  */
 export async function holdPlace(initPid: number, containerId: string): Promise<HoldPlace | null> {
-  const procCgroup = await readFile(`/proc/${initPid}/cgroup`, 'utf8').catch(() => null);
+  const procCgroup = await ifMissing(readFile(`/proc/${initPid}/cgroup`, 'utf8'), null);
   const files = procCgroup ? filesOf(procCgroup, containerId) : null;
   const freezer = files ? await cgroupFreezer(initPid, containerId) : null;
   if (!files || !freezer) return null;
@@ -114,8 +120,10 @@ export async function holdPlace(initPid: number, containerId: string): Promise<H
   try {
     await mkdir(child, { recursive: true });
     await writeFile(`${child}/${files.controlName}`, files.frozenValue);
-  } catch {
-    return null; // no child cgroup can be made here: held by nothing, as on a remote engine
+  } catch (err) {
+    // No child cgroup can be made here: held by nothing, as on a remote engine.
+    log.debug('cannot make a cgroup to hold processes in', { cause: causeOf(err) });
+    return null;
   }
   return { initPid, containerId, files, child, freezer, drop: releaser(containerId, files, child) };
 }
@@ -138,7 +146,10 @@ export async function holdFrozen(place: HoldPlace, reserved: number[]): Promise<
     const held: number[] = [];
     const services: number[] = [];
     others.forEach((pid, i) => ([...inodes[i]!].some((n) => listening.has(n)) ? services : held).push(pid));
-    for (const pid of held) await writeFile(`${child}/cgroup.procs`, String(pid)).catch(() => undefined); // gone meanwhile
+    for (const pid of held)
+      await writeFile(`${child}/cgroup.procs`, String(pid)).catch(
+        logged('hold a process', undefined, { ...gone, level: 'warn' }),
+      );
     const wanted = new Set(reserved);
     // A socket no process holds (inode 0: TIME_WAIT, say) takes no port from the tests.
     const squatted = [...new Set(sockets.filter((s) => s.inode !== '0' && wanted.has(s.port)).map((s) => s.port))];
@@ -174,7 +185,9 @@ export async function holdNonServices(initPid: number, containerId: string, rese
   try {
     return await holdFrozen(place, reserved);
   } finally {
-    await place.freezer.thaw().catch(() => undefined);
+    await place.freezer
+      .thaw()
+      .catch(logged('thaw a container after sorting its processes', undefined, { ...gone, level: 'warn' }));
   }
 }
 
@@ -186,11 +199,15 @@ function releaser(
   let done: Promise<void> | null = null;
   return () =>
     (done ??= (async () => {
-      await writeFile(`${child}/${files.controlName}`, files.thawedValue).catch(() => undefined); // the container is gone
+      await writeFile(`${child}/${files.controlName}`, files.thawedValue).catch(
+        logged('thaw held processes', undefined, { ...gone, level: 'warn' }),
+      );
       await moveAll(child, files.dir);
       // A process forked between the listing and the move keeps the folder busy: the container's
       // removal takes the folder with it (thawed, its processes can be killed).
-      await rmdir(child).catch(() => undefined);
+      await rmdir(child).catch(
+        logged('remove a hold cgroup', undefined, { expected: (err) => isMissing(err) || errnoOf(err) === 'EBUSY' }),
+      );
       active.delete(containerId);
     })());
 }
@@ -200,7 +217,7 @@ function releaser(
  * engine can stop and remove it (`cleanup`). Never throws.
  */
 export async function thawLeftHold(initPid: number, containerId: string): Promise<void> {
-  const procCgroup = await readFile(`/proc/${initPid}/cgroup`, 'utf8').catch(() => null);
+  const procCgroup = await readFile(`/proc/${initPid}/cgroup`, 'utf8').catch(logged('read a cgroup', null, gone));
   const files = procCgroup ? filesOf(procCgroup, containerId) : null;
   if (files) await releaser(containerId, files, `${files.dir}/${HELD}`)();
 }

@@ -12,6 +12,8 @@ import { LABEL_MANAGED, LABEL_TASK } from './labels.js';
 import { BuildkitLog } from './buildkit-log.js';
 import { packContext, packDir, packEntries } from '../tar.js';
 import { buildRequestOf, networkHint, type BuildNetwork } from './build-network.js';
+import { isGoneFromEngine } from '../../util/errors.js';
+import { causeOf, log } from '../../util/log.js';
 
 export const IMAGE_REPO = 'termgrade-env';
 export const AGENT_IMAGE_REPO = 'termgrade-agent';
@@ -20,8 +22,9 @@ export const AGENT_IMAGE_REPO = 'termgrade-agent';
 export async function imageIdOf(docker: Docker, ref: string): Promise<string | null> {
   try {
     return (await docker.getImage(ref).inspect()).Id;
-  } catch {
-    return null;
+  } catch (err) {
+    if (isGoneFromEngine(err)) return null;
+    throw err;
   }
 }
 
@@ -179,9 +182,17 @@ function builderOf(docker: Docker, forced: DockerBuilder | undefined): Promise<D
   let b = builders.get(docker);
   if (!b) {
     b = (async () => {
-      const v = (await docker.version().catch(() => null)) as { ApiVersion?: string; Os?: string } | null;
-      const [major, minor] = (v?.ApiVersion ?? '0.0').split('.').map(Number) as [number, number];
-      return v?.Os === 'linux' && (major > 1 || (major === 1 && minor >= 39))
+      let v: { ApiVersion?: string; Os?: string };
+      try {
+        v = await docker.version();
+      } catch (err) {
+        // Not kept: an engine that did not answer once must not build with the legacy builder for good.
+        builders.delete(docker);
+        log.warn("could not ask the engine's version; this build uses the legacy builder", { cause: causeOf(err) });
+        return 'legacy' as const;
+      }
+      const [major, minor] = (v.ApiVersion ?? '0.0').split('.').map(Number) as [number, number];
+      return v.Os === 'linux' && (major > 1 || (major === 1 && minor >= 39))
         ? ('buildkit' as const)
         : ('legacy' as const);
     })();

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { processAlive } from '../../util/process-alive.js';
+import { isMissing } from '../../util/errors.js';
+import { causeOf, log } from '../../util/log.js';
 
 /** Every container termgrade starts carries these, so leftovers of a killed run can be found. */
 export const LABEL_MANAGED = 'io.termgrade.managed';
@@ -17,8 +19,9 @@ function startTicks(pid: number): string | null {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Field 22; the command name (field 2) may hold spaces, so count from its closing paren.
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
+  } catch (err) {
+    if (isMissing(err)) return null; // no such process
+    throw err;
   }
 }
 
@@ -28,7 +31,9 @@ function idFrom(file: string): string {
     return readFileSync(file, 'utf8')
       .replace(/[^0-9a-f]/gi, '')
       .slice(0, 12);
-  } catch {
+  } catch (err) {
+    // Absent on some systems (a container, no systemd): the id is then the host name alone.
+    if (!isMissing(err)) log.debug('could not read a machine id', { file, cause: causeOf(err) });
     return '';
   }
 }

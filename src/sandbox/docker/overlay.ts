@@ -4,6 +4,8 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import { nameText } from '../names.js';
 import { MAX_SCANNED_CHANGES, ScanLimitError, type FsChange } from '../sandbox.js';
+import { errnoOf, isMissing } from '../../util/errors.js';
+import { causeOf, log, logged } from '../../util/log.js';
 
 /**
  * A container's filesystem changes read straight from its overlay2 upper layer on this machine.
@@ -24,11 +26,22 @@ export async function overlayLayers(container: Docker.Container): Promise<Overla
   if (info.GraphDriver?.Name !== 'overlay2' || !data?.UpperDir || !data.LowerDir) return null;
   try {
     await access(data.UpperDir);
-  } catch {
+  } catch (err) {
+    // Not on this machine (a remote engine's path) or not ours to read: the engine's paths serve.
+    if (!isMissing(err) && errnoOf(err) !== 'EACCES')
+      log.debug("cannot read a container's upper layer", { cause: causeOf(err) });
     return null;
   }
   return { upper: data.UpperDir, lowers: data.LowerDir.split(':') };
 }
+
+/**
+ * What an open with O_NOFOLLOW finds when the path is not a plain folder or file of the layer (gone,
+ * a file where a folder was, a link): the engine's path answers, unlogged. Anything else is logged.
+ */
+const notHere = {
+  expected: (err: unknown): boolean => isMissing(err) || errnoOf(err) === 'ELOOP',
+};
 
 /** Whether any lower layer has `rel` (a path under the layer's root, as bytes: names need not be UTF-8). */
 async function inLower(lowers: string[], rel: string | Buffer): Promise<boolean> {
@@ -36,8 +49,9 @@ async function inLower(lowers: string[], rel: string | Buffer): Promise<boolean>
     try {
       await lstat(Buffer.concat([Buffer.from(dir), Buffer.from(rel)]));
       return true;
-    } catch {
-      // not in this layer
+    } catch (err) {
+      // Not in this layer; any other failure cannot vouch that it is absent, so the caller asks the engine.
+      if (!isMissing(err)) return true;
     }
   }
   return false;
@@ -81,7 +95,7 @@ function upperHoldsWholeFiles(): Promise<boolean> {
   const off = (name: string): Promise<boolean> =>
     readFile(`/sys/module/overlay/parameters/${name}`, 'utf8').then(
       (v) => v.trim() === 'N',
-      () => false,
+      logged('read an overlay module parameter', false, { expected: isMissing }), // absent: an older kernel
     );
   wholeUpper ??= Promise.all([off('metacopy'), off('redirect_dir')]).then(([a, b]) => a && b);
   return wholeUpper;
@@ -100,7 +114,7 @@ const at = (dir: FileHandle, name: string | Buffer): Buffer =>
 async function openInUpper(upper: string, parts: string[]): Promise<FileHandle | null> {
   let dir = await open(upper, DIR_FLAGS);
   for (const part of parts) {
-    const next = await open(at(dir, part), DIR_FLAGS).catch(() => null);
+    const next = await open(at(dir, part), DIR_FLAGS).catch(logged('open a folder in an upper layer', null, notHere));
     await dir.close();
     if (!next) return null;
     dir = next;
@@ -126,10 +140,12 @@ export async function readFromUpper(
 ): Promise<Buffer | undefined> {
   const parts = pathParts(file);
   if (!parts || !(await upperHoldsWholeFiles())) return undefined;
-  const dir = await openInUpper(layers.upper, parts.slice(0, -1)).catch(() => null);
+  const dir = await openInUpper(layers.upper, parts.slice(0, -1)).catch(logged('open an upper layer', null, notHere));
   if (!dir) return undefined;
   try {
-    const handle = await open(at(dir, parts[parts.length - 1]!), FILE_FLAGS).catch(() => null);
+    const handle = await open(at(dir, parts[parts.length - 1]!), FILE_FLAGS).catch(
+      logged('open a file in an upper layer', null, notHere),
+    );
     if (!handle) return undefined;
     try {
       const st = await handle.stat();
@@ -164,7 +180,7 @@ export async function copyFromUpper(
   const parts = pathParts(srcDir);
   if (!parts || !(await upperHoldsWholeFiles()) || (await inLower(layers.lowers, `/${parts.join('/')}`))) return false;
   // Not a folder in the upper layer: let the engine say what is there.
-  const dir = await openInUpper(layers.upper, parts).catch(() => null);
+  const dir = await openInUpper(layers.upper, parts).catch(logged('open an upper layer', null, notHere));
   if (!dir) return false;
   try {
     let bytes = 0;
@@ -176,7 +192,9 @@ export async function copyFromUpper(
       for (const e of entries) {
         const into = path.join(to, nameText(e.name));
         if (e.isDirectory() && depth < 64) {
-          const sub = await open(at(from, e.name), DIR_FLAGS).catch(() => null);
+          const sub = await open(at(from, e.name), DIR_FLAGS).catch(
+            logged('open a folder in an upper layer', null, notHere),
+          );
           if (!sub) continue; // swapped for something else meanwhile
           try {
             await copy(sub, into, depth + 1);
@@ -184,7 +202,9 @@ export async function copyFromUpper(
             await sub.close();
           }
         } else if (e.isFile()) {
-          const file = await open(at(from, e.name), FILE_FLAGS).catch(() => null);
+          const file = await open(at(from, e.name), FILE_FLAGS).catch(
+            logged('open a file in an upper layer', null, notHere),
+          );
           if (!file) continue;
           try {
             const st = await file.stat();
@@ -200,8 +220,10 @@ export async function copyFromUpper(
     };
     try {
       await copy(dir, hostDir, 0);
-    } catch {
-      return false; // whatever was copied, the engine's copy writes over it
+    } catch (err) {
+      // Whatever was copied, the engine's copy writes over it.
+      log.debug('could not copy a folder from an upper layer (the engine copies it)', { cause: causeOf(err) });
+      return false;
     }
     return true;
   } finally {

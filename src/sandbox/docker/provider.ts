@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import type { Task } from '../../task/task.js';
-import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage, isGoneFromEngine } from '../../util/errors.js';
 import type {
   PreparedEnvironment,
   PrepareOptions,
@@ -24,6 +24,7 @@ import {
 } from './sandbox.js';
 import { EngineTurns } from './turns.js';
 import { trialNetworkRefusal, type NetworkInspection } from './trial-network.js';
+import { logged } from '../../util/log.js';
 
 /**
  * Capabilities no terminal task needs, dropped from Docker's default set: raw sockets (spoofing),
@@ -153,12 +154,9 @@ export class DockerProvider implements SandboxProvider {
 
   /** Serves as many requests at once as the engine has cores (asked once; 2 until it answers). */
   private sizeTurns(): Promise<void> {
-    this.sized ??= this.docker.info().then(
-      (info: { NCPU?: number }) => {
-        if (typeof info.NCPU === 'number' && info.NCPU > 0) this.turns.concurrency = Math.max(2, info.NCPU);
-      },
-      () => undefined,
-    );
+    this.sized ??= this.docker.info().then((info: { NCPU?: number }) => {
+      if (typeof info.NCPU === 'number' && info.NCPU > 0) this.turns.concurrency = Math.max(2, info.NCPU);
+    }, logged("ask the engine's CPU count (the default number of engine turns stays)"));
     return this.sized;
   }
 
@@ -199,7 +197,9 @@ export class DockerProvider implements SandboxProvider {
     let info: NetworkInspection;
     try {
       info = await this.docker.getNetwork(name).inspect();
-    } catch {
+    } catch (err) {
+      // Only a 404 is "no such network": an engine that does not answer is said as itself.
+      if (!isGoneFromEngine(err)) throw err;
       throw new TermgradeError(
         'bad_input',
         `the Docker engine has no network "${name}"; this engine cannot give tasks network access, so they run offline unless you create one`,

@@ -32,8 +32,8 @@ import { randomBytes } from 'node:crypto';
 import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from '../tar.js';
 import type { EngineTurns, Turn } from './turns.js';
-import { CancelledError, TermgradeError } from '../../util/errors.js';
-import { causeOf, log } from '../../util/log.js';
+import { CancelledError, TermgradeError, engineStatus, isMissing } from '../../util/errors.js';
+import { causeOf, log, logged } from '../../util/log.js';
 
 /**
  * How a Docker sandbox reaches its container: `shell` (default) through a helper shell and reads
@@ -132,7 +132,9 @@ export class DockerSandbox implements Sandbox {
       let shell: DockerShell;
       try {
         shell = (await this.shell()) as DockerShell;
-      } catch {
+      } catch (err) {
+        // No helper shell (an image without /bin/sh, a shell that died): the engine runs it.
+        log.debug('no helper shell; the engine runs the command', { cause: causeOf(err) });
         return await dockerExec(this.docker, this.container, this.turn, command, options, this.spoolDir);
       }
       return await shellExec(this.docker, this.container, this.turn, shell, command, options, this.spoolDir);
@@ -155,7 +157,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   async shell(): Promise<Shell> {
-    const current = this.helper ? await this.helper.catch(() => null) : null;
+    const current = this.helper ? await this.helper.catch(() => null) : null; // it failed to open: opened again below
     if (!current || !current.alive) this.helper = DockerShell.open(this.docker, this.container, this.turn);
     return this.helper!;
   }
@@ -175,8 +177,8 @@ export class DockerSandbox implements Sandbox {
           { timeoutSec: 120 },
         );
         if (r.exitCode === 0) return;
-      } catch {
-        // fall through to the archive API
+      } catch (err) {
+        log.debug('could not copy in through the helper shell (the archive API does)', { cause: causeOf(err) });
       }
     }
     await this.turn(() =>
@@ -219,8 +221,8 @@ export class DockerSandbox implements Sandbox {
           await extractInto(Readable.from([Buffer.from(r.output, 'base64')]), hostDir, max);
           return;
         }
-      } catch {
-        // fall through to the archive API
+      } catch (err) {
+        log.debug('could not copy out through the helper shell (the archive API does)', { cause: causeOf(err) });
       }
     }
     // Read straight from the container's layer on this machine when it can be: no engine work (the
@@ -285,7 +287,11 @@ export class DockerSandbox implements Sandbox {
     await releaseHold(this.container.id);
     const state = (await this.container.inspect()).State;
     if (state.Running || state.Paused || state.Restarting) {
-      if (state.Paused) await this.container.unpause().catch(() => undefined);
+      if (state.Paused)
+        await this.container.unpause().catch(
+          // 409: no longer paused; the kill below stops it either way.
+          logged('unpause a container before killing it', undefined, { expected: (err) => engineStatus(err) === 409 }),
+        );
       await this.container.kill({ signal: 'SIGKILL' }).catch((err: { statusCode?: number }) => {
         if (err?.statusCode !== 409) throw err; // 409: it stopped meanwhile
       });
@@ -314,7 +320,17 @@ export class DockerSandbox implements Sandbox {
       return false;
     }
     if (!pid) return false;
-    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => ''); // not in our /proc: another machine's
+    let cgroup: string;
+    try {
+      cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8');
+    } catch (err) {
+      if (!isMissing(err)) {
+        // Unknown, not "elsewhere": asked again next time, like an engine that does not answer.
+        log.warn("could not read a sandbox's cgroup (asked again next time)", { pid, cause: causeOf(err) });
+        return false;
+      }
+      cgroup = ''; // not in our /proc: another machine's
+    }
     this.local = cgroup.includes(this.container.id);
     return this.local;
   }
@@ -387,7 +403,7 @@ export class DockerSandbox implements Sandbox {
     this.helper = null;
     void helper?.then(
       (h) => h.close(),
-      () => undefined,
+      () => undefined, // it never opened: nothing to close
     );
   }
 
@@ -400,7 +416,7 @@ export class DockerSandbox implements Sandbox {
     const exited = (this.container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>).then(
       (r) => ({ code: r.StatusCode ?? null }),
     );
-    exited.catch(() => undefined);
+    exited.catch(() => undefined); // raced below; a loser's rejection (the container removed on stop) is not a failure
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const ended = new Promise<'timeout' | 'abort'>((resolve) => {
@@ -457,7 +473,7 @@ export class DockerSandbox implements Sandbox {
   close(): Promise<void> {
     void this.helper?.then(
       (h) => h.close(),
-      () => undefined,
+      () => undefined, // it never opened: nothing to close
     );
     // No trial waits on a removal: it takes a background place in the engine's line.
     const place = this.turns.place(true);

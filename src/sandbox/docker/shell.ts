@@ -57,7 +57,7 @@ export class DockerShell implements Shell {
 
   run(command: string, options: { timeoutSec?: number } = {}): Promise<{ output: string; exitCode: number }> {
     const next = this.queue.then(() => this.runNow(command, options.timeoutSec ?? 30));
-    this.queue = next.catch(() => undefined);
+    this.queue = next.catch(() => undefined); // the queue only orders runs: the caller gets the failure from `next`
     return next;
   }
 

@@ -1,7 +1,15 @@
 import { readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { errorMessage, GradingStepError, gradingStep } from '../../util/errors.js';
+import {
+  engineStatus,
+  errorMessage,
+  GradingStepError,
+  gradingStep,
+  isGoneFromEngine,
+  isMissing,
+} from '../../util/errors.js';
+import { logged } from '../../util/log.js';
 import {
   DEFAULT_COPY_TIMEOUT_SEC,
   DEFAULT_DISK_LIMIT_MB,
@@ -64,10 +72,12 @@ async function moveEntries(from: string, to: string): Promise<void> {
 
 /** Whether the container still runs (one that cannot be inspected does not). */
 const isRunning = (container: Docker.Container): Promise<boolean> =>
-  container.inspect().then(
-    (i) => Boolean(i.State.Running),
-    () => false,
-  );
+  container
+    .inspect()
+    .then(
+      (i) => Boolean(i.State.Running),
+      logged('inspect a sandbox (taken as stopped)', false, { expected: isGoneFromEngine }),
+    );
 
 /** The upper layer of a verifier container just created beside the agent's (readable here, as the agent's is). */
 async function upperOf(created: CreatedContainer): Promise<string> {
@@ -135,7 +145,7 @@ export async function snapshotByCommit(host: CommitHost, options: SnapshotOption
     try {
       return await commit();
     } finally {
-      await turn(() => container.unpause()).catch(() => undefined);
+      await turn(() => container.unpause()).catch(logged('unpause a committed sandbox', undefined, stillStopped));
     }
   };
   let image: string;
@@ -272,9 +282,21 @@ async function copyFrozen(
     if (held.status === 'rejected') throw held.reason; // it let go of what it held
     return held.value;
   } finally {
-    if (paused) await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(() => undefined);
+    if (paused)
+      await (freezer ? freezer.thaw() : turn(() => container.unpause())).catch(
+        logged('thaw a sandbox after copying its layer', undefined, stillStopped),
+      );
   }
 }
+
+/**
+ * Unpausing or thawing a sandbox after a copy: a container no longer paused (409) or gone (404, its
+ * cgroup removed) is expected; anything else leaves the agent's processes stopped, so it is a warning.
+ */
+const stillStopped = {
+  level: 'warn' as const,
+  expected: (err: unknown): boolean => engineStatus(err) === 409 || isGoneFromEngine(err) || isMissing(err),
+};
 
 /** The scan of the copy; a walk that cannot be completed is the content's doing (a path too long to follow, say). */
 async function listChanges(target: OverlayLayers, limit: number): Promise<FsChange[]> {
@@ -330,7 +352,7 @@ export async function snapshotByCopy(host: CopyHost, options: SnapshotOptions = 
   let { verifier, target, hold } = await copiedVerifier(host, { info, running, command, bounds, reserved });
   // Listed now, before anything is added for the verifier: the scan judges the agent's files only.
   const listing = listChanges(target, bounds.maxChanges);
-  listing.catch(() => undefined);
+  listing.catch(() => undefined); // its failure is the verifier's to read through changes(), below
 
   /** The copy moved (renames) into a new verifier container, the old one removed. */
   const replace = async (networkOf: string | null, own: VerifierCommand | undefined): Promise<void> => {
@@ -360,7 +382,7 @@ export async function snapshotByCopy(host: CopyHost, options: SnapshotOptions = 
   ): Promise<{ inLayer: boolean; networkOf: string | null }> => {
     if (started) throw new Error('a snapshot starts one verifier');
     started = true;
-    await listing.catch(() => undefined);
+    await listing.catch(() => undefined); // only waited for here: changes() gives its failure
     // Held by the copy's freeze when it could be; else now, if it can be (an engine's pause copied).
     if (hold) refuseSquatters(hold);
     else if (running) hold = await holdAgent(host, info.State.Pid, reserved);

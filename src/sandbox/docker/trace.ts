@@ -4,6 +4,8 @@ import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sleep } from '../../util/time.js';
+import { ifMissing, isMissing } from '../../util/errors.js';
+import { logged } from '../../util/log.js';
 
 /**
  * Records which files a command in a container executes, opens and looks up, with this machine's
@@ -19,7 +21,7 @@ let straceHere: Promise<boolean> | null = null;
 export function canTrace(): Promise<boolean> {
   straceHere ??= access('/usr/bin/strace').then(
     () => true,
-    () => false,
+    logged('find strace (commands run untraced)', false, { expected: isMissing }),
   );
   return straceHere;
 }
@@ -36,11 +38,11 @@ export interface TracedCommand {
 async function findStopped(marker: string, deadlineMs: number): Promise<number | null> {
   const end = Date.now() + deadlineMs;
   while (Date.now() < end) {
-    for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    for (const name of await readdir('/proc')) {
       if (!/^\d+$/.test(name)) continue;
-      const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+      const cmd = await ifMissing(readFile(`/proc/${name}/cmdline`, 'utf8'), ''); // exited meanwhile
       if (!cmd.includes(marker)) continue;
-      const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+      const stat = await ifMissing(readFile(`/proc/${name}/stat`, 'utf8'), '');
       if (/\) T /.test(stat)) return Number(name);
     }
     await sleep(10);
@@ -49,7 +51,7 @@ async function findStopped(marker: string, deadlineMs: number): Promise<number |
 }
 
 async function tracerOf(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const status = await ifMissing(readFile(`/proc/${pid}/status`, 'utf8'), '');
   return Number(/TracerPid:\s*(\d+)/.exec(status)?.[1] ?? 0);
 }
 
@@ -92,7 +94,7 @@ export function tracedCommand(argv: string[]): TracedCommand {
         await Promise.race([exited, sleep(5000)]);
         if (s.exitCode === null) s.kill('SIGKILL');
       }
-      const log = await readFile(logFile, 'utf8').catch(() => null);
+      const log = await ifMissing(readFile(logFile, 'utf8'), null); // strace never wrote it
       await rm(path.dirname(logFile), { recursive: true, force: true });
       return log;
     },

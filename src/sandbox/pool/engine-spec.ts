@@ -74,6 +74,7 @@ export function engineNameOf(spec: EngineSpec): string {
     const u = new URL(h);
     return `${u.hostname}${u.port ? `:${u.port}` : ''}`.replace(/[^A-Za-z0-9._-]+/g, '-');
   } catch {
+    // Not a URL (a bare host name): the host as written, made file-name safe.
     return h.replace(/[^A-Za-z0-9._-]+/g, '-');
   }
 }
@@ -109,6 +110,7 @@ export function connectEngine(spec: EngineSpec): EngineConnection {
   try {
     url = new URL(h);
   } catch {
+    // Not a URL: said as bad input, naming the forms accepted.
     throw new TermgradeError('bad_input', `engine host "${h}" is not unix:///path, tcp://host:port or ssh://user@host`);
   }
   if (url.protocol === 'tcp:') {

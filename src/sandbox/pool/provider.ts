@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import type { Task } from '../../task/task.js';
-import { CancelledError, TermgradeError, errorMessage } from '../../util/errors.js';
+import { CancelledError, TermgradeError, errorMessage, isGoneFromEngine } from '../../util/errors.js';
 import { withTimeout } from '../../util/time.js';
 import { DOCKER_CAPABILITIES, DockerProvider, type DockerProviderOptions } from '../docker/provider.js';
 import { untilAborted } from '../start.js';
@@ -22,7 +22,7 @@ import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
 import { imageIdOf } from '../docker/image.js';
 import { shipImage } from './ship.js';
-import { causeOf, log } from '../../util/log.js';
+import { causeOf, log, logged } from '../../util/log.js';
 
 /** What the pool says as it works: an engine lost or back, an image copied to an engine. */
 export const PoolEventSchema = z.discriminatedUnion('type', [
@@ -180,7 +180,7 @@ export class EnginePool implements SandboxProvider {
   answers(engine: Engine): Promise<boolean> {
     return withTimeout(engine.docker.ping(), this.pingTimeoutMs, 'engine_unavailable', 'no answer').then(
       () => true,
-      () => false,
+      () => false, // no answer (or a refusal) within the timeout is what this asks
     );
   }
 
@@ -353,7 +353,10 @@ export class EnginePool implements SandboxProvider {
         let source: Engine | null = null;
         for (const e of this.engines) {
           if (e === engine || !e.up) continue;
-          if (e.present.has(id) || (await imageIdOf(e.docker, id)) === id) {
+          const held = await imageIdOf(e.docker, id).catch(
+            logged('ask an engine whether it holds an image', null, { fields: { engine: e.name } }),
+          ); // the next engine may
+          if (e.present.has(id) || held === id) {
             source = e;
             break;
           }
@@ -428,11 +431,16 @@ export class EnginePool implements SandboxProvider {
           .remove({ force: true, v: true })
           .then(
             () => (removed += 1),
-            () => undefined,
+            logged('remove a container the pool left on a readmitted engine', undefined, {
+              fields: { engine: engine.name },
+              expected: isGoneFromEngine,
+            }),
           );
       }
-    } catch {
-      return; // not answering after all: asked again at the next tick
+    } catch (err) {
+      // Not answering after all: asked again at the next tick.
+      log.debug('a lost engine still does not answer', { engine: engine.name, cause: causeOf(err) });
+      return;
     }
     engine.present.clear();
     engine.up = true;

@@ -82,7 +82,7 @@ export class PoolSandbox implements Sandbox {
       // A call to an engine that hangs would wait for its own timeout; once the engine is found
       // lost (by the pool's ping), it gives up at once. The call itself is left to fail on its own.
       const pending = fn();
-      pending.catch(() => undefined);
+      pending.catch(() => undefined); // its failure reaches us through the race below; this keeps a losing call from being unhandled
       return await Promise.race([
         pending,
         lost.settled.then((): never => {

@@ -3,6 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, type ConnectConfig } from 'ssh2';
+import { causeOf, log } from '../../util/log.js';
 
 /**
  * A local socket that reaches a remote Docker engine over one long-lived ssh connection: each
@@ -57,8 +58,10 @@ export class SshTunnel {
         remote.on('error', () => local.destroy());
         local.on('close', () => remote.close());
       });
-    } catch {
-      local.destroy(); // the engine is unreachable: the request fails and the pool drains it
+    } catch (err) {
+      // The engine is unreachable: the request fails and the pool drains it.
+      log.debug('could not reach an engine over ssh', { cause: causeOf(err) });
+      local.destroy();
     }
   }
 
@@ -66,7 +69,7 @@ export class SshTunnel {
     this.server.close();
     void this.client?.then(
       (c) => c.end(),
-      () => undefined,
+      () => undefined, // it never connected: nothing to end
     );
     rmSync(this.dir, { recursive: true, force: true });
   }
