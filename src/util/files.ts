@@ -55,6 +55,7 @@ export async function removeMade(dir: string, made: string): Promise<void> {
     if (
       !(await rmdir(d).then(
         () => true,
+        // A folder that is not empty (it holds what others made) or already gone ends the walk.
         () => false,
       ))
     )
