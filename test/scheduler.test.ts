@@ -347,19 +347,6 @@ describe('a model-first agent starts while its sandbox is starting (fake provide
   });
 });
 
-describe("a trial's grading does not wait on its verifier's removal (fake provider)", () => {
-  it("the removal runs in the teardown, beside the sandbox's own, and is done when the trial returns", async () => {
-    const task = await loadTask(await trivialTask());
-    const provider = new FakeProvider({ discardMs: 1500 });
-    const r = await runTrial({ task, agent: oracleAgent, provider, outDir: await tempDir() });
-    assert.equal(r.reward, 1);
-    assert.ok(r.phases.verification!.durationMs < 1000, `verification ${r.phases.verification!.durationMs} ms`);
-    assert.ok(r.phases.teardown!.durationMs >= 1400, `teardown ${r.phases.teardown!.durationMs} ms: it waited`);
-    assert.equal(provider.discarded, 1, 'let go of before runTrial returned');
-    assert.equal(provider.open, 0);
-  });
-});
-
 describe('containers kept ready for the trials next in line (fake provider)', () => {
   it('starts one ahead for each trial in line, each serves a trial, and no more than one per lane wait', async () => {
     const { spec, jobsDir } = await job('warm', await taskDirs(6), { k: 4, concurrency: 3 });

@@ -41,8 +41,6 @@ export interface FakeBehaviour {
   commandMs?: number;
   /** How long a sandbox takes to start, ms. */
   startMs?: number;
-  /** How long a grading's snapshot takes to let go of (the verifier's removal, say), ms. */
-  discardMs?: number;
 }
 
 const ok = (text = ''): ExecResult => ({
@@ -159,11 +157,7 @@ export class FakeSandbox implements Sandbox {
         await prepareFoldersInside(v, options.tests, options.env);
         return v;
       },
-      discard: async () => {
-        if (this.provider.behaviour.discardMs)
-          await new Promise((r) => setTimeout(r, this.provider.behaviour.discardMs));
-        this.provider.discarded += 1;
-      },
+      discard: async () => undefined,
     };
   }
 
@@ -205,8 +199,6 @@ export class FakeProvider implements SandboxProvider {
   maxOpen = 0;
   /** Snapshots taken for grading (one per graded trial, one per step of a multi-step one). */
   snapshots = 0;
-  /** Snapshots let go of (their discard finished). */
-  discarded = 0;
   /** The network each grading's verifier was on, in order. */
   readonly networksAtGrading: (string | null)[] = [];
   /** Every sandbox started, kept after it closed (a test reads what each one went through). */
