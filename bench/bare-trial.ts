@@ -141,8 +141,7 @@ const CAPPED_TESTS = [
  * its layer is measured and copied into the verifier's layer and its processes that hold no
  * listening socket are moved into a frozen child cgroup (held until the tests end); thawed; the
  * copy listed; /tests and /logs/verifier made in the layer; the verifier started and waited for;
- * the hold released; the logs read from the verifier's layer; the verifier's removal returned,
- * for the caller to await beside the agent container's.
+ * the hold released; the logs read from the verifier's layer; the verifier removed.
  */
 async function protectedGrading(
   docker: Docker,
@@ -150,7 +149,7 @@ async function protectedGrading(
   task: Task,
   image: string,
   step: (s: string) => void,
-): Promise<{ removal: Promise<unknown> }> {
+): Promise<void> {
   const command = { command: CAPPED_TESTS, env: {} };
   const v = await docker.createContainer(verifierSpec(task, image, c.id, {}, command));
   step('create verifier');
@@ -194,8 +193,8 @@ async function protectedGrading(
   step('release hold');
   for (const f of await readdir(path.join(to, 'logs/verifier'))) await readFile(path.join(to, 'logs/verifier', f));
   step('read logs');
-  // Removed beside the agent's container, as the harness's teardown does.
-  return { removal: v.remove({ force: true, v: true }) };
+  await v.remove({ force: true, v: true });
+  step('remove verifier');
 }
 
 /** The same engine work a trial does, with none of the harness around it. */
@@ -223,10 +222,9 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
     }
   }
   step('agent');
-  let verifierRemoval: Promise<unknown> = Promise.resolve();
   if (protect) {
     sh.close();
-    verifierRemoval = (await protectedGrading(docker, c, task, image, step)).removal;
+    await protectedGrading(docker, c, task, image, step);
   } else {
     await sh.run(`base64 -d <<'EOF' | tar -x -C / -f -\n${await tarBase64(task.testsDir, '/tests')}\nEOF`);
     await sh.run('bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1');
@@ -234,6 +232,6 @@ export async function bareTrial(docker: Docker, task: Task, image: string, optio
     step('tests in the agent container');
   }
   sh.close();
-  await Promise.all([c.remove({ force: true, v: true }), verifierRemoval]);
+  await c.remove({ force: true, v: true });
   step('remove');
 }

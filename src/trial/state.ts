@@ -54,8 +54,6 @@ export interface TrialState {
   readonly stepResults: StepResult[];
   readonly stepTests: TestResult[];
   readonly stepVerdicts: VerifierOutcome[];
-  /** The last grading's cleanup (its verifier's removal, the agent's processes released), awaited by the teardown. */
-  readonly cleanups: Promise<void>[];
   readonly networks: ReturnType<typeof phaseNetworks>;
   /** The network the sandbox starts on, and the one it is on now. */
   readonly startNetwork: string | null;
@@ -118,7 +116,6 @@ export async function openTrial(options: TrialOptions): Promise<TrialState> {
     stepResults: [],
     stepTests: [],
     stepVerdicts: [],
-    cleanups: [],
     networks,
     startNetwork,
     onNetwork: startNetwork,

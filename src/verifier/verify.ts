@@ -61,15 +61,6 @@ export interface VerifyOptions {
    * evidence from admission (ProtectionRecord.stepEvidence), and recorded under it.
    */
   step?: string;
-  /**
-   * Given: the verifier's sandbox and the snapshot are let go of (removed, the agent's held
-   * processes released) in the background once the grade is known, and that cleanup is handed
-   * here for the caller to await before the agent's sandbox is gone (a trial awaits it with its
-   * teardown: the two removals overlap instead of the grade waiting on the verifier's). Only for
-   * the last grading of a sandbox: the agent's processes stay held until the cleanup has run.
-   * Absent: awaited before verify returns.
-   */
-  cleanupLater?: (cleanup: Promise<void>) => void;
 }
 
 /** test.sh by bash from the system folders (where the scan watches it), not whatever comes first on the PATH; its output to the logs, capped (see cappedOutput). */
@@ -205,14 +196,8 @@ export async function verify(sandbox: Sandbox, task: Task, options: VerifyOption
     }
     return graded.outcome;
   } finally {
-    // Neither throws (Sandbox.close, SandboxSnapshot.discard); the verifier's container first, then
-    // what it came from (a commit's image is removed only once no container uses it).
-    const cleanup = (async () => {
-      await box?.close();
-      await snap.discard();
-    })();
-    if (options.cleanupLater) options.cleanupLater(cleanup);
-    else await cleanup;
+    await box?.close();
+    await snap.discard();
   }
 }
 

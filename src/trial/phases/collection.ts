@@ -10,16 +10,13 @@ import { timed, type TrialState } from '../state.js';
 import { admissionRefOf } from './verification.js';
 
 /**
- * Teardown, on every path: the sandbox closed (never throws: Sandbox.close) together with the last
- * grading's cleanup (its verifier's removal; never throws either), or both handed over to the job
- * (`removeInBackground`: the trial then has no teardown phase).
+ * Teardown, on every path: the sandbox closed (never throws: Sandbox.close), or its removal handed
+ * over to the job (`removeInBackground`: the trial then has no teardown phase).
  */
 export async function teardownPhase(state: TrialState): Promise<void> {
   const box = state.sandbox;
-  const closing = (): Promise<void> => Promise.all([box?.close(), ...state.cleanups]).then(() => undefined);
-  if (box && state.options.removeInBackground) state.options.removeInBackground(closing());
-  else if (box) await timed(state, 'teardown', closing);
-  else if (state.cleanups.length > 0) await closing();
+  if (box && state.options.removeInBackground) state.options.removeInBackground(box.close());
+  else if (box) await timed(state, 'teardown', () => box.close());
 }
 
 /** Without a reward, the error that explains it leads: infrastructure first, then the verifier's. */

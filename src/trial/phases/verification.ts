@@ -36,8 +36,6 @@ export interface GradingContext {
   step?: string;
   /** What grading takes on at most (files, bytes, copy time); default the task's disk limit and the scan's own limits. */
   bounds?: SnapshotBounds;
-  /** Receives the grading's cleanup instead of awaiting it (see VerifyOptions.cleanupLater). */
-  cleanupLater?: (cleanup: Promise<void>) => void;
 }
 
 /** One grading on the protected path (snapshot, scan, fresh verifier sandbox) in its context; engine failures throw. */
@@ -60,7 +58,6 @@ export function gradeAgentSandbox(
     policy: context.grading,
     step: context.step,
     bounds: context.bounds,
-    cleanupLater: context.cleanupLater,
   };
   return gradeSandbox(box, view, grading, context.provider);
 }
@@ -111,11 +108,6 @@ export function verificationPhase(
         grading: options.grading,
         // A step's grading is held against (and recorded as) that step's evidence.
         step,
-        // The sandbox's last grading (not a step's: the next step's agent runs on it) leaves the
-        // verifier's removal to the teardown, where it overlaps the agent sandbox's own.
-        ...(step === undefined && !state.task.steps?.length
-          ? { cleanupLater: (c: Promise<void>) => state.cleanups.push(c) }
-          : {}),
       });
       if (v.error) fail(state, v.error.class, 'verification', label + v.error.message);
       return v;
