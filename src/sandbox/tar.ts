@@ -91,6 +91,9 @@ export async function extractInto(
   let skipped = 0;
   const root = path.resolve(hostDir);
   extract.on('entry', (header, stream, next) => {
+    // An archive that ends early errors its open entry as well as the extract: the pipeline below
+    // rejects with it, so the entry's own error (raised before a branch below listens) is expected.
+    stream.on('error', () => undefined);
     const parts = header.name.split('/').filter((p) => p && p !== '.');
     const rel = parts.slice(1).join('/');
     const target = path.resolve(root, rel);
@@ -129,6 +132,8 @@ export async function firstFile(tar: Readable, maxBytes: number): Promise<Buffer
   const extract = tarStream.extract();
   let found: Buffer | null = null;
   extract.on('entry', (header, stream, next) => {
+    // As in extractInto: an early end errors the entry too, and the pipeline rejects with it.
+    stream.on('error', () => undefined);
     if (found !== null || header.type !== 'file') {
       stream.resume();
       stream.on('end', () => next());
