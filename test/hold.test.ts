@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import { holdNonServices, thawLeftHold } from '../src/sandbox/docker/hold.js';
 import type { Sandbox } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
-import { docker, trivialTask } from './helpers.js';
+import { docker, trivialTask, until } from './helpers.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -18,10 +18,18 @@ async function withTickerAndService(): Promise<{ s: Sandbox; pid: number; tick: 
   const task = await loadTask(await trivialTask({ 'environment/Dockerfile': IMAGE }));
   const s = await provider.start(task, await provider.prepare(task));
   await s.exec(
-    "nohup sh -c 'while :; do date +%s%N > /tmp/tick; sleep 0.02; done' >/dev/null 2>&1 & nohup python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 & sleep 1.5",
+    "nohup sh -c 'while :; do date +%s%N > /tmp/tick.new; mv /tmp/tick.new /tmp/tick; sleep 0.02; done' >/dev/null 2>&1 & nohup python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 & sleep 1.5",
   );
   const pid = (await (provider.docker as Docker).getContainer(s.id).inspect()).State.Pid;
-  const tick = async (): Promise<string> => (await s.readFile('/tmp/tick', 100))?.toString() ?? '';
+  // Written whole by a rename, so a read never sees the file between its truncation and its write
+  // (the ticker can be frozen there): an empty tick would make "did not change" prove nothing.
+  const raw = async (): Promise<string> => (await s.readFile('/tmp/tick', 100))?.toString() ?? '';
+  await until('the ticker has started', async () => (await raw()) !== '', 30_000);
+  const tick = async (): Promise<string> => {
+    const t = await raw();
+    assert.match(t, /^\d+\n$/, 'the ticker has written a time');
+    return t;
+  };
   return { s, pid, tick };
 }
 
@@ -48,8 +56,8 @@ describe('holding the agent processes that are not services', () => {
       assert.equal(await tick(), a, 'the ticker did not run while held');
       assert.ok(await answers(s), 'the service answers while the rest is held');
       await hold.release();
-      await sleep(300);
-      assert.notEqual(await tick(), a, 'the ticker runs again once released');
+      // On a loaded machine the thawed shell may take a while to be scheduled: wait for it, bounded.
+      await until('the ticker runs again once released', async () => (await tick()) !== a, 15_000);
     } finally {
       await s.close();
     }
@@ -63,8 +71,7 @@ describe('holding the agent processes that are not services', () => {
       await sleep(300);
       assert.equal(await tick(), a, 'held');
       await thawLeftHold(pid, s.id);
-      await sleep(300);
-      assert.notEqual(await tick(), a, 'the ticker runs again');
+      await until('the ticker runs again', async () => (await tick()) !== a, 15_000);
     } finally {
       await s.close();
     }
