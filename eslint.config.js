@@ -240,7 +240,7 @@ const promiseRules = {
  * of the tree when the sets were turned on (src / test / bench).
  */
 const strictChanges = {
-  // `any` fails (no-explicit-any stays an error; in test/ and bench/ too, but for the files listed below).
+  // `any` fails (no-explicit-any stays an error, in test/ and bench/ too).
   // Unused variables fail everywhere; a name starting with _ is unused on purpose (a parameter an
   // interface passes, a rest sibling's omitted key).
   '@typescript-eslint/no-unused-vars': [
@@ -329,7 +329,7 @@ export default tseslint.config(
     // test/ and bench/ drive the real binary and servers and read their JSON replies, asserting on
     // the fields they need: typing every reply would double each assertion. So the no-unsafe-*
     // family (671 hits in test/, 29 in bench/, nearly all on JSON.parse and res.json()) is off here.
-    // no-explicit-any is on (a new `any` fails) but for the files listed in the next block.
+    // no-explicit-any is on: a reply is typed by its src type, a local interface, or read as unknown.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-member-access': 'off',
@@ -347,29 +347,6 @@ export default tseslint.config(
       '@typescript-eslint/no-confusing-void-expression': 'off',
       '@typescript-eslint/no-unnecessary-type-assertion': 'off',
     },
-  },
-  {
-    // Not yet typed: `any` on 43 lines of these files, each a JSON reply a helper returns (`Promise<any>`,
-    // `json: any`) or reads field by field. Typing them means a zod schema or exported type per reply
-    // (as serve-tree.test.ts now uses TreeAnswer); until then only these files may use `any`.
-    files: [
-      'test/admission-paths.test.ts',
-      'test/export.test.ts',
-      'test/figures.test.ts',
-      'test/harbor-roundtrip.test.ts',
-      'test/harbor-view.test.ts',
-      'test/serve-curriculum.test.ts',
-      'test/serve-tokens.test.ts',
-      'test/serve-warm.test.ts',
-      'test/serve.test.ts',
-      'test/support/harbor-roundtrip.ts',
-      'test/support/openenv-client.ts',
-      'test/support/raw-http.ts',
-      'test/support/serve-call.ts',
-      'bench/serve-client.ts',
-      'bench/serve-groups.ts',
-    ],
-    rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
     // commander hands each action its options as `any` (OptionValues); main.ts passes them to the

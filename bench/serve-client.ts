@@ -1,8 +1,9 @@
 /** What the serve benches share: a client of a running server, a quantile and the process's memory. */
 import type { RunningServer } from '../src/serve/server.js';
+import type { ServeReply } from '../test/support/serve-call.js';
 
 /** A JSON client of `server` (its bearer token sent); a status that is not 2xx throws, naming the call. */
-export function client(server: RunningServer): (method: string, url: string, body?: unknown) => Promise<any> {
+export function client(server: RunningServer): (method: string, url: string, body?: unknown) => Promise<ServeReply> {
   const auth = { authorization: `Bearer ${server.token}` };
   return async (method, url, body) => {
     const res = await fetch(`${server.url}${url}`, {
@@ -12,7 +13,7 @@ export function client(server: RunningServer): (method: string, url: string, bod
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
+    return (text ? JSON.parse(text) : null) as ServeReply;
   };
 }
 

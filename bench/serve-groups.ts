@@ -17,6 +17,7 @@ import { LABEL_SERVER, LABEL_WARM } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { writeTask } from './write-task.js';
 import { quantile } from './serve-client.js';
+import type { ServeReply } from '../test/support/serve-call.js';
 
 const size = Number(process.argv[2] ?? 8);
 const batch = Number(process.argv[3] ?? 32);
@@ -54,7 +55,7 @@ try {
   while ((await mine(true, false)).length < warm) await new Promise((r) => setTimeout(r, 250));
   if (warm > 0) console.log(`${warm} warm sandboxes filled in ${secs(Date.now() - f0)}`);
   const auth = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
-  const call = async (method: string, url: string, body?: unknown): Promise<any> => {
+  const call = async (method: string, url: string, body?: unknown): Promise<ServeReply> => {
     const res = await fetch(`${server.url}${url}`, {
       method,
       headers: auth,
@@ -62,7 +63,7 @@ try {
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
+    return (text ? JSON.parse(text) : null) as ServeReply;
   };
   const starts: number[] = [];
   const execs: number[] = [];

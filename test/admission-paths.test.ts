@@ -15,6 +15,7 @@ import {
 } from '../src/verifier/protection-store.js';
 import type { ProtectionRecord } from '../src/verifier/protection.js';
 import { runCli, tempDir, trivialTask, until } from './helpers.js';
+import { type ServeReply } from './support/serve-call.js';
 
 /**
  * The task's checker sources /etc/checker.conf when there is one: admission traces the verifier
@@ -168,14 +169,14 @@ describe('one admission record for every command that grades (real containers)',
     });
     after(() => server?.close());
 
-    const session = async (command: string): Promise<Record<string, any>> => {
+    const session = async (command: string): Promise<ServeReply> => {
       const call = async (url: string, body?: unknown) => {
         const res = await fetch(`${server.url}${url}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${server.token}` },
           body: JSON.stringify(body ?? {}),
         });
-        const json = (await res.json()) as Record<string, any>;
+        const json = (await res.json()) as ServeReply;
         assert.ok(res.ok, JSON.stringify(json));
         return json;
       };
@@ -189,7 +190,7 @@ describe('one admission record for every command that grades (real containers)',
       assert.equal(g.reward, 0, JSON.stringify(g));
       assert.equal(g.error_class, 'tampering');
       assert.equal(g.protection, 'admission');
-      assert.equal(g.admission.file, recordFile);
+      assert.equal(g.admission?.file, recordFile);
       // The record is appended after the answer (the trainer does not wait on it): wait for its line.
       const file = path.join(dataDir, 'grades.jsonl');
       const recorded = async (): Promise<string[]> =>

@@ -7,8 +7,8 @@ import { readParquet } from 'parquet-wasm';
 import { parse as parseToml } from 'smol-toml';
 import { createAgent } from '../src/agent/registry.js';
 import { oracleAgent } from '../src/agent/oracle.js';
-import { exportSelection } from '../src/export/tasks.js';
-import { exportTrials } from '../src/export/trials.js';
+import { exportSelection, type VerlRow } from '../src/export/tasks.js';
+import { exportTrials, type TrialRowOut } from '../src/export/trials.js';
 import { openJob } from '../src/job/job.js';
 import { parseSpec } from '../src/job/load-spec.js';
 import { runJob } from '../src/job/run-job.js';
@@ -20,12 +20,20 @@ import { bash } from './support/scripts.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
 
 /** Read back with a different Parquet implementation (parquet-wasm, via Arrow) than the writer. */
-async function readRows(file: string): Promise<Array<Record<string, any>>> {
+async function readRows<Row>(file: string): Promise<Row[]> {
   const table = tableFromIPC(readParquet(new Uint8Array(await readFile(file))).intoIPCStream());
   return table
     .toArray()
-    .map((r) => JSON.parse(JSON.stringify(r.toJSON(), (_k, v) => (typeof v === 'bigint' ? Number(v) : v))));
+    .map((r) => JSON.parse(JSON.stringify(r.toJSON(), (_k, v) => (typeof v === 'bigint' ? Number(v) : v))) as Row);
 }
+
+/** A chat message of a trial row, as far as these tests read it (the row types it `Record<string, unknown>`). */
+interface RowMessage {
+  role: string;
+  tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+type TrialRowRead = Omit<TrialRowOut, 'messages'> & { messages: RowMessage[] };
 
 describe('termgrade export', () => {
   const model = new ScriptedModelServer({
@@ -43,23 +51,23 @@ describe('termgrade export', () => {
     const out = await tempDir();
     const r = await exportTrials([runs], out);
     assert.equal(r.rows, 2);
-    const rows = await readRows(path.join(out, 'data', 'trials.parquet'));
+    const rows = await readRows<TrialRowRead>(path.join(out, 'data', 'trials.parquet'));
     const tool = rows.find((x) => x.agent === 'bash-tool')!;
     assert.equal(tool.reward, 1);
     assert.equal(tool.status, 'graded');
     assert.deepEqual(tool.tests, [{ name: 't.py::test_hello', status: 'passed', message: null }]);
     assert.deepEqual(
-      tool.messages.map((m: { role: string }) => m.role),
+      tool.messages.map((m) => m.role),
       ['system', 'user', 'assistant', 'tool', 'assistant', 'tool'],
     );
-    const call = tool.messages[2].tool_calls[0];
+    const call = tool.messages[2]!.tool_calls![0]!;
     assert.equal(call.function.name, 'bash');
     assert.equal(typeof call.function.arguments, 'string', 'arguments stay JSON text');
     assert.deepEqual(JSON.parse(call.function.arguments), { command: 'echo hello > /app/out.txt' });
-    assert.equal(tool.messages[3].tool_call_id, call.id);
-    assert.equal(JSON.parse(tool.tools)[0].function.name, 'bash');
-    assert.equal(JSON.parse(tool.trajectory).schema_version.startsWith('ATIF'), true);
-    assert.ok(tool.input_tokens > 0 && tool.output_tokens > 0);
+    assert.equal(tool.messages[3]!.tool_call_id, call.id);
+    assert.equal(JSON.parse(tool.tools!)[0].function.name, 'bash');
+    assert.equal(JSON.parse(tool.trajectory!).schema_version.startsWith('ATIF'), true);
+    assert.ok(tool.input_tokens! > 0 && tool.output_tokens! > 0);
     const oracle = rows.find((x) => x.agent === 'oracle')!;
     assert.deepEqual(oracle.messages, []);
     assert.match(await readFile(path.join(out, 'README.md'), 'utf8'), /2 trials of 2 configuration/);
@@ -96,7 +104,7 @@ describe('termgrade export', () => {
     }
     const out = await tempDir();
     await exportTrials([path.join(jobsDir, 'exp')], out);
-    const rows = await readRows(path.join(out, 'data', 'trials.parquet'));
+    const rows = await readRows<TrialRowRead>(path.join(out, 'data', 'trials.parquet'));
     assert.deepEqual(rows.map((x) => [x.task, x.attempt, x.reward, x.status]).sort(), [
       ['a', 0, 1, 'graded'],
       ['a', 1, 1, 'graded'],
@@ -131,7 +139,7 @@ describe('termgrade export', () => {
     const counts = await exportSelection(selection, [tasksDir], out);
     assert.deepEqual(counts, { train: 2, validation: 1 });
     const toml = parseToml(await readFile(path.join(out, 'train', 't1', 'task.toml'), 'utf8')) as {
-      metadata: Record<string, any>;
+      metadata: { difficulty?: unknown; termgrade?: Record<string, unknown> };
     };
     assert.equal(toml.metadata.difficulty, 'medium', 'existing metadata kept');
     assert.deepEqual(
@@ -139,7 +147,7 @@ describe('termgrade export', () => {
       { rate: 0.5, interval: [0.2, 0.8], trials: 8, successes: 4, config: 'bash-tool/m1', split: 'train' },
     );
     await loadTask(path.join(out, 'validation', 't3'));
-    const rows = await readRows(path.join(out, 'rl', 'train.parquet'));
+    const rows = await readRows<VerlRow>(path.join(out, 'rl', 'train.parquet'));
     assert.equal(rows.length, 2);
     assert.deepEqual(rows[0]!.prompt, [{ role: 'user', content: 'Write hello into /app/out.txt.\n' }]);
     assert.equal(rows[0]!.agent_name, 'termgrade_agent');

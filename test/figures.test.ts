@@ -10,6 +10,10 @@ import { chromium, type Browser } from 'playwright-core';
 import { accountingOf, isPassingReward } from '../src/trial/accounting.js';
 import type { TrialErrorClass, TrialResult } from '../src/trial/schema.js';
 import { JobStore, trialStatusOf } from '../src/store/store.js';
+import type { ReportData } from '../src/report/page-data.js';
+import type { CompareOutput, SelectManifest, StatsOutput } from '../src/report/outputs.js';
+import type { TrialListRow } from '../src/view/catalog.js';
+import type { grid, GridCell, JobConfigFigures } from '../src/view/figures.js';
 import { CLI, runCli, tempDir } from './helpers.js';
 
 /**
@@ -96,7 +100,16 @@ async function harborJob(): Promise<string> {
   return root;
 }
 
-const json = (text: string): any => JSON.parse(text.trim().split('\n').at(-1)!);
+/** The last line of a command's output, parsed (a test says which --json output it is). */
+const json = (text: string): unknown => JSON.parse(text.trim().split('\n').at(-1)!);
+
+/** The viewer's JSON answers the tests read (src/view/server.ts's routes). */
+interface ViewerAnswers {
+  '/api/report': ReportData;
+  '/api/jobs': { jobs: Array<{ job: string; configs: JobConfigFigures[] }> };
+  '/api/grid': ReturnType<typeof grid>;
+  '/api/trials': { total: number; rows: TrialListRow[] };
+}
 
 async function cliOk(args: string[]): Promise<string> {
   const r = await runCli(args);
@@ -125,9 +138,9 @@ let root: string;
 let jobsDir: string;
 let jobDir: string;
 let browser: Browser;
-let stats: any;
-const compares = new Map<string, any>();
-let report: any;
+let stats: StatsOutput;
+const compares = new Map<string, CompareOutput>();
+let report: ReportData;
 let reportDir: string;
 
 before(async () => {
@@ -135,16 +148,16 @@ before(async () => {
   jobsDir = path.join(root, 'jobs');
   await cliOk(['import', root, '--job', 'figs', '--jobs-dir', jobsDir]);
   jobDir = path.join(jobsDir, 'figs');
-  stats = json(await cliOk(['stats', jobDir, '--json']));
+  stats = json(await cliOk(['stats', jobDir, '--json'])) as StatsOutput;
   for (const [a, b] of [
     [CONFIGS.always, CONFIGS.mixed],
     [CONFIGS.always, CONFIGS.never],
     [CONFIGS.mixed, CONFIGS.never],
   ] as const)
-    compares.set(`${a} ${b}`, json(await cliOk(['compare', a, b, jobDir, '--json'])));
+    compares.set(`${a} ${b}`, json(await cliOk(['compare', a, b, jobDir, '--json'])) as CompareOutput);
   reportDir = path.join(root, 'report');
   await cliOk(['report', jobDir, '-o', reportDir]);
-  report = JSON.parse(await readFile(path.join(reportDir, 'report.json'), 'utf8'));
+  report = JSON.parse(await readFile(path.join(reportDir, 'report.json'), 'utf8')) as ReportData;
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
@@ -154,8 +167,8 @@ after(async () => {
   await browser?.close();
 });
 
-const curve = (s: any, config: string): Array<[number, number, string]> =>
-  s.configs.find((c: any) => c.config === config).passAtK.map((p: any) => [p.k, p.value, p.method]);
+const curve = (s: StatsOutput, config: string): Array<[number, number, string]> =>
+  s.configs.find((c) => c.config === config)!.passAtK.map((p) => [p.k, p.value, p.method]);
 const close = (a: number, b: number, tol: number, what: string): void =>
   assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} != ${b}`);
 
@@ -184,10 +197,10 @@ describe('figures worked out by hand, through the binary', () => {
     close(mixed[1]![1], 11 / 18, 1e-12, 'pass@2');
     // The prior's concentration stops at its search bound (10^4): a point at 3/7 to within 1e-3.
     close(mixed[2]![1], 131 / 147, 1e-3, 'pass@4');
-    const never = stats.configs.find((c: any) => c.config === CONFIGS.never);
+    const never = stats.configs.find((c) => c.config === CONFIGS.never)!;
     assert.deepEqual(never.coverage, { attempted: 8, graded: 7, infra: 1, ungraded: 0, fraction: 7 / 8 });
     assert.equal(never.passAtKPrior.a, 0, "never: the prior's mass is at 0");
-    const extended = stats.configs.find((c: any) => c.config === CONFIGS.mixed).passAtK.map((p: any) => p.extended);
+    const extended = stats.configs.find((c) => c.config === CONFIGS.mixed)!.passAtK.map((p) => p.extended);
     assert.deepEqual(extended, [0, 1, 2], 'tasks short of k: t3 at k = 2; t2 and t3 at k = 4');
   });
 
@@ -201,13 +214,13 @@ describe('figures worked out by hand, through the binary', () => {
   });
 
   it("select's rates and intervals are stats --tasks'", async () => {
-    const tasks = json(await cliOk(['stats', jobDir, '--tasks', '--band', '0:1', '--json'])).tasks;
+    const tasks = (json(await cliOk(['stats', jobDir, '--tasks', '--band', '0:1', '--json'])) as StatsOutput).tasks!;
     const sel = json(
       await cliOk(['select', jobDir, '--model', CONFIGS.mixed, '--band', '0:1', '--min-trials', '1', '--json']),
-    );
+    ) as SelectManifest;
     assert.equal(sel.training.length, 3);
     for (const row of sel.training) {
-      const t = tasks.find((x: any) => x.config === CONFIGS.mixed && x.task === row.task);
+      const t = tasks.find((x) => x.config === CONFIGS.mixed && x.task === row.task)!;
       assert.deepEqual(
         [row.trials, row.successes, row.rate, row.interval, row.bandProbability],
         [t.n, t.c, t.rate, t.jeffreys, t.bandProbability],
@@ -216,7 +229,7 @@ describe('figures worked out by hand, through the binary', () => {
   });
 
   it("paired: 3 tasks differing by the same amount give the exact sign-flip p 0.25, not 0; the t-test's p is none", () => {
-    const c = compares.get(`${CONFIGS.always} ${CONFIGS.never}`);
+    const c = compares.get(`${CONFIGS.always} ${CONFIGS.never}`)!;
     assert.equal(c.t, 3);
     assert.equal(c.meanDiff, 1);
     assert.equal(c.p, 0.25);
@@ -227,7 +240,7 @@ describe('figures worked out by hand, through the binary', () => {
     assert.equal(c.tTestP, null);
     assert.match(c.method, /exact sign-flip test over all 8 sign patterns.*cannot reach p < 0.05/);
     // mixed - never: differences 0.5, 0, 1: |sum| 1.5 is reached by 4 of 8 patterns.
-    const m = compares.get(`${CONFIGS.mixed} ${CONFIGS.never}`);
+    const m = compares.get(`${CONFIGS.mixed} ${CONFIGS.never}`)!;
     assert.equal(m.p, 0.5);
     close(m.meanDiff, 0.5, 1e-12, 'mixed - never');
   });
@@ -246,18 +259,18 @@ describe('figures worked out by hand, through the binary', () => {
     }
     const view = await startView([jobDir]);
     try {
-      const get = async (p: string): Promise<any> => {
-        const r = await fetch(`${view.base}${p}`, { headers: { authorization: `Bearer ${view.token}` } });
-        assert.equal(r.status, 200, p);
-        return r.json();
+      const get = async <P extends keyof ViewerAnswers>(p: P, query = ''): Promise<ViewerAnswers[P]> => {
+        const r = await fetch(`${view.base}${p}${query}`, { headers: { authorization: `Bearer ${view.token}` } });
+        assert.equal(r.status, 200, `${p}${query}`);
+        return (await r.json()) as ViewerAnswers[P];
       };
       const api = await get('/api/report');
       assert.deepEqual(api.configs, report.configs, "the viewer's /api/report is report.json's");
       assert.deepEqual(api.paired, report.paired);
       const jobs = await get('/api/jobs');
-      const job = jobs.jobs.find((j: any) => j.job === 'figs');
+      const job = jobs.jobs.find((j) => j.job === 'figs')!;
       for (const c of stats.configs) {
-        const v = job.configs.find((x: any) => x.config === c.config);
+        const v = job.configs.find((x) => x.config === c.config)!;
         assert.deepEqual(v.passAtK, c.passAtK, `${c.config}: /api/jobs pass@k`);
         assert.deepEqual(v.pass1, { mean: c.pass1.mean, ciLo: c.pass1.ciLo, ciHi: c.pass1.ciHi });
       }
@@ -436,12 +449,12 @@ describe('one rule for passing and for outcome classes, in code and in every SQL
   });
 
   it('stats, the viewer (filters, grid, job figures) and export count the edge job as worked out by hand', async () => {
-    const s = json(await cliOk(['stats', edgeDir, '--tasks', '--band', '0:1', '--json']));
-    const cfg = s.configs.find((c: any) => c.config === 'edge/a');
+    const s = json(await cliOk(['stats', edgeDir, '--tasks', '--band', '0:1', '--json'])) as StatsOutput;
+    const cfg = s.configs.find((c) => c.config === 'edge/a')!;
     assert.deepEqual(cfg.coverage, { attempted: 11, graded: 7, infra: 3, ungraded: 1, fraction: 7 / 11 });
     close(cfg.pass1.mean, 0.7, 1e-12, 'pass@1');
     assert.deepEqual(
-      s.tasks.map((t: any) => [t.task, t.n, t.c]),
+      s.tasks!.map((t) => [t.task, t.n, t.c]),
       [
         ['tA', 5, 2],
         ['tB', 2, 2],
@@ -462,27 +475,27 @@ describe('one rule for passing and for outcome classes, in code and in every SQL
       assert.equal(r.status, accountingOf(r.reward, r.error_class), `export status of ${r.reward}`);
     const view = await startView([edgeDir]);
     try {
-      const get = async (p: string): Promise<any> => {
-        const r = await fetch(`${view.base}${p}`, { headers: { authorization: `Bearer ${view.token}` } });
-        assert.equal(r.status, 200, p);
-        return r.json();
+      const get = async <P extends keyof ViewerAnswers>(p: P, query = ''): Promise<ViewerAnswers[P]> => {
+        const r = await fetch(`${view.base}${p}${query}`, { headers: { authorization: `Bearer ${view.token}` } });
+        assert.equal(r.status, 200, `${p}${query}`);
+        return (await r.json()) as ViewerAnswers[P];
       };
       for (const [filter, want, byHand] of [
         ['pass', listing.filter((r) => isPassingReward(r.reward)).length, 5],
         ['fail', listing.filter((r) => r.reward !== null && !isPassingReward(r.reward)).length, 3],
         ['none', listing.filter((r) => r.reward === null).length, 4],
       ] as const) {
-        const page = await get(`/api/trials?reward=${filter}&limit=500`);
+        const page = await get('/api/trials', `?reward=${filter}&limit=500`);
         assert.equal(page.total, want, filter);
         assert.equal(page.total, byHand, `${filter} by hand`);
       }
-      const all = await get('/api/trials?limit=500');
+      const all = await get('/api/trials', '?limit=500');
       for (const r of all.rows) assert.equal(r.passed, isPassingReward(r.reward) ? 1 : 0, `row passed of ${r.reward}`);
       const g = await get('/api/grid');
-      const cell = (task: string): any => g.cells.find((c: any) => c.task === task);
+      const cell = (task: string): GridCell => g.cells.find((c) => c.task === task)!;
       assert.deepEqual([cell('tA').n, cell('tA').c, cell('tB').n, cell('tB').c], [5, 2, 2, 2]);
-      const job = (await get('/api/jobs')).jobs.find((j: any) => j.job === 'edges');
-      const v = job.configs.find((x: any) => x.config === 'edge/a');
+      const job = (await get('/api/jobs')).jobs.find((j) => j.job === 'edges')!;
+      const v = job.configs.find((x) => x.config === 'edge/a')!;
       assert.deepEqual(v.passAtK, cfg.passAtK, '/api/jobs pass@k is stats --json');
       assert.deepEqual(v.pass1, { mean: cfg.pass1.mean, ciLo: cfg.pass1.ciLo, ciHi: cfg.pass1.ciHi });
     } finally {

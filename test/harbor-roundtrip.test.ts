@@ -3,7 +3,9 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { type TrialRowOut } from '../src/export/trials.js';
 import { JobStore } from '../src/store/store.js';
+import { type TrialResult as TermgradeTrialResult } from '../src/trial/schema.js';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { CLI, EXAMPLES, ROOT, runCli, tempDir } from './helpers.js';
@@ -13,14 +15,14 @@ import { assertSameHarborFolders, assertSameTrials, pythonHarborView, readJson }
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'harbor', 'job-folder');
 
 /** export trials --jsonl of a job, as rows (one per trial). */
-async function jsonlRows(cwd: string, job: string): Promise<Array<Record<string, any>>> {
+async function jsonlRows(cwd: string, job: string): Promise<TrialRowOut[]> {
   const out = path.join(cwd, `ds-${path.basename(job)}`);
   const r = await runCli(['export', 'trials', job, '--jsonl', '--out', out], { cwd });
   assert.equal(r.status, 0, r.stderr);
   return (await readFile(path.join(out, 'data', 'trials.jsonl'), 'utf8'))
     .trim()
     .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, any>);
+    .map((l) => JSON.parse(l) as TrialRowOut);
 }
 
 describe('Harbor both ways, through the real binary', () => {
@@ -74,7 +76,7 @@ describe('Harbor both ways, through the real binary', () => {
 
     // Every export format reads the import as it reads the job (only the job's identity differs).
     const [a, b] = [await jsonlRows(cwd, jobDir), await jsonlRows(cwd, path.join(cwd, '.termgrade', 'jobs', 'back'))];
-    const strip = (r: Record<string, any>) => ({ ...r, id: null, job_id: null, job: null });
+    const strip = (r: TrialRowOut) => ({ ...r, id: null, job_id: null, job: null });
     assert.deepEqual(b.map(strip), a.map(strip));
     const parquet = await runCli(['export', 'trials', path.join('.termgrade', 'jobs', 'back'), '--out', 'pq'], { cwd });
     assert.equal(parquet.status, 0, parquet.stderr);
@@ -133,10 +135,10 @@ describe('Harbor both ways, through the real binary', () => {
         [solved.row.input_tokens, solved.row.cached_tokens, solved.row.output_tokens, solved.row.cost_usd],
         [1834, 512, 221, 0.0123],
       );
-      const rec = await readJson(path.join(solved.row.trial_dir!, 'result.json'));
+      const rec = await readJson<TermgradeTrialResult>(path.join(solved.row.trial_dir!, 'result.json'));
       assert.equal(rec.testsSource, 'pytest-rA');
       assert.deepEqual(Object.keys(rec.phases), ['environment_setup', 'agent_setup', 'agent_run', 'verification']);
-      assert.equal(rec.phases.agent_run.durationMs, 1770, "Harbor's agent_execution timing");
+      assert.equal(rec.phases.agent_run!.durationMs, 1770, "Harbor's agent_execution timing");
       assert.ok(solved.row.trial_dir!.startsWith(jobDir), "the trial's logs are copied into the job");
       // Timed out: graded 0 under Harbor's accounting, its tests from CTRF.
       const timedOut = by('fix-wordcount__Bn3KwLs');
@@ -160,7 +162,7 @@ describe('Harbor both ways, through the real binary', () => {
     ]);
     assert.ok(ds.every((r) => !String(r.id).includes('undefined') && r.id.endsWith(r.trial_id)));
     const solvedRow = ds.find((r) => r.reward === 1)!;
-    assert.match(solvedRow.trajectory, /completion_token_ids/, 'the trajectory travels with the trial');
+    assert.match(solvedRow.trajectory!, /completion_token_ids/, 'the trajectory travels with the trial');
     const parquet = await runCli(['export', 'trials', jobDir, '--out', 'pq'], { cwd });
     assert.equal(parquet.status, 0, parquet.stderr);
     assert.match(parquet.stdout, /exported 3 trials/);

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
 import { JobStore } from '../src/store/store.js';
 import { ROOT, runCli, startViewCli, tempDir } from './helpers.js';
+import { type JobResult } from './support/harbor-models.js';
 import { pythonHarborView, readWithPython } from './support/harbor-roundtrip.js';
 
 /**
@@ -86,7 +87,15 @@ describe("Harbor's folder read by a second double of Harbor's models (Python)", 
     await cp(FIXTURE, dir, { recursive: true });
     const file = path.join(dir, 'fix-wordcount__Bn3KwLs', 'result.json');
     const good = await readFile(file, 'utf8');
-    const cases: Array<[(r: Record<string, any>) => void, RegExp]> = [
+    // The fixture's result.json, as far as the cases below change it (each breaks one rule of Harbor's models).
+    interface Mutable {
+      task_checksum?: string;
+      agent_result: { n_input_tokens: number };
+      started_at: string;
+      verifier_result: Record<string, unknown>;
+      config: { job_id: string };
+    }
+    const cases: Array<[(r: Mutable) => void, RegExp]> = [
       [(r) => delete r.task_checksum, /task_checksum: missing/],
       [(r) => (r.agent_result.n_input_tokens = 1.5), /agent_result\.n_input_tokens: expected an integer/],
       [(r) => (r.started_at = 'yesterday'), /started_at: not a datetime/],
@@ -94,7 +103,7 @@ describe("Harbor's folder read by a second double of Harbor's models (Python)", 
       [(r) => (r.config.job_id = 'job-1'), /config\.job_id: not a UUID/],
     ];
     for (const [mutate, problem] of cases) {
-      const r = JSON.parse(good) as Record<string, any>;
+      const r = JSON.parse(good) as Mutable;
       mutate(r);
       await writeFile(file, JSON.stringify(r));
       const read = readWithPython(dir);
@@ -104,9 +113,9 @@ describe("Harbor's folder read by a second double of Harbor's models (Python)", 
     }
     await writeFile(file, good);
     const stats = path.join(dir, 'result.json');
-    const job = JSON.parse(await readFile(stats, 'utf8')) as Record<string, any>;
-    const evals = Object.values<any>(job.stats.evals)[0];
-    evals.reward_stats.reward = { passed: ['fix-wordcount__Xq7PmRa'] };
+    const job = JSON.parse(await readFile(stats, 'utf8')) as JobResult;
+    const evals = Object.values(job.stats.evals!)[0]!;
+    evals.reward_stats!.reward = { passed: ['fix-wordcount__Xq7PmRa'] };
     await writeFile(stats, JSON.stringify(job));
     const read = readWithPython(dir);
     assert.ok(!read.ok && /reward_stats\.reward key 'passed': a key that is not a number/.test(read.stderr));

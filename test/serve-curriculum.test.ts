@@ -12,6 +12,8 @@ import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
+import { type TaskView } from '../src/serve/curriculum.js';
+import { type ServeReply } from './support/serve-call.js';
 import { curriculumFlags } from '../src/cli/serve-command.js';
 import { appendFile } from 'node:fs/promises';
 import { runCli, tempDir, trivialTask } from './helpers.js';
@@ -21,7 +23,7 @@ async function call(
   method: string,
   url: string,
   body?: unknown,
-): Promise<{ status: number; json: any }> {
+): Promise<{ status: number; json: ServeReply }> {
   const res = await fetch(`${server.url}${url}`, {
     method,
     headers: {
@@ -31,7 +33,7 @@ async function call(
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : null };
+  return { status: res.status, json: (text ? JSON.parse(text) : null) as ServeReply };
 }
 
 describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => {
@@ -70,13 +72,11 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
   });
   after(() => server.close());
 
-  const view = async (policy: string): Promise<Record<string, any>> =>
-    Object.fromEntries(
-      (await call(server, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [
-        t.task,
-        t,
-      ]),
-    );
+  /** A policy's curriculum, by task (the three tasks served here). */
+  type ByTask = Record<'mid' | 'hard' | 'held', TaskView>;
+  const byTask = (tasks: TaskView[]) => Object.fromEntries(tasks.map((t) => [t.task, t])) as ByTask;
+  const view = async (policy: string): Promise<ByTask> =>
+    byTask((await call(server, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks);
 
   it('shows each task of the selection with its prior posterior and band status', async () => {
     const r = await call(server, 'GET', '/v1/curriculum?policy=ckpt-1');
@@ -158,7 +158,7 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
 
   it("a restart on the same data folder rebuilds each policy's curriculum from grades.jsonl; an unreadable line stops the start", async () => {
     const before = { ckpt: await view('ckpt-1'), grpo: await view('grpo') };
-    const keep = (v: Record<string, any>) =>
+    const keep = (v: ByTask) =>
       Object.fromEntries(Object.entries(v).map(([k, t]) => [k, [t.posterior, t.trials, t.successes, t.status]]));
     const next = await startServer({
       provider: new DockerProvider(),
@@ -169,12 +169,7 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     });
     try {
       const after = async (policy: string) =>
-        Object.fromEntries(
-          (await call(next, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks.map((t: { task: string }) => [
-            t.task,
-            t,
-          ]),
-        );
+        byTask((await call(next, 'GET', `/v1/curriculum?policy=${policy}`)).json.tasks);
       assert.deepEqual(keep(await after('ckpt-1')), keep(before.ckpt));
       assert.deepEqual(keep(await after('grpo')), keep(before.grpo));
       assert.equal((await after('grpo')).mid.trials, 2);

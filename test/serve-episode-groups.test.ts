@@ -57,9 +57,7 @@ describe('serve: groups of episodes', () => {
   const call = serveCall(() => server);
 
   const groupsOf = async (policyLabel: string) =>
-    (await call('GET', `/v1/curriculum?policy=${policyLabel}`)).json.tasks.find(
-      (t: { task: string }) => t.task === 'hello',
-    ).groups;
+    (await call('GET', `/v1/curriculum?policy=${policyLabel}`)).json.tasks.find((t) => t.task === 'hello')!.groups;
 
   it('runs n episodes of one task, answers each and the rewards in order, and counts a group whose outcomes all agree', async () => {
     const episode = { agent: 'bash-tool', model: { model: 'policy' } };

@@ -12,6 +12,7 @@ import Docker from 'dockerode';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
+import { type OpenEnvObservationT as Observation } from '../src/serve/openenv-contract.js';
 import { tempDir, trivialTask } from './helpers.js';
 import { OpenEnvHttpClient, OpenEnvHttpError, OpenEnvWsClient, OpenEnvWsError } from './support/openenv-client.js';
 
@@ -49,7 +50,8 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
   let server: RunningServer;
   let dataDir: string;
   const docker = new Docker();
-  const client = (): OpenEnvHttpClient => new OpenEnvHttpClient(`${server.url}/openenv`, server.token);
+  const client = (): OpenEnvHttpClient<Observation> =>
+    new OpenEnvHttpClient<Observation>(`${server.url}/openenv`, server.token);
   before(async () => {
     const hello = await trivialTask({ 'task.toml': '[task]\nname = "hello"\n[verifier]\ntimeout_sec = 30\n' });
     dataDir = await tempDir();
@@ -93,8 +95,8 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
     );
     assert.equal((await env.state()).step_count, 2);
     const end = await env.step({ submit: true });
-    assert.deepEqual([end.done, end.reward, end.observation.grade.status], [true, 1, 'graded']);
-    assert.deepEqual(end.observation.grade.tests, [{ name: 't.py::test_hello', status: 'passed' }]);
+    assert.deepEqual([end.done, end.reward, end.observation.grade!.status], [true, 1, 'graded']);
+    assert.deepEqual(end.observation.grade!.tests, [{ name: 't.py::test_hello', status: 'passed' }]);
     const state = await env.state();
     assert.deepEqual([state.step_count, state.done, state.reward], [2, true, 1]);
     assert.equal((await refusal(env.step({ command: 'true' }))).status, 409, 'a done episode takes no more steps');
@@ -122,7 +124,7 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
     assert.equal((await env.state()).served_by, 'auto');
     const only = await env.step({ command: 'echo nope > /app/out.txt' });
     assert.deepEqual(
-      [only.done, only.reward, only.observation.output, only.observation.grade.status],
+      [only.done, only.reward, only.observation.output, only.observation.grade!.status],
       [true, 0, '', 'graded'],
     );
     const view = await fetch(`${server.url}/v1/curriculum?policy=ckpt-2`, {
@@ -177,7 +179,7 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
   });
 
   it("over /ws (OpenEnv's stock client route) one connection holds an episode: reset, steps, state, submit with reward 1", async () => {
-    const env = await OpenEnvWsClient.connect(`${server.url}/openenv`, server.token);
+    const env = await OpenEnvWsClient.connect<Observation>(`${server.url}/openenv`, server.token);
     assert.deepEqual(await env.state(), { episode_id: null, step_count: 0 }, 'no episode before the first reset');
     const first = await env.reset({ task: 'hello', policy: 'ws-1' });
     assert.deepEqual(
@@ -198,7 +200,7 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
       [first.observation.episode_id, 2, 'hello', false],
     );
     const end = await env.step({ submit: true });
-    assert.deepEqual([end.done, end.reward, end.observation.grade.status], [true, 1, 'graded']);
+    assert.deepEqual([end.done, end.reward, end.observation.grade!.status], [true, 1, 'graded']);
     assert.deepEqual(
       (await wsRefusal(env.step({ command: 'true' }))).data.code,
       'EXECUTION_ERROR',
@@ -216,7 +218,7 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
   });
 
   it("/ws answers a bad message with OpenEnv's error shape and keeps the connection", async () => {
-    const env = await OpenEnvWsClient.connect(`${server.url}/openenv`, server.token);
+    const env = await OpenEnvWsClient.connect<Observation>(`${server.url}/openenv`, server.token);
     const notJson = await env.send('{"type": "reset"');
     assert.equal(notJson.type, 'error');
     assert.equal(notJson.data.code, 'INVALID_JSON');
@@ -279,7 +281,7 @@ describe('serve: OpenEnv protocol (real HTTP, real sandboxes)', () => {
   });
 
   it('/ws: the socket dropped mid-episode removes its sandbox; a second reset on a connection removes the first', async () => {
-    const env = await OpenEnvWsClient.connect(`${server.url}/openenv`, server.token);
+    const env = await OpenEnvWsClient.connect<Observation>(`${server.url}/openenv`, server.token);
     await env.reset({ task: 'hello' });
     // Docker names a container's host after its id: the sandbox says which container it is.
     const firstId = (await env.step({ command: 'hostname' })).observation.output.trim();

@@ -15,6 +15,7 @@ import { joinTurns } from '../src/serve/token-stream.js';
 import { tempDir, trivialTask } from './helpers.js';
 import { bash } from './support/scripts.js';
 import { assistantIds, promptIds, ScriptedModelServer } from './support/scripted-model-server.js';
+import { type ServeReply } from './support/serve-call.js';
 
 const KEY_VAR = 'TERMGRADE_TEST_TOKENS_KEY';
 
@@ -58,7 +59,7 @@ describe('serve: token ids across the turns of an episode', () => {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${server.token}` },
       body: JSON.stringify({ task: 'hello', agent: 'bash-tool', model: { model: 'policy' }, episode_id: 'tok-1' }),
     });
-    const ep = (await res.json()) as any;
+    const ep = (await res.json()) as ServeReply;
     assert.equal(res.status, 200, JSON.stringify(ep));
     assert.equal(ep.reward, 1);
     assert.equal(ep.turns.length, 3);
@@ -79,11 +80,11 @@ describe('serve: token ids across the turns of an episode', () => {
     const produced = stream.ids.filter((_, i) => stream.loss_mask[i] === 1);
     assert.deepEqual(
       produced,
-      ep.turns.flatMap((t: { completion_token_ids: number[] }) => t.completion_token_ids),
+      ep.turns.flatMap((t) => t.completion_token_ids!),
     );
     assert.deepEqual(
       stream.logprobs.filter((_, i) => stream.loss_mask[i] === 1),
-      ep.turns.flatMap((t: { logprobs: number[] }) => t.logprobs),
+      ep.turns.flatMap((t) => t.logprobs!),
     );
     assert.ok(stream.logprobs.every((l, i) => (stream.loss_mask[i] === 1) === (l !== null)));
     // Each masked run is what the environment said between two calls: the tool's output is in it.

@@ -14,7 +14,7 @@ import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { servedModels } from '../src/cli/serve-command.js';
-import { branchPointOf, type TreeAnswer } from '../src/serve/tree.js';
+import { branchPointOf, TreeAnswerSchema, type TreeAnswer } from '../src/serve/tree.js';
 import { treeStreams } from '../src/serve/token-stream.js';
 import { gradeOf, UNPROTECTED } from '../src/serve/grade.js';
 import { CLI, tempDir, trivialTask } from './helpers.js';
@@ -199,12 +199,10 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
       [1, 0],
       [1, 0],
     ]);
-    checkTree(res.json.episodes[0], 't0');
-    checkTree(res.json.episodes[1], 't1');
+    checkTree(TreeAnswerSchema.parse(res.json.episodes[0]), 't0');
+    checkTree(TreeAnswerSchema.parse(res.json.episodes[1]), 't1');
     // Each branch is a rollout of the task for the curriculum; the group of trees is one GRPO group.
-    const hello = (await call('GET', '/v1/curriculum?policy=tree')).json.tasks.find(
-      (t: { task: string }) => t.task === 'hello',
-    );
+    const hello = (await call('GET', '/v1/curriculum?policy=tree')).json.tasks.find((t) => t.task === 'hello')!;
     assert.deepEqual([hello.trials, hello.successes], [4, 2]);
     assert.deepEqual(hello.groups, { total: 1, all_zero: 0, all_one: 0 });
     const view = await call('GET', '/v1/groups/tree-g');
@@ -224,9 +222,9 @@ describe('serve: tree-shaped episodes (real containers, scripted endpoint)', () 
     };
     const res = await call('POST', '/v1/episodes', body);
     assert.equal(res.status, 200, JSON.stringify(res.json));
-    checkTree(res.json, 'lone');
+    checkTree(TreeAnswerSchema.parse(res.json), 'lone');
     // A lone tree is the group of its branch point.
-    const groups = (await call('GET', '/v1/curriculum?policy=lone')).json.tasks[0].groups;
+    const groups = (await call('GET', '/v1/curriculum?policy=lone')).json.tasks[0]!.groups;
     assert.deepEqual(groups, { total: 1, all_zero: 0, all_one: 0 });
     const calls = model.requests.length;
     const again = await call('POST', '/v1/episodes', body);

@@ -10,6 +10,7 @@ import { FakeProvider } from './support/fake-provider.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { TermgradeError } from '../src/util/errors.js';
 import { runCli, tempDir, trivialTask, until } from './helpers.js';
+import { type ServeReply } from './support/serve-call.js';
 
 const engine = new Docker();
 
@@ -18,7 +19,7 @@ async function call(
   method: string,
   url: string,
   body?: unknown,
-): Promise<{ status: number; json: any }> {
+): Promise<{ status: number; json: ServeReply }> {
   const res = await fetch(`${server.url}${url}`, {
     method,
     headers: {
@@ -28,7 +29,7 @@ async function call(
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : null };
+  return { status: res.status, json: (text ? JSON.parse(text) : null) as ServeReply };
 }
 
 /** The server's warm figures as /healthz reports them. */

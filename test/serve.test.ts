@@ -15,6 +15,7 @@ import { servedModels } from '../src/cli/serve-command.js';
 import type { ServedModel } from '../src/serve/models.js';
 import { CLI, ROOT, runCli, tempDir, trivialTask } from './helpers.js';
 import { rawRequest } from './support/raw-http.js';
+import { type ServeReply } from './support/serve-call.js';
 import { RecordingListener } from './support/recording-listener.js';
 import { bash } from './support/scripts.js';
 import { ScriptedModelServer } from './support/scripted-model-server.js';
@@ -31,7 +32,7 @@ async function call(
   url: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; json: any; headers: Headers }> {
+): Promise<{ status: number; json: ServeReply; headers: Headers }> {
   const res = await fetch(`${target.url}${url}`, {
     method,
     headers: {
@@ -42,7 +43,7 @@ async function call(
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : null, headers: res.headers };
+  return { status: res.status, json: (text ? JSON.parse(text) : null) as ServeReply, headers: res.headers };
 }
 
 describe('termgrade serve (real HTTP, real sandboxes)', () => {
@@ -95,7 +96,7 @@ describe('termgrade serve (real HTTP, real sandboxes)', () => {
     const s = await call(base, 'POST', '/v1/sessions', { task: 'hello' });
     assert.equal(s.status, 201, JSON.stringify(s.json));
     assert.match(s.json.instruction, /hello/);
-    assert.equal(s.json.tools[0].function.name, 'bash');
+    assert.equal(s.json.tools[0]!.function.name, 'bash');
     const id = s.json.session_id;
     const ex = await call(base, 'POST', `/v1/sessions/${id}/exec`, {
       command: 'echo hello > /app/out.txt; echo done; exit 3',
@@ -274,9 +275,9 @@ describe('serve: episodes against the models the server allows', () => {
     assert.equal(r.json.turns.length, 2);
     for (const t of r.json.turns)
       assert.ok(
-        t.completion_token_ids.length > 0 &&
-          t.logprobs.length === t.completion_token_ids.length &&
-          t.prompt_token_ids.length > 0,
+        t.completion_token_ids!.length > 0 &&
+          t.logprobs!.length === t.completion_token_ids!.length &&
+          t.prompt_token_ids!.length > 0,
       );
     assert.ok(
       r.json.messages.some(

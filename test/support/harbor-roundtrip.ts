@@ -9,6 +9,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { JobStore } from '../../src/store/store.js';
 import { ROOT } from '../helpers.js';
+import { type JobResult, type TrialResult } from './harbor-models.js';
 
 /** Store columns that name where a trial is, not what it is: a round trip moves it. */
 const WHERE = ['job_id', 'trial_dir', 'source'] as const;
@@ -65,8 +66,8 @@ export async function assertSameTrials(jobA: string, jobB: string): Promise<numb
 }
 
 /** A JSON file of a folder. */
-export const readJson = async (file: string): Promise<Record<string, any>> =>
-  JSON.parse(await readFile(file, 'utf8')) as Record<string, any>;
+export const readJson = async <T = Record<string, unknown>>(file: string): Promise<T> =>
+  JSON.parse(await readFile(file, 'utf8')) as T;
 
 /**
  * Two Harbor job folders with the same content: the same trial folders, each trial's result.json
@@ -89,10 +90,10 @@ export async function assertSameHarborFolders(
   assert.deepEqual(await trialsOf(b), names, 'the same trial folders');
   for (const name of names) {
     const [ra, rb] = [
-      await readJson(path.join(a, name, 'result.json')),
-      await readJson(path.join(b, name, 'result.json')),
+      await readJson<TrialResult>(path.join(a, name, 'result.json')),
+      await readJson<TrialResult>(path.join(b, name, 'result.json')),
     ];
-    for (const key of new Set([...Object.keys(ra), ...Object.keys(rb)])) {
+    for (const key of new Set([...Object.keys(ra), ...Object.keys(rb)] as Array<keyof TrialResult>)) {
       if (key === 'trial_uri') continue;
       if (key === 'config') {
         assert.deepEqual({ ...rb.config, trials_dir: null }, { ...ra.config, trials_dir: null }, `${name}: config`);
@@ -114,7 +115,10 @@ export async function assertSameHarborFolders(
     { ...ja, job_name: null, jobs_dir: null },
     'job config.json',
   );
-  const [xa, xb] = [await readJson(path.join(a, 'result.json')), await readJson(path.join(b, 'result.json'))];
+  const [xa, xb] = [
+    await readJson<JobResult>(path.join(a, 'result.json')),
+    await readJson<JobResult>(path.join(b, 'result.json')),
+  ];
   if (jobResult === 'exact') {
     assert.deepEqual({ ...xb, updated_at: null }, { ...xa, updated_at: null }, 'job result.json');
     return;
@@ -123,7 +127,8 @@ export async function assertSameHarborFolders(
   // rewards (keys compared as the numbers pydantic reads) and exceptions. Its metrics are not
   // compared: termgrade's mean is over graded trials, Harbor's counts a trial without a reward as 0.
   assert.equal(xb.id, xa.id, 'job id');
-  for (const key of ['started_at', 'finished_at']) assert.equal(Date.parse(xb[key]), Date.parse(xa[key]), `job ${key}`);
+  for (const key of ['started_at', 'finished_at'] as const)
+    assert.equal(Date.parse(String(xb[key])), Date.parse(String(xa[key])), `job ${key}`);
   assert.equal(xb.n_total_trials, xa.n_total_trials);
   assert.deepEqual([xb.stats.n_trials, xb.stats.n_errors], [xa.stats.n_trials, xa.stats.n_errors], 'job counts');
   const byNumber = (m: Record<string, Record<string, string[]>>) =>
@@ -135,11 +140,11 @@ export async function assertSameHarborFolders(
           .sort(),
       ]),
     );
-  assert.deepEqual(Object.keys(xb.stats.evals).sort(), Object.keys(xa.stats.evals).sort(), 'evals');
-  for (const [key, ea] of Object.entries<any>(xa.stats.evals)) {
-    const eb = xb.stats.evals[key];
+  assert.deepEqual(Object.keys(xb.stats.evals!).sort(), Object.keys(xa.stats.evals!).sort(), 'evals');
+  for (const [key, ea] of Object.entries(xa.stats.evals!)) {
+    const eb = xb.stats.evals![key]!;
     assert.deepEqual([eb.n_trials, eb.n_errors], [ea.n_trials, ea.n_errors], `${key}: counts`);
-    assert.deepEqual(byNumber(eb.reward_stats), byNumber(ea.reward_stats), `${key}: reward_stats`);
+    assert.deepEqual(byNumber(eb.reward_stats!), byNumber(ea.reward_stats!), `${key}: reward_stats`);
     assert.deepEqual(eb.exception_stats, ea.exception_stats, `${key}: exception_stats`);
   }
 }
@@ -147,7 +152,17 @@ export async function assertSameHarborFolders(
 /** What test/support/harbor_reader.py (the second, Python double of Harbor's models) knows of a job folder. */
 export interface PythonHarborView {
   job: { job_name: string; id: string; n_total_trials: number; n_trials: number; n_errors: number; evals: string[] };
-  trials: Array<Record<string, any> & { folder: string; trial_name: string; task_checksum: string }>;
+  trials: Array<
+    Record<string, unknown> & {
+      folder: string;
+      trial_name: string;
+      task_checksum: string;
+      rewards: Record<string, number> | null;
+      n_input_tokens: number | null;
+      n_output_tokens: number | null;
+      rollout_turns: number;
+    }
+  >;
 }
 
 const PYTHON_READER = path.join(ROOT, 'test', 'support', 'harbor_reader.py');

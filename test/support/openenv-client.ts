@@ -6,22 +6,46 @@ import { WebSocket } from 'ws';
  * step_count, ...}; a bad action is 422), as an OpenEnv HTTP client would use `serve`'s
  * /openenv face. It keeps the episode id the reset observation gives and names it on each call.
  */
-export interface StepResult<O = Record<string, any>> {
+export interface StepResult<O = Record<string, unknown>> {
   observation: O;
   reward: number | null;
   done: boolean;
 }
 
+/**
+ * A refusal's JSON body: OpenEnv's 422 (`{detail: [issues]}`) or the server's own error
+ * (`{error: {code, message}}`), both typed as present: a test reads the one its case gets, and the
+ * other reads as undefined and fails it (null: an empty body).
+ */
+export interface HttpErrorBody {
+  detail: Array<{ loc: Array<string | number>; msg: string; type: string }>;
+  error: { code: string; message: string };
+}
+
+/** A JSON Schema as /schema answers it, as far as a client looks into one. */
+export interface JsonSchema {
+  properties: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+/** The reset and step answers' wire shape. */
+interface WireStep<O> {
+  observation: O;
+  reward?: number | null;
+  done?: boolean;
+}
+
 export class OpenEnvHttpError extends Error {
   constructor(
     readonly status: number,
-    readonly body: any,
+    readonly body: HttpErrorBody,
   ) {
     super(`OpenEnv server answered ${status}: ${JSON.stringify(body)}`);
   }
 }
 
-export class OpenEnvHttpClient {
+/** `O`: the observation's fields as the environment defines them (the protocol leaves them open). */
+export class OpenEnvHttpClient<O extends { episode_id?: unknown } = Record<string, unknown>> {
   private episodeId: string | null = null;
 
   constructor(
@@ -34,7 +58,7 @@ export class OpenEnvHttpClient {
     return this.episodeId;
   }
 
-  private async request(method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> {
+  private async request(method: 'GET' | 'POST', route: string, body?: unknown): Promise<unknown> {
     const res = await fetch(`${this.baseUrl}${route}`, {
       method,
       headers: {
@@ -44,36 +68,39 @@ export class OpenEnvHttpClient {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    const json = text ? JSON.parse(text) : null;
-    if (!res.ok) throw new OpenEnvHttpError(res.status, json);
+    const json: unknown = text ? JSON.parse(text) : null;
+    if (!res.ok) throw new OpenEnvHttpError(res.status, json as HttpErrorBody);
     return json;
   }
 
-  async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult> {
-    const r = await this.request('POST', '/reset', kwargs);
-    this.episodeId = r.observation.episode_id;
+  async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult<O>> {
+    const r = (await this.request('POST', '/reset', kwargs)) as WireStep<O>;
+    this.episodeId = typeof r.observation.episode_id === 'string' ? r.observation.episode_id : null;
     return { observation: r.observation, reward: r.reward ?? null, done: Boolean(r.done) };
   }
 
-  async step(action: Record<string, unknown>, options: { timeout_s?: number } = {}): Promise<StepResult> {
-    const r = await this.request('POST', '/step', {
+  async step(action: Record<string, unknown>, options: { timeout_s?: number } = {}): Promise<StepResult<O>> {
+    const r = (await this.request('POST', '/step', {
       action,
       ...options,
       ...(this.episodeId ? { episode_id: this.episodeId } : {}),
-    });
+    })) as WireStep<O>;
     return { observation: r.observation, reward: r.reward ?? null, done: Boolean(r.done) };
   }
 
   async state(): Promise<{ episode_id: string; step_count: number; [k: string]: unknown }> {
-    return this.request('GET', `/state${this.episodeId ? `?episode_id=${encodeURIComponent(this.episodeId)}` : ''}`);
+    return (await this.request(
+      'GET',
+      `/state${this.episodeId ? `?episode_id=${encodeURIComponent(this.episodeId)}` : ''}`,
+    )) as { episode_id: string; step_count: number };
   }
 
-  async schema(): Promise<{ action: any; observation: any; state: any }> {
-    return this.request('GET', '/schema');
+  async schema(): Promise<{ action: JsonSchema; observation: JsonSchema; state: JsonSchema }> {
+    return (await this.request('GET', '/schema')) as { action: JsonSchema; observation: JsonSchema; state: JsonSchema };
   }
 
   async health(): Promise<{ status: string }> {
-    return this.request('GET', '/health');
+    return (await this.request('GET', '/health')) as { status: string };
   }
 }
 
@@ -90,8 +117,18 @@ export class OpenEnvWsError extends Error {
   }
 }
 
-export class OpenEnvWsClient {
-  private readonly waiting: Array<{ resolve: (v: any) => void; reject: (e: Error) => void }> = [];
+/**
+ * An answer frame: `{type, data}`, data an observation's, a state's or an error's fields (an
+ * error's typed as present: a test reads them on an error frame).
+ */
+export interface WsAnswer {
+  type: string;
+  data: Record<string, unknown> & { message: string; code: string };
+}
+
+/** `O`: the observation's fields as the environment defines them (the protocol leaves them open). */
+export class OpenEnvWsClient<O = Record<string, unknown>> {
+  private readonly waiting: Array<{ resolve: (v: WsAnswer) => void; reject: (e: Error) => void }> = [];
   private ended: Error | null = null;
 
   private constructor(readonly socket: WebSocket) {
@@ -103,16 +140,16 @@ export class OpenEnvWsClient {
   }
 
   /** Connects; an upgrade the server refuses rejects with its HTTP status and error body. */
-  static connect(
+  static connect<O = Record<string, unknown>>(
     baseUrl: string,
     token: string | null,
     options: { headers?: Record<string, string>; origin?: string } = {},
-  ): Promise<OpenEnvWsClient> {
+  ): Promise<OpenEnvWsClient<O>> {
     const url = `${baseUrl.replace(/^http/, 'ws')}/ws`;
     const headers = { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...options.headers };
     const socket = new WebSocket(url, { headers, ...(options.origin ? { origin: options.origin } : {}) });
     return new Promise((resolve, reject) => {
-      socket.once('open', () => resolve(new OpenEnvWsClient(socket)));
+      socket.once('open', () => resolve(new OpenEnvWsClient<O>(socket)));
       // With this listener ws leaves the refused request open: it is ended here once read.
       socket.once('unexpected-response', (req, res) => {
         let text = '';
@@ -120,7 +157,7 @@ export class OpenEnvWsClient {
         res.on('end', () => {
           req.destroy();
           res.destroy();
-          reject(new OpenEnvHttpError(res.statusCode ?? 0, text ? JSON.parse(text) : null));
+          reject(new OpenEnvHttpError(res.statusCode ?? 0, (text ? JSON.parse(text) : null) as HttpErrorBody));
         });
       });
       socket.once('error', reject);
@@ -128,7 +165,7 @@ export class OpenEnvWsClient {
   }
 
   /** Sends one raw text frame and waits for the answer to it. */
-  send(text: string): Promise<{ type: string; data: any }> {
+  send(text: string): Promise<WsAnswer> {
     if (this.ended) return Promise.reject(this.ended);
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject });
@@ -136,24 +173,24 @@ export class OpenEnvWsClient {
     });
   }
 
-  private async call(message: Record<string, unknown>): Promise<any> {
+  private async call(message: Record<string, unknown>): Promise<unknown> {
     const r = await this.send(JSON.stringify(message));
     if (r.type === 'error') throw new OpenEnvWsError(r.data);
     return r.data;
   }
 
-  async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult> {
-    const d = await this.call({ type: 'reset', data: kwargs });
+  async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult<O>> {
+    const d = (await this.call({ type: 'reset', data: kwargs })) as WireStep<O>;
     return { observation: d.observation, reward: d.reward ?? null, done: Boolean(d.done) };
   }
 
-  async step(action: Record<string, unknown>): Promise<StepResult> {
-    const d = await this.call({ type: 'step', data: action });
+  async step(action: Record<string, unknown>): Promise<StepResult<O>> {
+    const d = (await this.call({ type: 'step', data: action })) as WireStep<O>;
     return { observation: d.observation, reward: d.reward ?? null, done: Boolean(d.done) };
   }
 
   async state(): Promise<{ episode_id: string | null; step_count: number; [k: string]: unknown }> {
-    return this.call({ type: 'state' });
+    return (await this.call({ type: 'state' })) as { episode_id: string | null; step_count: number };
   }
 
   /** OpenEnv's close: the message, then the server closes the socket; resolves once it is closed. */

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { type ServeReply } from './serve-call.js';
 
 /**
  * One HTTP request with headers and a path exactly as given (fetch sets Host itself and
@@ -10,7 +11,7 @@ export function rawRequest(
   path: string,
   headers: Record<string, string> = {},
   body?: string,
-): Promise<{ status: number; json: any; headers: Record<string, string | string[] | undefined> }> {
+): Promise<{ status: number; json: ServeReply; headers: Record<string, string | string[] | undefined> }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -31,7 +32,7 @@ export function rawRequest(
           } catch {
             json = { text };
           }
-          resolve({ status: res.statusCode ?? 0, json, headers: res.headers });
+          resolve({ status: res.statusCode ?? 0, json: json as ServeReply, headers: res.headers });
         });
       },
     );
