@@ -14,7 +14,7 @@ import type { ReportData } from '../src/report/page-data.js';
 import type { CompareOutput, SelectManifest, StatsOutput } from '../src/report/outputs.js';
 import type { TrialListRow } from '../src/view/catalog.js';
 import type { grid, GridCell, JobConfigFigures } from '../src/view/figures.js';
-import { CLI, runCli, tempDir } from './helpers.js';
+import { CLI, runCli, tempDir, trialResultFixture } from './helpers.js';
 
 /**
  * Figures that respect the evidence, the same everywhere, on a job whose answers are worked out by
@@ -351,46 +351,16 @@ const EDGES: Array<[string, number | null, string | null, boolean?]> = [
 ];
 
 function edgeResult(i: number, task: string, reward: number | null, cls: string | null, claims?: boolean): TrialResult {
-  const errors = cls ? [{ class: cls as TrialErrorClass, message: cls, phase: 'verification' as const }] : [];
-  return {
-    schemaVersion: 1,
+  return trialResultFixture({
     trialId: `edge-${i}`,
     task: { name: task, path: `/tasks/${task}`, checksum: 'c' },
     agent: { name: 'edge', model: 'a' },
     attempt: i,
     reward,
-    rewards: reward === null ? {} : { reward },
     // What a result carried: right except where `claims` says otherwise (the store must not trust it).
-    passed: claims ?? (reward !== null && reward >= 1),
-    steps: [],
-    taskVersion: null,
-    dataset: null,
-    collected: null,
-    tests: [],
-    testsSource: 'none',
-    testsSourceCounts: {},
-    testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
-    tampering: [],
-    protection: 'rules',
-    admission: null,
-    findings: [],
-    evidence: null,
-    error: errors[0] ?? null,
-    errors,
-    exitReason: 'completed',
-    turns: 1,
-    tokens: null,
-    costUsd: null,
-    image: null,
-    imageSource: null,
-    imageId: null,
-    engine: null,
-    imageCached: null,
-    phases: {},
-    startedAt: '2026-01-01T00:00:00Z',
-    finishedAt: '2026-01-01T00:00:01Z',
-    durationMs: 1000,
-  };
+    ...(claims === undefined ? {} : { passed: claims }),
+    errors: cls ? [{ class: cls as TrialErrorClass, message: cls, phase: 'verification' as const }] : [],
+  });
 }
 
 describe('one rule for passing and for outcome classes, in code and in every SQL path', () => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe } from 'node:test';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
+import type { TrialResult } from '../src/trial/schema.js';
 
 /** The repository root, from dist/test/helpers.js or test/helpers.ts alike. */
 export const ROOT = path.resolve(
@@ -200,4 +201,53 @@ export async function startViewCli(
   });
   const { url, open } = JSON.parse(line) as { url: string; open: string };
   return { child, url, open };
+}
+
+/**
+ * A whole TrialResult for tests that need one without running a trial: task `x`, agent oracle, no
+ * tests, no error, a one-second run on 2026-01-01; `overrides` replace fields. `rewards`, `passed`
+ * and `error` follow the `reward` and `errors` given unless given themselves.
+ */
+export function trialResultFixture(overrides: Partial<TrialResult> = {}): TrialResult {
+  const reward = overrides.reward ?? null;
+  const errors = overrides.errors ?? [];
+  return {
+    schemaVersion: 1,
+    trialId: 't',
+    task: { name: 'x', path: '/x', checksum: 'c' },
+    agent: { name: 'oracle', model: null },
+    attempt: 0,
+    reward,
+    rewards: reward === null ? {} : { reward },
+    passed: reward !== null && reward >= 1,
+    steps: [],
+    taskVersion: null,
+    dataset: null,
+    collected: null,
+    tests: [],
+    testsSource: 'none',
+    testsSourceCounts: {},
+    testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
+    tampering: [],
+    protection: 'rules',
+    admission: null,
+    findings: [],
+    evidence: null,
+    error: errors[0] ?? null,
+    errors,
+    exitReason: 'completed',
+    turns: 1,
+    tokens: null,
+    costUsd: null,
+    image: null,
+    imageSource: null,
+    imageId: null,
+    engine: null,
+    imageCached: null,
+    phases: {},
+    startedAt: '2026-01-01T00:00:00Z',
+    finishedAt: '2026-01-01T00:00:01Z',
+    durationMs: 1000,
+    ...overrides,
+  };
 }

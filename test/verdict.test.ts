@@ -2,51 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { judge } from '../src/check/verdict.js';
 import type { TrialErrorClass, TrialResult } from '../src/trial/schema.js';
+import { trialResultFixture } from './helpers.js';
 
+/** A trial of task x with this reward, these tests (pytest's -rA report) and these error classes. */
 function trial(
   reward: number | null,
   tests: Array<'passed' | 'failed'>,
   errorClasses: TrialErrorClass[] = [],
 ): TrialResult {
-  const errors = errorClasses.map((c) => ({ class: c, message: c, phase: 'verification' as const }));
-  return {
-    schemaVersion: 1,
-    trialId: 't',
-    task: { name: 'x', path: '/x', checksum: 'c' },
-    agent: { name: 'oracle', model: null },
-    attempt: 0,
+  return trialResultFixture({
     reward,
-    rewards: reward === null ? {} : { reward },
-    passed: reward !== null && reward >= 1,
-    steps: [],
-    taskVersion: null,
-    dataset: null,
-    collected: null,
     tests: tests.map((status, i) => ({ name: `t${i}`, status, durationMs: null, message: null })),
     testsSource: 'pytest-rA',
-    testsSourceCounts: {},
-    testsSummary: { total: 0, passed: 0, failed: 0, skipped: 0, other: 0 },
-    tampering: [],
-    protection: 'rules',
-    admission: null,
-    findings: [],
-    evidence: null,
-    error: errors[0] ?? null,
-    errors,
-    exitReason: 'completed',
-    turns: 1,
-    tokens: null,
-    costUsd: null,
-    image: null,
-    imageSource: null,
-    imageId: null,
-    engine: null,
-    imageCached: null,
-    phases: {},
-    startedAt: '',
-    finishedAt: '',
-    durationMs: 0,
-  };
+    errors: errorClasses.map((c) => ({ class: c, message: c, phase: 'verification' as const })),
+  });
 }
 
 const pass = trial(1, ['passed', 'passed']);
