@@ -4,20 +4,23 @@ import type { AddressInfo } from 'node:net';
 /**
  * TEST DOUBLE. A team's own generator model for `termgrade synth`, written from two sources only:
  * the README's "From seeds to a training set" and src/synth/schema.ts (the parts' fields). It
- * shares no code or assumption with the project's scripted generator (scripted-generator.ts) or
- * with readme-generator.ts: it tells the part asked for by the fields of the JSON Schema sent as
- * `response_format` (a `dockerfile` field: the environment; `testSh`: the tests ...), reads the
- * seed from the request's `seed`, and answers on loopback as any OpenAI-compatible server does
- * (GET /v1/models, POST /v1/chat/completions, a bearer key).
+ * shares no code or assumption with the project's scripted generator (scripted-generator.ts): it
+ * tells the part asked for by the fields of the JSON Schema sent as `response_format` (a
+ * `dockerfile` field: the environment; `testSh`: the tests ...), reads the seed from the request's
+ * `seed`, and answers on loopback as any OpenAI-compatible server does (GET /v1/models, POST
+ * /v1/chat/completions, a bearer key).
  *
  * What it writes is what a careful author writes: a two-stage Dockerfile copying folders the
- * usual ways (JSON form, `./dir/`, `--chown`, `--chmod`, a glob beside a file into a folder,
- * `--from` an earlier stage), and a test.sh printing one line per test in the form the README
- * says the prompt asks for: `PASSED FILE::NAME`, or `FAILED FILE::NAME - why`.
+ * usual ways (`dir/`, JSON form, `./dir/`, `--chown`, `--chmod`, a glob beside a file into a
+ * folder, `--from` an earlier stage), and a test.sh printing one line per test in the form the
+ * README says the prompt asks for: `PASSED FILE::NAME`, or `FAILED FILE::NAME - why`.
  *
  * Its state, set by the test: `up` answers; `down` answers every request 503, as a gateway does
- * when the model server behind it is gone (`downAfter`: down after that many answered parts);
+ * when the model server behind it is gone (`downAfter`: down once that many parts are answered);
  * `refusing` answers chat requests 400, as a server does that takes no json_schema response_format.
+ * It can also go away: `dropAfter` (once that many parts are answered) closes the listener and
+ * drops every connection once that part's reply has left, so the next call finds nothing
+ * listening; `comeBack` listens again on the same port.
  */
 export type TeamGeneratorState = 'up' | 'down' | 'refusing';
 
@@ -36,7 +39,9 @@ export class TeamGenerator {
   /** Requests answered 503 or 400. */
   refused = 0;
   downAfter: number | null = null;
+  dropAfter: number | null = null;
   readonly systemPrompts = new Set<string>();
+  private port = 0;
 
   constructor(
     readonly model: string,
@@ -45,8 +50,15 @@ export class TeamGenerator {
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  /** Listens again on the port it had, answering (after `dropAfter` took it away). */
+  async comeBack(): Promise<void> {
+    this.dropAfter = null;
+    await this.start();
   }
 
   async close(): Promise<void> {
@@ -89,6 +101,8 @@ export class TeamGenerator {
     const content = JSON.stringify(partFor(fields, request.seed));
     this.answered++;
     if (this.downAfter !== null && this.answered >= this.downAfter) this.state = 'down';
+    // Gone once this reply has left: the next call finds nothing listening.
+    if (this.dropAfter !== null && this.answered >= this.dropAfter) res.on('finish', () => void this.close());
     reply(200, {
       id: `team-${this.answered}`,
       object: 'chat.completion',
@@ -136,7 +150,8 @@ function partFor(fields: string[], seed: TeamSeed): unknown {
         '',
         'FROM debian:bookworm-slim',
         'WORKDIR /work',
-        'COPY ["share/", "/srv/share/"]',
+        'COPY share/ /srv/share/',
+        'COPY ["share/", "/opt/share/"]',
         'COPY --chown=root:root ./inbox/ /work/inbox/',
         'COPY inbox/*.csv README.txt /srv/originals/',
         'COPY --chmod=755 share/bin/ /usr/local/bin/',
