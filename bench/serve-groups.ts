@@ -16,8 +16,7 @@ import { startServer } from '../src/serve/server.js';
 import { LABEL_SERVER, LABEL_WARM } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { writeTask } from './write-task.js';
-import { quantile } from './serve-client.js';
-import type { ServeReply } from '../test/support/serve-call.js';
+import { client, quantile } from './serve-client.js';
 
 const size = Number(process.argv[2] ?? 8);
 const batch = Number(process.argv[3] ?? 32);
@@ -54,17 +53,7 @@ try {
   const f0 = Date.now();
   while ((await mine(true, false)).length < warm) await new Promise((r) => setTimeout(r, 250));
   if (warm > 0) console.log(`${warm} warm sandboxes filled in ${secs(Date.now() - f0)}`);
-  const auth = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
-  const call = async (method: string, url: string, body?: unknown): Promise<ServeReply> => {
-    const res = await fetch(`${server.url}${url}`, {
-      method,
-      headers: auth,
-      body: method === 'GET' ? undefined : body === undefined ? '' : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return (text ? JSON.parse(text) : null) as ServeReply;
-  };
+  const call = client(server);
   const starts: number[] = [];
   const execs: number[] = [];
   const errors: string[] = [];

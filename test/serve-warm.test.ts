@@ -10,27 +10,13 @@ import { FakeProvider } from './support/fake-provider.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { TermgradeError } from '../src/util/errors.js';
 import { runCli, tempDir, trivialTask, until } from './helpers.js';
-import { type ServeReply } from './support/serve-call.js';
+import { serveCall, type ServeCall } from './support/serve-call.js';
 
 const engine = new Docker();
 
-async function call(
-  server: RunningServer,
-  method: string,
-  url: string,
-  body?: unknown,
-): Promise<{ status: number; json: ServeReply }> {
-  const res = await fetch(`${server.url}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${server.token}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: (text ? JSON.parse(text) : null) as ServeReply };
-}
+/** A JSON call to `server` with its token (test/support/serve-call.ts). */
+const call = (server: RunningServer, method: string, url: string, body?: unknown): ReturnType<ServeCall> =>
+  serveCall(() => server)(method, url, body);
 
 /** The server's warm figures as /healthz reports them. */
 async function health(
