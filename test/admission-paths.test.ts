@@ -232,4 +232,18 @@ describe('admissionStore: where records are found', () => {
     assert.equal(admissionStore({}, { [ADMISSION_DIR_ENV]: root }).alsoIn.length, 0);
     assert.throws(() => admissionStore({ admissionDir: ' ' }), /--admission-dir: give a folder/);
   });
+
+  it('saves one record from several slots at once (k > 1 on a task never checked) without losing a write', async () => {
+    // Each save renames its own temporary file: with one name per process, the second rename found
+    // the first had already moved it (ENOENT), and the trial ended as an internal error.
+    const dir = await tempDir();
+    const store = new ProtectionStore(dir);
+    await Promise.all(Array.from({ length: 8 }, () => store.save(record('c3'))));
+    assert.equal((await new ProtectionStore(dir).find(task('c3')))?.record.checksum, 'c3');
+    assert.deepEqual(
+      (await readdir(dir)).filter((f) => f.endsWith('.tmp')),
+      [],
+      'no temporary file left behind',
+    );
+  });
 });

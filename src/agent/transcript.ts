@@ -1,7 +1,7 @@
-import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Completion, Message, Tool } from '../model/client.js';
 import type { Scrub } from '../util/scrub.js';
+import { writeFileAtomic } from '../util/files.js';
 
 /** ATIF v1.7 step (Harbor's trajectory interchange format). */
 export interface AtifStep {
@@ -178,9 +178,7 @@ export class Transcript {
   async write(dir: string, sessionId: string, scrub: Scrub): Promise<void> {
     this.lastWrite = Date.now();
     const out = async (name: string, data: unknown): Promise<void> => {
-      const file = path.join(dir, name);
-      await writeFile(`${file}.tmp`, `${scrub(JSON.stringify(data, null, 1))}\n`);
-      await rename(`${file}.tmp`, file);
+      await writeFileAtomic(path.join(dir, name), `${scrub(JSON.stringify(data, null, 1))}\n`);
     };
     await out('trajectory.json', this.trajectory(sessionId, '1'));
     await out('messages.json', this.episode);

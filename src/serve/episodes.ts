@@ -1,8 +1,7 @@
-import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { createAgent } from '../agent/registry.js';
-import { readJsonIfThere, readTextIfThere } from '../util/files.js';
+import { readJsonIfThere, readTextIfThere, writeFileAtomic } from '../util/files.js';
 import type { SandboxProvider } from '../sandbox/sandbox.js';
 import { runTrial } from '../trial/run.js';
 import { trialAdmission } from '../trial/admission.js';
@@ -305,8 +304,7 @@ export class EpisodeRunner {
         timings: Object.fromEntries(Object.entries(r.phases).map(([k, v]) => [k, v ? v.durationMs / 1000 : null])),
       };
       const file = path.join(dir, RECORD);
-      await writeFile(`${file}.tmp`, JSON.stringify(answer));
-      await rename(`${file}.tmp`, file);
+      await writeFileAtomic(file, JSON.stringify(answer));
       return answer;
     } finally {
       more();

@@ -1,4 +1,3 @@
-import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import type { Agent } from '../agent/agent.js';
@@ -6,7 +5,7 @@ import { branchTrialId, runBranchedTrial, type BranchedTrial } from '../trial/br
 import type { TrialOptions } from '../trial/options.js';
 import type { TrialResult } from '../trial/schema.js';
 import { TermgradeError } from '../util/errors.js';
-import { readJsonIfThere } from '../util/files.js';
+import { readJsonIfThere, writeFileAtomic } from '../util/files.js';
 import { ServeError, type BranchBody, type Grade } from './contract.js';
 import { recordedTurns } from './recorded-turns.js';
 import { gradeOf } from './grade.js';
@@ -58,8 +57,7 @@ export async function runTreeEpisode(t: TreeEpisode): Promise<TreeAnswer> {
   grades.forEach((g, j) => t.grade(ids[j]!, g));
   const answer = await treeAnswer(t, tree, ids, results, grades);
   const file = path.join(t.options.outDir, tree.prefixId, 'episode.json');
-  await writeFile(`${file}.tmp`, JSON.stringify(answer));
-  await rename(`${file}.tmp`, file);
+  await writeFileAtomic(file, JSON.stringify(answer));
   return answer;
 }
 

@@ -1,4 +1,4 @@
-import { cp, rename, writeFile } from 'node:fs/promises';
+import { cp } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentPause, AgentTurn } from '../agent/agent.js';
 import type { ForkedService, Sandbox, SandboxFork } from '../sandbox/sandbox.js';
@@ -11,6 +11,7 @@ import { environmentPhase, settleEnvironment } from './phases/environment.js';
 import { gradeTrial, inTrialFrame } from './run.js';
 import type { PhaseTiming, TrialResult } from './schema.js';
 import { cancelled, fail, newTrialId, openTrial, type TrialState } from './state.js';
+import { writeFileAtomic } from '../util/files.js';
 
 /** Where a tree branches, and into how many: after turn `atTurn`, or after the first turn that ran a command matching `atCommand`. */
 export interface BranchPlan {
@@ -150,8 +151,7 @@ async function writeTree(
     fork: { services: tree.fork.services, not_carried: tree.fork.notCarried, frozen_ms: tree.fork.frozenMs },
     phases: state.phases,
   };
-  await writeFile(`${file}.tmp`, `${state.scrub(JSON.stringify(record, null, 2))}\n`);
-  await rename(`${file}.tmp`, file);
+  await writeFileAtomic(file, `${state.scrub(JSON.stringify(record, null, 2))}\n`);
 }
 
 /**

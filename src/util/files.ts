@@ -1,7 +1,19 @@
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ifMissing } from './errors.js';
+
+/**
+ * Writes `text` to `file` whole: a reader sees the old file or the new one, never half of one. The
+ * temporary name is unique per write, so two writers of the same file (two slots of one task saving
+ * its admission record at once) cannot rename each other's temporary away.
+ */
+export async function writeFileAtomic(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, file);
+}
 
 /** Whether anything exists at `p`. */
 export async function exists(p: string): Promise<boolean> {

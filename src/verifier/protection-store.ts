@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Task } from '../task/task.js';
 import { TermgradeError, errorMessage } from '../util/errors.js';
 import { ProtectionRecordSchema, type ProtectionRecord } from './protection.js';
+import { writeFileAtomic } from '../util/files.js';
 
 /**
  * Where admission records are kept unless a command names another folder: one place per project
@@ -66,9 +67,7 @@ export class ProtectionStore {
   async save(record: ProtectionRecord): Promise<void> {
     await mkdir(this.dir, { recursive: true });
     const file = this.fileOf(record.checksum);
-    const tmp = `${file}.${process.pid}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(record)}\n`);
-    await rename(tmp, file);
+    await writeFileAtomic(file, `${JSON.stringify(record)}\n`);
     this.cache.set(record.checksum, { record, file });
   }
 }

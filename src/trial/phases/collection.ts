@@ -1,4 +1,3 @@
-import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubValue, type Scrub } from '../../util/scrub.js';
 import { nowIso } from '../../util/time.js';
@@ -8,6 +7,7 @@ import { INFRA_ERROR_CLASSES, isPassingReward } from '../accounting.js';
 import type { TrialError, TrialResult } from '../schema.js';
 import { timed, type TrialState } from '../state.js';
 import { admissionRefOf } from './verification.js';
+import { writeFileAtomic } from '../../util/files.js';
 
 /**
  * Teardown, on every path: the sandbox closed (never throws: Sandbox.close), or its removal handed
@@ -78,9 +78,7 @@ export function resultOf(state: TrialState): TrialResult {
 }
 
 async function writeJsonAtomic(file: string, data: unknown, scrub: Scrub): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${scrub(JSON.stringify(data, null, 2))}\n`);
-  await rename(tmp, file);
+  await writeFileAtomic(file, `${scrub(JSON.stringify(data, null, 2))}\n`);
 }
 
 /**
