@@ -1,4 +1,5 @@
-import { exportSelection, exportTrials } from '../index.js';
+import { exportSelection } from '../export/tasks.js';
+import { exportTrials } from '../export/trials.js';
 import { EXIT } from './signals.js';
 import { exportHarborJobs } from '../harbor/export-job.js';
 import { TermgradeError } from '../util/errors.js';

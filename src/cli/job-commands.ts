@@ -4,15 +4,11 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
 import type { Task } from '../task/task.js';
-import {
-  importHarbor,
-  readJobFile,
-  parseSpec,
-  runJob,
-  type JobSpec,
-  type JobSpecInput,
-  TermgradeError,
-} from '../index.js';
+import { importHarbor } from '../harbor/import-job.js';
+import { readJobFile, parseSpec } from '../job/load-spec.js';
+import { runJob } from '../job/run-job.js';
+import { type JobSpec, type JobSpecInput } from '../job/spec.js';
+import { TermgradeError } from '../util/errors.js';
 import { ifMissing } from '../util/errors.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
 import { jobDirOf, openJob, storedSpec } from '../job/job.js';

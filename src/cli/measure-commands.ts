@@ -1,18 +1,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  configStats,
-  countByTask,
-  taskRates,
-  type TaskRate,
-  loadRecordSet,
-  selectTraining,
-  selectValidation,
-  jaccard,
-  sameModelCeiling,
-  TermgradeError,
-  statsJson,
-} from '../index.js';
+import { configStats, taskRates, type TaskRate } from '../report/aggregate.js';
+import { countByTask } from '../records/counts.js';
+import { loadRecordSet } from '../records/load.js';
+import { selectTraining, selectValidation } from '../select/select.js';
+import { jaccard, sameModelCeiling } from '../stats/overlap.js';
+import { TermgradeError } from '../util/errors.js';
+import { statsJson } from '../util/json.js';
 import { inBand } from '../stats/band.js';
 import { compareRates, pairedMethodNote } from '../stats/paired.js';
 import { passAtKCurveNote } from '../stats/pass-at-k.js';

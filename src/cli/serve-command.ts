@@ -3,7 +3,7 @@ import { tokenFromEnv } from './token-env.js';
 import { poolEventLine } from './job-progress.js';
 import { warnAboutTasks } from './format.js';
 import { EXIT } from './signals.js';
-import { loadAgentModule } from '../index.js';
+import { loadAgentModule } from '../agent/registry.js';
 import { checkServedModels, loadServedModels, parseModelFlag, shownUrl, type ServedModel } from '../serve/models.js';
 import { checkWarm, startServer } from '../serve/server.js';
 import { CurriculumConfigSchema, type CurriculumConfig } from '../serve/curriculum.js';

@@ -286,8 +286,10 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider,
               `cd /logs/verifier && nohup /bin/sh -c 'while :; do rm -f f${j}; echo inside > f${j}; rm -f f${j}; ln -s ${outside}/secret.txt f${j}; done' > /dev/null 2>&1 &`,
             );
           }
+          // At any moment about half of the 16 swapped names are links: a copy that followed one is
+          // caught within a few copies; 20 keep the race hot without costing a minute per backend.
           let copied = 0;
-          for (let i = 0; i < 40; i++) {
+          for (let i = 0; i < 20; i++) {
             const out = await tempDir();
             // A copy may fail while files vanish under it (an engine's archive breaks midway); one that
             // fails has brought nothing, and what arrives is still checked.
@@ -306,7 +308,7 @@ export function sandboxBehaviour(label: string, provider: () => SandboxProvider,
                 assert.doesNotMatch(await readFile(file, 'utf8'), /FROM THE HOST/, `copy ${i}: ${rel}`);
             }
           }
-          assert.ok(copied >= 36, `only ${copied} of 40 copies went through`);
+          assert.ok(copied >= 18, `only ${copied} of 20 copies went through`);
         });
       },
     );
