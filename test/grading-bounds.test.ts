@@ -116,9 +116,9 @@ onEachDockerExecPath('full', (label, provider) => {
   describe(`grading is bounded on the host (${label})`, () => {
     it("a flood of files past the scan's limit is refused before it is copied: graded 0 (tampering) in seconds", async () => {
       // The limit scaled down (1,000 paths for 200,000) so that the flood is small enough to make
-      // quickly; the copy it would have cost (~20 s for 50,000 files here) is what the bound saves.
+      // quickly: ten times the limit; the copy it would have cost is what the bound saves.
       const r = await trial(
-        'mkdir -p /app/flood && cd /app/flood && seq 1 50000 | xargs touch; echo hello > /app/out.txt',
+        'mkdir -p /app/flood && cd /app/flood && seq 1 10000 | xargs touch; echo hello > /app/out.txt',
         long,
         { maxChanges: 1000 },
       );
@@ -142,28 +142,41 @@ onEachDockerExecPath('full', (label, provider) => {
       assert.match(atGrading.message, /over its disk limit of 100 MB/);
     });
 
-    it("tests that print the agent's 3 GiB sparse file write 9 MiB of it: the output is capped in the verifier, the cut said, the grade the tests'", async () => {
-      const out = await tempDir();
-      const r = await trial(
-        'truncate -s 3G /app/big',
-        {
-          'tests/test.sh':
-            '#!/bin/bash\necho first line\ncat /app/big\necho last line\necho 0 > /logs/verifier/reward.txt\nexit 3\n',
-          'task.toml': '[task]\nname = "print"\n[verifier]\ntimeout_sec = 120\n',
-        },
-        undefined,
-        out,
-      );
-      gradedZero(r);
-      assert.equal(r.error, null, JSON.stringify(r.errors));
-      const logged = path.join(out, r.trialId, 'verifier', 'test-stdout.txt');
-      const size = (await stat(logged)).size;
-      assert.ok(size <= TEST_OUTPUT_HEAD_BYTES + TEST_OUTPUT_TAIL_BYTES + 1024, `test-stdout.txt holds ${size} bytes`);
-      const text = await readFile(logged, 'latin1');
-      assert.ok(text.startsWith('first line\n'));
-      assert.match(text, /\[termgrade: test output cut: its first 8388608 bytes above/);
-      assert.ok(text.endsWith('last line\n'), 'the end of the output (where a summary is) is kept');
-    });
+    // Once, through the helper shell: the cap is the verifier command's own (in the container, the
+    // same on both paths; only the capped log is copied out). On engine exec the 3 GiB would only
+    // time the engine's archive of the sparse file (20 s more), which the snapshot tests cover.
+    const capOnce = label.endsWith('helper shell')
+      ? false
+      : 'the cap is in the verifier command, the same on both paths';
+    it(
+      "tests that print the agent's 3 GiB sparse file write 9 MiB of it: the output is capped in the verifier, the cut said, the grade the tests'",
+      { skip: capOnce },
+      async () => {
+        const out = await tempDir();
+        const r = await trial(
+          'truncate -s 3G /app/big',
+          {
+            'tests/test.sh':
+              '#!/bin/bash\necho first line\ncat /app/big\necho last line\necho 0 > /logs/verifier/reward.txt\nexit 3\n',
+            'task.toml': '[task]\nname = "print"\n[verifier]\ntimeout_sec = 120\n',
+          },
+          undefined,
+          out,
+        );
+        gradedZero(r);
+        assert.equal(r.error, null, JSON.stringify(r.errors));
+        const logged = path.join(out, r.trialId, 'verifier', 'test-stdout.txt');
+        const size = (await stat(logged)).size;
+        assert.ok(
+          size <= TEST_OUTPUT_HEAD_BYTES + TEST_OUTPUT_TAIL_BYTES + 1024,
+          `test-stdout.txt holds ${size} bytes`,
+        );
+        const text = await readFile(logged, 'latin1');
+        assert.ok(text.startsWith('first line\n'));
+        assert.match(text, /\[termgrade: test output cut: its first 8388608 bytes above/);
+        assert.ok(text.endsWith('last line\n'), 'the end of the output (where a summary is) is kept');
+      },
+    );
 
     // Only where the copy is this machine's (helper shell): the engine's commit cannot be stopped midway.
     const notHere = label.endsWith('helper shell') ? false : "the engine's commit cannot be stopped midway";
