@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_OWNER, ownerId } from '../src/sandbox/docker/labels.js';
@@ -7,7 +9,7 @@ import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import type { Sandbox } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import type { Task } from '../src/task/task.js';
-import { CLI, docker, onEachDockerExecPath, trivialTask } from './helpers.js';
+import { CLI, docker, onEachDockerExecPath, ROOT, trivialTask } from './helpers.js';
 import { multiStepBehaviour } from './support/multi-step.js';
 import { sandboxBehaviour } from './support/sandbox-suite.js';
 
@@ -186,6 +188,39 @@ describe('docker backend specifics', () => {
       }
     }
     assert.ok(observed, 'never caught a removal under way in ten rounds');
+  });
+
+  it('a removal that never ends (an engine that cannot kill the container) holds cleanup only to its bound, and the process still exits', async () => {
+    // A container that is never removed stands in for one the engine cannot kill: the wait for its
+    // removal must end at the bound and leave no request open (an open one kept two runs alive).
+    const engine = new Docker();
+    const held = await engine.createContainer({
+      Image: 'debian:bookworm-slim',
+      Cmd: ['sleep', 'infinity'],
+      HostConfig: { NetworkMode: 'none' },
+    });
+    await held.start();
+    try {
+      const script = [
+        `import Docker from 'dockerode';`,
+        `import { waitRemoved } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/src/sandbox/docker/cleanup.js')).href)};`,
+        `const t0 = Date.now();`,
+        `await waitRemoved(new Docker().getContainer(${JSON.stringify(held.id)}), 1000);`,
+        `console.log(Date.now() - t0);`,
+      ].join('\n');
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      assert.equal(r.signal, null, 'the process did not exit by itself within 30 s: a wait was left open');
+      assert.equal(r.status, 0, r.stderr);
+      const waited = Number(r.stdout.trim());
+      assert.ok(waited >= 900 && waited < 10_000, `waited ${waited} ms for a bound of 1000`);
+      assert.equal((await held.inspect()).State.Running, true, 'the bound removed nothing');
+    } finally {
+      await held.remove({ force: true });
+    }
   });
 
   it("cleanup removes only dead owners' containers: never a live process's, never an ownerless one (an image build)", async () => {

@@ -44,6 +44,8 @@ export type DockerExecVia = 'shell' | 'engine';
 
 const DEFAULT_COPY_OUT_BYTES = 64 * 1024 * 1024;
 const SHELL_COPY_LIMIT = 2 * 1024 * 1024;
+/** How long a container killed with SIGKILL may take to stop before closing it is said to have failed. */
+const STOP_BOUND_MS = 120_000;
 
 /** The whole stream, or null as soon as it passes `limit` bytes. */
 async function streamToBuffer(stream: Readable, limit: number): Promise<Buffer | null> {
@@ -295,7 +297,17 @@ export class DockerSandbox implements Sandbox {
       await this.container.kill({ signal: 'SIGKILL' }).catch((err: { statusCode?: number }) => {
         if (err?.statusCode !== 409) throw err; // 409: it stopped meanwhile
       });
-      await this.container.wait({ condition: 'not-running' });
+      // Bounded: an engine that cannot kill it (seen after a daemon restart left its shim behind)
+      // would hold this turn, and the process, for ever.
+      await this.container
+        .wait({ condition: 'not-running', abortSignal: AbortSignal.timeout(STOP_BOUND_MS) })
+        .catch((err: unknown) => {
+          if ((err as { name?: unknown } | null)?.name !== 'AbortError') throw err;
+          throw new TermgradeError(
+            'environment_error',
+            `the engine did not stop container ${this.container.id.slice(0, 12)} within ${STOP_BOUND_MS / 1000} s of SIGKILL`,
+          );
+        });
     }
   }
 
