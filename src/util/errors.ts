@@ -177,6 +177,9 @@ export function engineStatus(err: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined;
 }
 
+/** A request ended by its AbortSignal (a bound that passed, a cancel): the error fetch and the engine client throw. */
+export const isAbortError = (err: unknown): boolean => (err as { name?: unknown } | null)?.name === 'AbortError';
+
 /** An engine object already gone: "No such container" (or exec, image, network), HTTP 404. */
 export const isGoneFromEngine = (err: unknown): boolean => engineStatus(err) === 404;
 

@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import { thawLeftHold } from './hold.js';
 import { LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, ownerIsAlive } from './labels.js';
-import { engineStatus, isGoneFromEngine } from '../../util/errors.js';
+import { engineStatus, isAbortError, isGoneFromEngine } from '../../util/errors.js';
 import { causeOf, log, logged } from '../../util/log.js';
 
 /**
@@ -66,10 +66,7 @@ export async function removeLeftovers(docker: Docker, options: { all?: boolean }
 export async function waitRemoved(container: Docker.Container, boundMs = 30_000): Promise<void> {
   await container.wait({ condition: 'removed', abortSignal: AbortSignal.timeout(boundMs) }).catch(
     logged('wait for a container removal', undefined, {
-      expected: (err) => isGoneFromEngine(err) || isAborted(err),
+      expected: (err) => isGoneFromEngine(err) || isAbortError(err),
     }),
   );
 }
-
-/** The engine request was aborted (its bound passed). */
-const isAborted = (err: unknown): boolean => (err as { name?: unknown } | null)?.name === 'AbortError';

@@ -32,7 +32,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFromUpper, overlayChanges, overlayLayers, readFromUpper, type OverlayLayers } from './overlay.js';
 import { extractInto, firstFile, packDir, packEntries } from '../tar.js';
 import type { EngineTurns, Turn } from './turns.js';
-import { CancelledError, TermgradeError, engineStatus, isMissing } from '../../util/errors.js';
+import { CancelledError, TermgradeError, engineStatus, isAbortError, isMissing } from '../../util/errors.js';
 import { causeOf, log, logged } from '../../util/log.js';
 
 /**
@@ -302,7 +302,7 @@ export class DockerSandbox implements Sandbox {
       await this.container
         .wait({ condition: 'not-running', abortSignal: AbortSignal.timeout(STOP_BOUND_MS) })
         .catch((err: unknown) => {
-          if ((err as { name?: unknown } | null)?.name !== 'AbortError') throw err;
+          if (!isAbortError(err)) throw err;
           throw new TermgradeError(
             'environment_error',
             `the engine did not stop container ${this.container.id.slice(0, 12)} within ${STOP_BOUND_MS / 1000} s of SIGKILL`,
