@@ -4,7 +4,9 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { Agent } from '../src/agent/agent.js';
 import { nopAgent, oracleAgent } from '../src/agent/oracle.js';
+import type { SandboxProvider } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
+import { TermgradeError } from '../src/util/errors.js';
 import { runTrial } from '../src/trial/run.js';
 import { TrialResultSchema } from '../src/trial/schema.js';
 import { docker, EXAMPLES, tempDir, trivialTask } from './helpers.js';
@@ -135,5 +137,51 @@ describe('check details', () => {
     assert.deepEqual(report.tasks[0]!.reasons, ['oracle_failed']);
     assert.match(details, /solve\.sh exited with code 3/);
     assert.match(details, /reward 0, failed: t\.py::test_hello \(no\)/);
+  });
+
+  /** The real Docker backend, except that its first `failures` sandbox starts fail as an engine would. */
+  function failingStarts(failures: number): { provider: SandboxProvider; starts: () => number } {
+    const real = docker();
+    let starts = 0;
+    const provider = new Proxy(real, {
+      get(target, key, receiver) {
+        if (key === 'start')
+          return (...args: Parameters<SandboxProvider['start']>) => {
+            starts += 1;
+            if (starts <= failures)
+              return Promise.reject(new TermgradeError('environment_error', 'the engine did not start the container'));
+            return target.start(...args);
+          };
+        const value: unknown = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return { provider, starts: () => starts };
+  }
+
+  it('a run whose infrastructure failed says nothing of the task: it is run again, and a sound task is admitted', async () => {
+    const { checkTasks } = await import('../src/check/check.js');
+    const { provider, starts } = failingStarts(1);
+    const report = await checkTasks([await trivialTask()], { provider, outDir: await tempDir(), repeat: 1 });
+    const t = report.tasks[0]!;
+    assert.equal(t.verdict, 'admissible', t.details.join(' | '));
+    assert.equal(starts() >= 3, true, `the failed start was run again (${starts()} starts)`);
+    assert.match(
+      t.details.join(' | '),
+      /oracle run 1: the infrastructure failed \(environment_error: the engine did not start the container; trial .*\), run again/,
+    );
+  });
+
+  it('an infrastructure failure that persists still rejects (fail closed), after the runs again', async () => {
+    const { checkTasks } = await import('../src/check/check.js');
+    const { CHECK_INFRA_RETRIES } = await import('../src/check/check-runs.js');
+    const { provider, starts } = failingStarts(1000);
+    const report = await checkTasks([await trivialTask()], { provider, outDir: await tempDir(), repeat: 1 });
+    const t = report.tasks[0]!;
+    assert.equal(t.verdict, 'rejected');
+    assert.deepEqual(t.reasons, ['build_failed'], t.details.join(' | '));
+    const again = t.details.filter((d) => /the infrastructure failed/.test(d));
+    assert.equal(again.length, 2 * CHECK_INFRA_RETRIES, t.details.join(' | ')); // the oracle's and the nop's
+    assert.equal(starts(), 2 * (CHECK_INFRA_RETRIES + 1), 'each run and its runs again, no more');
   });
 });
