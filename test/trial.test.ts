@@ -8,6 +8,7 @@ import type { SandboxProvider } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { TermgradeError } from '../src/util/errors.js';
 import { runTrial } from '../src/trial/run.js';
+import { DEFAULT_INFRA_RETRIES } from '../src/trial/accounting.js';
 import { TrialResultSchema } from '../src/trial/schema.js';
 import { docker, EXAMPLES, tempDir, trivialTask } from './helpers.js';
 
@@ -174,14 +175,13 @@ describe('check details', () => {
 
   it('an infrastructure failure that persists still rejects (fail closed), after the runs again', async () => {
     const { checkTasks } = await import('../src/check/check.js');
-    const { CHECK_INFRA_RETRIES } = await import('../src/check/check-runs.js');
     const { provider, starts } = failingStarts(1000);
     const report = await checkTasks([await trivialTask()], { provider, outDir: await tempDir(), repeat: 1 });
     const t = report.tasks[0]!;
     assert.equal(t.verdict, 'rejected');
     assert.deepEqual(t.reasons, ['build_failed'], t.details.join(' | '));
     const again = t.details.filter((d) => /the infrastructure failed/.test(d));
-    assert.equal(again.length, 2 * CHECK_INFRA_RETRIES, t.details.join(' | ')); // the oracle's and the nop's
-    assert.equal(starts(), 2 * (CHECK_INFRA_RETRIES + 1), 'each run and its runs again, no more');
+    assert.equal(again.length, 2 * DEFAULT_INFRA_RETRIES, t.details.join(' | ')); // the oracle's and the nop's
+    assert.equal(starts(), 2 * (DEFAULT_INFRA_RETRIES + 1), 'each run and its runs again, no more');
   });
 });

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { nopAgent, oracleAgent } from '../agent/oracle.js';
 import type { Task } from '../task/task.js';
-import { accountingOf } from '../trial/accounting.js';
+import { accountingOf, DEFAULT_INFRA_RETRIES } from '../trial/accounting.js';
 import { runTrial } from '../trial/run.js';
 import type { TrialResult } from '../trial/schema.js';
 import { clipMessage } from '../util/clip.js';
@@ -35,15 +35,12 @@ export const safeName = (p: string): string => path.basename(p).replace(/[^A-Za-
 export const checkedOnline = (ctx: Pick<CheckContext, 'task' | 'options'>): boolean =>
   Boolean(ctx.options.network && ctx.task.limits.network);
 
-/** Runs again of an admission trial whose infrastructure failed, as a job's default infraRetries. */
-export const CHECK_INFRA_RETRIES = 2;
-
 /**
  * One admission trial, offline (network null) unless the task asks for the internet and check
  * was given `--network NAME` (run --network's isolation rules apply to NAME). The reference
  * solution's grading records the task's protected set (kept once it passed). A run whose
  * infrastructure failed (the one accounting rule, accountingOf) says nothing of the task: it is
- * run again, up to CHECK_INFRA_RETRIES times, as a job's slot is; the last run is judged, so a
+ * run again, up to DEFAULT_INFRA_RETRIES times, as a job's slot is by default; the last run is judged, so a
  * failure that persists still rejects (fail closed), its earlier runs named in the details. A
  * cancel is thrown.
  */
@@ -52,7 +49,7 @@ async function checkTrial(ctx: CheckContext, agent: typeof oracleAgent, attempt:
   for (let runs = 1; ; runs++) {
     const r = await checkTrialOnce(ctx, agent, attempt);
     const infra = accountingOf(r.reward, r.error?.class) === 'infra';
-    if (!infra || runs > CHECK_INFRA_RETRIES || ctx.options.signal?.aborted) {
+    if (!infra || runs > DEFAULT_INFRA_RETRIES || ctx.options.signal?.aborted) {
       result.trials.push(r.trialId);
       if (r.errors.some((e) => e.class === 'cancelled')) throw new CancelledError('check');
       for (const e of r.errors) result.details.push(`${agent.name} run ${attempt + 1}: ${e.class}: ${e.message}`);

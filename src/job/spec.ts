@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ModelConfigSchema } from '../model/config.js';
 import { EngineSpecSchema } from '../sandbox/pool/engine-spec.js';
+import { DEFAULT_INFRA_RETRIES } from '../trial/accounting.js';
 import { MAX_TIMEOUT_SEC } from '../util/time.js';
 import { AdaptiveSpecSchema } from '../records/sampling.js';
 import { GradingPolicy } from '../verifier/evidence.js';
@@ -84,7 +85,7 @@ export const JobSpecSchema = z.strictObject({
    */
   harborJobsDir: z.string().min(1).optional(),
   /** Infrastructure failures (build, engine, sandbox lost) are retried per trial this many times. */
-  infraRetries: z.number().int().nonnegative().max(100).default(2),
+  infraRetries: z.number().int().nonnegative().max(100).default(DEFAULT_INFRA_RETRIES),
 });
 export type JobSpec = z.infer<typeof JobSpecSchema>;
 export type JobSpecInput = z.input<typeof JobSpecSchema>;

@@ -61,6 +61,9 @@ export const OUTCOME_CLASSES = {
   internal_error: { noReward: 'infra', meaning: "termgrade's own failure" },
 } as const satisfies Record<TrialErrorClass, { noReward: Exclude<Accounting, 'graded'>; meaning: string }>;
 
+/** Runs again of a trial whose infrastructure failed: a job's default `infraRetries`, and check's. */
+export const DEFAULT_INFRA_RETRIES = 2;
+
 /** The classes whose trials carry no reward because the infrastructure failed (retried). */
 export const INFRA_ERROR_CLASSES: ReadonlySet<TrialErrorClass> = new Set(
   (Object.keys(OUTCOME_CLASSES) as TrialErrorClass[]).filter((k) => OUTCOME_CLASSES[k].noReward === 'infra'),
