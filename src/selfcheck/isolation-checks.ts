@@ -106,6 +106,12 @@ export const ISOLATION_CHECKS: SelfCheck[] = [
       expect(s.fork !== undefined, 'the backend reports the fork capability, but its sandbox has no fork');
       await s.putFiles([{ path: '/app/state', content: 'parent\n' }]);
       await s.exec('sleep 300 > /dev/null 2>&1 &');
+      // The shell returns once it has forked; its child is sleep only after its own exec, which a
+      // loaded machine delays: waited for, so the fork is held to a process that surely ran.
+      const seen = await s.exec(
+        "for i in $(seq 100); do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -qx 'sleep' && exit 0; sleep 0.1; done; exit 1",
+      );
+      expect(seen.exitCode === 0, 'a background `sleep 300` never started');
       // One child: a pool of capacity 2 holds the parent and it.
       const made = await s.fork(1);
       try {
