@@ -321,24 +321,26 @@ describe('agents on real containers with a scripted model', () => {
 describe("a full context in any server's words is graded", { concurrency: 4 }, () => {
   // One task folder for all (its image is built once); each trial has its own server and folder.
   const task = trivialTask();
-  for (const r of CONTEXT_FULL_REPLIES) {
+  // Each server's words end to end once, the agents taking turns: reading the words is the model
+  // client's, the same for both agents (model-client.test reads every reply), and what an agent does
+  // once the client says the context is full is its own, so each agent meets half the servers.
+  CONTEXT_FULL_REPLIES.forEach((r, i) => {
     const full: ScriptStep = { fault: 'error', status: r.status, body: r.body };
-    for (const agentName of ['terminus', 'bash-tool'] as const) {
-      it(`${agentName}, ${r.server} (HTTP ${r.status}): ends on its context, graded`, async () => {
-        // terminus asks for a summary after the first full context; that does not fit either.
-        const script: ScriptStep[] =
-          agentName === 'terminus'
-            ? [turn([{ keystrokes: 'echo hello > /app/out.txt\n', duration: 0.2 }]), full, full]
-            : [bash('echo hello > /app/out.txt'), full];
-        const { result, server } = await run(agentName, await task, script);
-        assert.equal(result.exitReason, 'context_exhausted', JSON.stringify(result.errors));
-        assert.ok(
-          !result.errors.some((e) => e.class === 'model_unavailable' || e.class === 'model_error'),
-          JSON.stringify(result.errors),
-        );
-        assert.equal(result.reward, 1, 'the work done before the context filled is graded');
-        assert.equal(server.requests.length, script.length, 'a full context is not retried');
-      });
-    }
-  }
+    const agentName = i % 2 === 0 ? 'terminus' : 'bash-tool';
+    it(`${agentName}, ${r.server} (HTTP ${r.status}): ends on its context, graded`, async () => {
+      // terminus asks for a summary after the first full context; that does not fit either.
+      const script: ScriptStep[] =
+        agentName === 'terminus'
+          ? [turn([{ keystrokes: 'echo hello > /app/out.txt\n', duration: 0.2 }]), full, full]
+          : [bash('echo hello > /app/out.txt'), full];
+      const { result, server } = await run(agentName, await task, script);
+      assert.equal(result.exitReason, 'context_exhausted', JSON.stringify(result.errors));
+      assert.ok(
+        !result.errors.some((e) => e.class === 'model_unavailable' || e.class === 'model_error'),
+        JSON.stringify(result.errors),
+      );
+      assert.equal(result.reward, 1, 'the work done before the context filled is graded');
+      assert.equal(server.requests.length, script.length, 'a full context is not retried');
+    });
+  });
 });

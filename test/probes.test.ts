@@ -31,7 +31,7 @@ describe('check probes on real sandboxes', () => {
     const names = ['reward_forgeable', 'weak_tests', 'weak_tests_prefix', 'sound_a', 'sound_b'];
     const report = await checkTasks(
       names.map((n) => path.join(PROBES, n)),
-      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 },
+      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3, repeat: 1 },
     );
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
     const expected: Record<string, string[]> = {
@@ -69,7 +69,7 @@ describe('check probes on real sandboxes', () => {
     const before = await snapshotImages();
     const report = await checkTasks(
       names.map((n) => path.join(PROBES, n)),
-      { provider: docker(), outDir: await tempDir(), concurrency: 4 },
+      { provider: docker(), outDir: await tempDir(), concurrency: 4, repeat: 1 },
     );
     assert.equal(report.summary.probes, 'fast', 'fast is the default');
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
@@ -137,7 +137,7 @@ describe('hack probes (check --probes all) on real sandboxes', () => {
     const names = ['hack_equal', 'hack_types', 'hack_resist', 'hack_failopen'];
     const report = await checkTasks(
       names.map((n) => path.join(PROBES, n)),
-      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3 },
+      { provider: docker(), outDir: await tempDir(), probes: 'all', concurrency: 3, repeat: 1 },
     );
     const by = Object.fromEntries(report.tasks.map((t) => [t.name, t]));
     const why = (n: string): string => `${n}: ${by[n]!.details.join(' | ')}`;

@@ -92,6 +92,7 @@ describe('synth: seeds to admitted tasks on a real engine, with a scripted gener
       outDir: out,
       maxRounds: 1,
       probes: 'fast',
+      repeat: 1,
       concurrency: 2,
       protection: records,
     });
@@ -231,6 +232,8 @@ describe('synth: a job killed with SIGKILL resumes', () => {
       '1',
       '--probes',
       'fast',
+      '--repeat',
+      '1',
       '--jsonl',
     ];
     // Killed inside the first admission check, with stages of other candidates under way.
@@ -281,6 +284,7 @@ describe('synth: existing task folders as exemplar seeds', () => {
         outDir: out,
         maxRounds: 1,
         probes: 'fast',
+        repeat: 1,
         concurrency: 1,
       });
     const first = await run(2);
@@ -331,6 +335,7 @@ describe('synth: existing task folders as exemplar seeds', () => {
       outDir: out,
       maxRounds: 1,
       probes: 'fast',
+      repeat: 1,
       concurrency: 2,
     });
     const sortId = `exemplar-${path.basename(sortTask)}`;
