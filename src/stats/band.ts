@@ -1,4 +1,8 @@
-import betaCdf from '@stdlib/stats-base-dists-beta-cdf';
+import type betaCdfFn from '@stdlib/stats-base-dists-beta-cdf';
+import { lazyRequire } from '../util/lazy-require.js';
+
+const betaCdfLib = lazyRequire<typeof betaCdfFn>('@stdlib/stats-base-dists-beta-cdf');
+const betaCdf = (x: number, a: number, b: number): number => betaCdfLib()(x, a, b);
 
 /**
  * Posterior probability that a task's true success rate lies in [lo, hi], under Jeffreys'
