@@ -860,10 +860,15 @@ const events = new EventSource('/api/events');
 events.onmessage = (m: MessageEvent<string>) => {
   const v = (JSON.parse(m.data) as { version: number }).version;
   byId('live').textContent = `live \u00B7 update ${v}`;
-  // A trial page is left as it is, unless its trial is still running (its transcript grows).
+  // A trial page is left as it is once it shows a recorded trial. While its trial runs (its
+  // transcript grows), or when it could not be shown, it is brought up to date: a trial leaves the
+  // running list when its result.json is written, a moment before the job's store records it, and
+  // a page asked in between says "no trial"; left as it was, it would say so for good.
   const reading =
     location.hash.startsWith('#/compare') ||
-    (location.hash.startsWith('#/trial') && !document.querySelector('.running-note'));
+    (location.hash.startsWith('#/trial') &&
+      document.querySelector('.trial') !== null &&
+      !document.querySelector('.running-note'));
   if (lastVersion !== -1 && v !== lastVersion && !reading) void route();
   lastVersion = v;
 };
