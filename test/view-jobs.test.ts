@@ -223,15 +223,22 @@ describe('viewer: jobs page and grid', () => {
 });
 
 describe('viewer: trials in flight', () => {
+  // Turn 2 is held back until the test has seen the running trial with its first turn on the page
+  // (a fixed delay lost that race on a loaded machine), then let go; released in any case at the end.
+  let release = (): void => undefined;
+  const turnTwo = new Promise<void>((resolve) => (release = resolve));
   const model = new ScriptedModelServer({
-    // Turn 1 at once; turn 2 held back, so the trial is seen running with its first turn (the fake
-    // sandbox prints nothing, so the agent stops at its cap of 2 turns).
+    // Turn 1 at once; turn 2 once released (the fake sandbox prints nothing, so the agent stops at
+    // its cap of 2 turns).
     m: (_i, body) => {
       const turns = body.messages.filter((m) => m.role === 'assistant').length;
-      return turns === 0 ? bash('echo first-turn-output') : { ...bash('echo TERMGRADE_TASK_COMPLETE'), delayMs: 4000 };
+      return turns === 0 ? bash('echo first-turn-output') : { ...bash('echo TERMGRADE_TASK_COMPLETE'), after: turnTwo };
     },
   });
-  after(() => model.close());
+  after(() => {
+    release();
+    return model.close();
+  });
 
   it('shows a running trial as running, with its transcript so far, then its record', async () => {
     const baseUrl = await model.start();
@@ -276,6 +283,7 @@ describe('viewer: trials in flight', () => {
         { timeout: 20_000 },
       );
       // Once recorded, the same page shows the record: graded, no longer running.
+      release();
       await running;
       await page.waitForFunction(
         () => !document.querySelector('.running-note') && document.querySelector('#reward')?.textContent === '1',
@@ -285,6 +293,7 @@ describe('viewer: trials in flight', () => {
       assert.match((await page.textContent('.transcript'))!, /TERMGRADE_TASK_COMPLETE/);
       assert.deepEqual(errors, []);
     } finally {
+      release();
       await page.close();
       await viewer.close();
     }

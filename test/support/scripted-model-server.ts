@@ -22,7 +22,8 @@ export interface ScriptedReply {
 }
 
 export type ScriptStep =
-  | { reply: ScriptedReply; delayMs?: number }
+  /** `after`: the reply waits until it settles (a test holds a turn back until it has seen what it needs). */
+  | { reply: ScriptedReply; delayMs?: number; after?: Promise<unknown> }
   | { fault: 'rate_limit'; retryAfterSec?: number }
   | { fault: 'server_error'; status?: number }
   | { fault: 'hang'; ms: number }
@@ -181,6 +182,7 @@ export class ScriptedModelServer {
       }
     }
     if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
+    if (step.after) await step.after.catch(() => undefined);
     send(res, 200, completion(body, step.reply));
   }
 }
