@@ -7,14 +7,10 @@ import { stat } from '../util/json.js';
 import { retryWaste, RetryWasteSchema } from './waste.js';
 import { CutInsideStepError, GmsEstimator } from '../stats/adaptive.js';
 import { meanSe } from '../stats/summary.js';
-import type tQuantileFn from '@stdlib/stats-base-dists-t-quantile';
 import type { StatsRecord } from '../records/record.js';
 import { countByTask, TaskCountsSchema, type TaskCounts } from '../records/counts.js';
 import { accountingOf } from '../trial/accounting.js';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const tQuantileLib = lazyRequire<typeof tQuantileFn>('@stdlib/stats-base-dists-t-quantile');
-const tQuantile = (p: number, v: number): number => tQuantileLib()(p, v);
+import { tQuantile } from '../stats/stdlib.js';
 
 const interval = z.tuple([stat(), stat()]);
 

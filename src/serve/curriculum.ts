@@ -1,10 +1,6 @@
-import type betaCdfFn from '@stdlib/stats-base-dists-beta-cdf';
 import { z } from 'zod';
 import { betaDraw, type Uniform } from '../stats/random.js';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const betaCdfLib = lazyRequire<typeof betaCdfFn>('@stdlib/stats-base-dists-beta-cdf');
-const betaCdf = (x: number, a: number, b: number): number => betaCdfLib()(x, a, b);
+import { betaCdf } from '../stats/stdlib.js';
 
 /**
  * The live curriculum behind `"task": "auto"`: for each policy label, a Beta posterior of each

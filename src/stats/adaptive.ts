@@ -1,12 +1,5 @@
-import type betalnFn from '@stdlib/math-base-special-betaln';
-import type binomcoeflnFn from '@stdlib/math-base-special-binomcoefln';
 import { inBand } from './band.js';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const betalnLib = lazyRequire<typeof betalnFn>('@stdlib/math-base-special-betaln');
-const betaln = (a: number, b: number): number => betalnLib()(a, b);
-const binomcoeflnLib = lazyRequire<typeof binomcoeflnFn>('@stdlib/math-base-special-binomcoefln');
-const binomcoefln = (n: number, k: number): number => binomcoeflnLib()(n, k);
+import { betaln, binomcoefln } from './stdlib.js';
 
 /**
  * Adaptive sampling. Trials of a task are run in steps (pairs, or one at a time); after each step

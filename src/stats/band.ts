@@ -1,8 +1,4 @@
-import type betaCdfFn from '@stdlib/stats-base-dists-beta-cdf';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const betaCdfLib = lazyRequire<typeof betaCdfFn>('@stdlib/stats-base-dists-beta-cdf');
-const betaCdf = (x: number, a: number, b: number): number => betaCdfLib()(x, a, b);
+import { betaCdf } from './stdlib.js';
 
 /**
  * Posterior probability that a task's true success rate lies in [lo, hi], under Jeffreys'

@@ -1,11 +1,4 @@
-import type betaQuantileFn from '@stdlib/stats-base-dists-beta-quantile';
-import type normalQuantileFn from '@stdlib/stats-base-dists-normal-quantile';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const betaQuantileLib = lazyRequire<typeof betaQuantileFn>('@stdlib/stats-base-dists-beta-quantile');
-const betaQuantile = (p: number, a: number, b: number): number => betaQuantileLib()(p, a, b);
-const normalQuantileLib = lazyRequire<typeof normalQuantileFn>('@stdlib/stats-base-dists-normal-quantile');
-const normalQuantile = (p: number, mu: number, sigma: number): number => normalQuantileLib()(p, mu, sigma);
+import { betaQuantile, normalQuantile } from './stdlib.js';
 
 /** A success rate and its interval; `level` is the coverage (0.95 by default). */
 export interface RateInterval {

@@ -1,11 +1,7 @@
 import { z } from 'zod';
 import { stat } from '../util/json.js';
-import type tCdfFn from '@stdlib/stats-base-dists-t-cdf';
 import { seededBits } from './random.js';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const tCdfLib = lazyRequire<typeof tCdfFn>('@stdlib/stats-base-dists-t-cdf');
-const tCdf = (x: number, v: number): number => tCdfLib()(x, v);
+import { tCdf } from './stdlib.js';
 
 /** One task's success rates under two configurations, and its family for clustering. */
 export interface PairedTask {

@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import { stat } from '../util/json.js';
-import type betalnFn from '@stdlib/math-base-special-betaln';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const betalnLib = lazyRequire<typeof betalnFn>('@stdlib/math-base-special-betaln');
-const betaln = (a: number, b: number): number => betalnLib()(a, b);
+import { betaln } from './stdlib.js';
 
 /**
  * Unbiased pass@k for one task with n trials and c successes (Chen et al. 2021), in the stable

@@ -1,19 +1,16 @@
-import type mt19937Fn from '@stdlib/random-base-mt19937';
-import { lazyRequire } from '../util/lazy-require.js';
-
-const mt19937 = lazyRequire<typeof mt19937Fn>('@stdlib/random-base-mt19937');
+import { mt19937 } from './stdlib.js';
 
 /** A seeded uniform [0, 1) generator (Mersenne Twister), so resampling results repeat exactly. */
 export type Uniform = () => number;
 
 /** 32 random bits per call, for drawing many fair coin flips cheaply. */
 export function seededBits(seed: number): () => number {
-  const prng = mt19937().factory({ seed }) as unknown as () => number;
+  const prng = mt19937(seed) as () => number;
   return () => prng() >>> 0;
 }
 
 export function seededUniform(seed: number): Uniform {
-  const prng = mt19937().factory({ seed }) as unknown as { normalized: () => number };
+  const prng = mt19937(seed) as { normalized: () => number };
   return () => prng.normalized();
 }
 
