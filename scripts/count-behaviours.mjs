@@ -7,13 +7,12 @@
 // shared suite ran on, so one behaviour run on two backends counts once). With two logs it also
 // lists the names only one of them has: what a change to the suite dropped or added.
 import { readFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 
 const RESULT = /^\s*(?:not )?ok \d+ - (.*?)(?:\s+# (?:SKIP|TODO)\b.*)?$/;
 const PLAN = /^\s*1\.\.\d+\s*$/;
 
 /** The leaf test names of a TAP log, one per leaf run, labels taken off. */
-export function leafNames(tap) {
+function leafNames(tap) {
   const lines = tap.split('\n');
   const names = [];
   lines.forEach((line, i) => {
@@ -29,26 +28,24 @@ export function leafNames(tap) {
   return names;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [first, second] = process.argv.slice(2);
-  if (!first) {
-    console.error('usage: node scripts/count-behaviours.mjs LOG [LOG2]');
+const [first, second] = process.argv.slice(2);
+if (!first) {
+  console.error('usage: node scripts/count-behaviours.mjs LOG [LOG2]');
+  process.exit(2);
+}
+const runs = [first, second].filter(Boolean).map((file) => {
+  try {
+    return leafNames(readFileSync(file, 'utf8'));
+  } catch (err) {
+    console.error(`${file}: ${err.message}`);
     process.exit(2);
   }
-  const runs = [first, second].filter(Boolean).map((file) => {
-    try {
-      return leafNames(readFileSync(file, 'utf8'));
-    } catch (err) {
-      console.error(`${file}: ${err.message}`);
-      process.exit(2);
-    }
-  });
-  runs.forEach((names, i) =>
-    console.log(`${[first, second][i]}: ${new Set(names).size} distinct behaviours in ${names.length} leaf runs`),
-  );
-  if (runs.length === 2) {
-    const [a, b] = runs.map((names) => new Set(names));
-    for (const name of [...a].filter((n) => !b.has(n)).sort()) console.log(`- ${name}`);
-    for (const name of [...b].filter((n) => !a.has(n)).sort()) console.log(`+ ${name}`);
-  }
+});
+runs.forEach((names, i) =>
+  console.log(`${[first, second][i]}: ${new Set(names).size} distinct behaviours in ${names.length} leaf runs`),
+);
+if (runs.length === 2) {
+  const [a, b] = runs.map((names) => new Set(names));
+  for (const name of [...a].filter((n) => !b.has(n)).sort()) console.log(`- ${name}`);
+  for (const name of [...b].filter((n) => !a.has(n)).sort()) console.log(`+ ${name}`);
 }
