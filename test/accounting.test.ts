@@ -3,13 +3,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { importHarbor } from '../src/harbor/import-job.js';
+import { errorClassOfException, exceptionTypeOf } from '../src/harbor/layout.js';
 import { configStats, taskRates } from '../src/report/aggregate.js';
 import { countByTask } from '../src/records/counts.js';
 import type { StatsRecord } from '../src/records/record.js';
 import { DEFAULT_ADAPTIVE_RULE, decide, GmsEstimator } from '../src/stats/adaptive.js';
 import { pairedCompare } from '../src/stats/paired.js';
 import { JobStore } from '../src/store/store.js';
-import { accountingOf } from '../src/trial/accounting.js';
+import { accountingOf, OUTCOME_CLASSES } from '../src/trial/accounting.js';
 import { statsJson } from '../src/util/json.js';
 import { makeScrub, REDACTED } from '../src/util/scrub.js';
 import { findTampering } from '../src/verifier/tampering.js';
@@ -245,6 +246,49 @@ describe('Harbor import accounting', () => {
       );
       assert.equal(s!.trials, 5);
       assert.equal(s!.coverage.infra, 1);
+    } finally {
+      store.close();
+    }
+  });
+  it("reads each of Harbor's own exception types by what it means, and each name termgrade exports back as its class", async () => {
+    const dir = await tempDir();
+    const store = JobStore.open(path.join(dir, 'job.db'));
+    try {
+      // Harbor's names (trial.py, verifier.py, asyncio), with the class and reward each must give.
+      const harbor: Array<[string, string, number | null]> = [
+        ['AgentSetupTimeoutError', 'agent_setup_error', null],
+        ['AddTestsDirError', 'verifier_crash', null],
+        ['DownloadVerifierDirError', 'verifier_crash', null],
+        ['CancelledError', 'cancelled', null],
+        ['EnvironmentBuildTimeoutError', 'build_failed', null],
+        ['EnvironmentStartTimeoutError', 'environment_error', null],
+        ['RewardFileEmptyError', 'verifier_no_reward', 0],
+        ['VerifierTimeoutError', 'verifier_timeout', 0],
+        ['AgentTimeoutError', 'agent_timeout', 0],
+        ['SomethingTheAgentRaisedError', 'agent_error', 0],
+      ];
+      const root = path.join(dir, 'h');
+      await harborJob(
+        root,
+        harbor.map(([exception], i) => ({ name: `t${String(i)}`, exception })),
+      );
+      assert.equal((await importHarbor(root, store)).imported, harbor.length);
+      const rows = new Map([...store.listTrials()].map((r) => [r.trial_id, r]));
+      for (const [i, [exception, cls, reward]] of harbor.entries()) {
+        const row = rows.get(`harbor:t${String(i)}`)!;
+        assert.deepEqual([row.error_class, row.reward], [cls, reward], exception);
+      }
+      // Every class termgrade's export names reads back as itself.
+      for (const cls of Object.keys(OUTCOME_CLASSES)) assert.equal(errorClassOfException(exceptionTypeOf(cls)), cls);
+      const [s] = configStats(
+        [...rows.values()].map((r) => ({
+          ...rec(r.config, r.task, r.attempt, r.reward, r.error_class),
+          trialId: r.trial_id,
+        })),
+      );
+      assert.equal(s!.trials, 4, 'graded: the four the agent or the verifier ended');
+      assert.equal(s!.coverage.infra, 5);
+      assert.equal(s!.coverage.attempted, 9, 'the cancelled trial was never attempted to the end');
     } finally {
       store.close();
     }

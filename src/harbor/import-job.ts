@@ -1,30 +1,15 @@
-import { INFRA_ERROR_CLASSES, isPassingReward } from '../trial/accounting.js';
+import { isPassingReward, OUTCOME_CLASSES } from '../trial/accounting.js';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JobStore } from '../store/store.js';
-import type { PhaseTiming, TrialErrorClass, TrialResult } from '../trial/schema.js';
+import type { Phase, PhaseTiming, TrialErrorClass, TrialResult } from '../trial/schema.js';
 import { primaryReward } from '../verifier/reward.js';
 import { summarizeTests } from '../verifier/schema.js';
 import { readTestReports } from '../verifier/outcome.js';
 import { exists, filesNamed, readTextIfThere } from '../util/files.js';
 import { rewardFindingsOf } from '../verifier/consistency.js';
-import { ORIGINALS } from './layout.js';
+import { errorClassOfException, ORIGINALS } from './layout.js';
 import { TermgradeCarrySchema, type TermgradeCarry } from './schema.js';
-
-/** Harbor exception types, by what they mean for the record. */
-function errorClassOf(exceptionType: string): TrialErrorClass {
-  if (/AgentTimeout|AgentExecutionTimeout/i.test(exceptionType)) return 'agent_timeout';
-  if (/VerifierTimeout/i.test(exceptionType)) return 'verifier_timeout';
-  if (/RewardFile(NotFound|Empty)/i.test(exceptionType)) return 'verifier_no_reward';
-  if (/VerifierOutputParse/i.test(exceptionType)) return 'verifier_bad_reward';
-  // termgrade's own graded-0 classes, as its Harbor export names them (harbor/layout.ts).
-  if (/RewardUnsupported/i.test(exceptionType)) return 'reward_unsupported';
-  if (/Tampering/i.test(exceptionType)) return 'tampering';
-  if (/GradingBlocked/i.test(exceptionType)) return 'grading_blocked';
-  if (/NonZeroAgentExitCode|Agent/i.test(exceptionType)) return 'agent_error';
-  if (/Build/i.test(exceptionType)) return 'build_failed';
-  return 'environment_error';
-}
 
 type HarborTiming = { started_at?: string | null; finished_at?: string | null } | null;
 
@@ -57,13 +42,23 @@ interface HarborTrial {
 /**
  * Harbor's accounting, which an import follows: a trial the agent or the verifier ended without a
  * reward (an agent exception, a timeout, a missing reward file) counts as 0, as Harbor's own mean
- * counts it. Failures of the environment itself (build, container start) stay infrastructure
- * failures with no reward, as every other termgrade record (see trial/accounting.ts).
+ * counts it. Failures of the infrastructure (build, container start, the agent's setup, a step of
+ * the verifier's harness) stay failures with no reward, and a cancelled trial was never run to the
+ * end, as every other termgrade record: the one table (OUTCOME_CLASSES) says which is which.
  */
 function harborReward(reward: number | null, errClass: TrialErrorClass | null): number | null {
   if (reward !== null) return reward;
-  if (errClass !== null && INFRA_ERROR_CLASSES.has(errClass)) return null; // the one table's infrastructure classes
+  if (errClass !== null && OUTCOME_CLASSES[errClass].noReward !== 'ungraded') return null;
   return 0;
+}
+
+/** The phase a Harbor trial failed in, by its class (Harbor records the exception, not the phase). */
+function phaseOfClass(errClass: TrialErrorClass): Phase {
+  if (errClass === 'build_failed' || errClass === 'environment_error') return 'environment_setup';
+  if (errClass === 'agent_setup_error') return 'agent_setup';
+  if (errClass.startsWith('verifier') || errClass === 'reward_unsupported' || errClass === 'grading_blocked')
+    return 'verification';
+  return 'agent_run';
 }
 
 /**
@@ -123,7 +118,7 @@ async function foreignFields(
   tests: TrialResult['tests'],
 ): Promise<Omit<TermgradeCarry, 'trialId' | 'attempt' | 'config'>> {
   const exc = h.exception_info?.exception_type;
-  const errClass = exc ? errorClassOf(exc) : verifierReward === null ? 'verifier_no_reward' : null;
+  const errClass = exc ? errorClassOfException(exc) : verifierReward === null ? 'verifier_no_reward' : null;
   const reward = harborReward(verifierReward, errClass);
   const started = h.started_at ?? '';
   const finished = h.finished_at ?? '';
@@ -131,7 +126,7 @@ async function foreignFields(
     ? {
         class: errClass,
         message: h.exception_info?.exception_message ?? exc ?? 'no reward',
-        phase: errClass.startsWith('verifier') ? ('verification' as const) : ('agent_run' as const),
+        phase: phaseOfClass(errClass),
       }
     : null;
   return {

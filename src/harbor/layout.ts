@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { configLabelOf, type AgentConfig, type JobSpec } from '../job/spec.js';
 import { macroPassAtK } from '../stats/pass-at-k.js';
 import type { TrialRow } from '../store/store.js';
-import type { TrialResult } from '../trial/schema.js';
+import type { TrialErrorClass, TrialResult } from '../trial/schema.js';
 import { parseRetries } from '../trial/retries.js';
 import type {
   HarborJobConfig,
@@ -39,7 +39,7 @@ export function uuidOf(name: string): string {
  * concept (so its views count them as it does); infrastructure classes avoid "Agent" in the name,
  * so `termgrade import` reads them back as infrastructure (no reward), never as an agent's 0.
  */
-const EXCEPTION_TYPES: Record<string, string> = {
+const EXCEPTION_TYPES: Record<TrialErrorClass, string> = {
   build_failed: 'EnvironmentBuildError',
   environment_error: 'EnvironmentStartError',
   agent_setup_error: 'SetupFailedError',
@@ -58,15 +58,48 @@ const EXCEPTION_TYPES: Record<string, string> = {
   cancelled: 'CancelledError',
   internal_error: 'InternalError',
 };
-export const exceptionTypeOf = (errorClass: string): string => EXCEPTION_TYPES[errorClass] ?? 'TermgradeError';
+export const exceptionTypeOf = (errorClass: string): string =>
+  Object.hasOwn(EXCEPTION_TYPES, errorClass) ? EXCEPTION_TYPES[errorClass as TrialErrorClass] : 'TermgradeError';
+
+/**
+ * Harbor's own exception types that EXCEPTION_TYPES does not give, by what each means for the
+ * record (harbor/trial/trial.py and harbor/verifier/verifier.py): a step of Harbor's verifier that
+ * failed is its harness failing (verifier_crash, as ours), an agent's install that timed out is its
+ * setup (agent_setup_error), and a timeout of the environment's build or start is the environment's.
+ */
+const HARBOR_EXCEPTION_CLASSES: Record<string, TrialErrorClass> = {
+  AgentSetupTimeoutError: 'agent_setup_error',
+  AddTestsDirError: 'verifier_crash',
+  DownloadVerifierDirError: 'verifier_crash',
+  RewardFileEmptyError: 'verifier_no_reward',
+  EnvironmentBuildTimeoutError: 'build_failed',
+  EnvironmentStartTimeoutError: 'environment_error',
+  // The name exports before 2026-12-02 gave verifier_crash.
+  VerifierEngineLostError: 'verifier_crash',
+};
+
+/**
+ * The error class of a Harbor exception type: a name termgrade's export gives (the inverse of
+ * EXCEPTION_TYPES) or one of Harbor's own, exactly; any other name by what it says (a timeout of
+ * the agent, the agent, a build), else a failure of the environment.
+ */
+export function errorClassOfException(exceptionType: string): TrialErrorClass {
+  const exact = (Object.keys(EXCEPTION_TYPES) as TrialErrorClass[]).find((c) => EXCEPTION_TYPES[c] === exceptionType);
+  if (exact) return exact;
+  if (Object.hasOwn(HARBOR_EXCEPTION_CLASSES, exceptionType)) return HARBOR_EXCEPTION_CLASSES[exceptionType]!;
+  if (/AgentTimeout|AgentExecutionTimeout/i.test(exceptionType)) return 'agent_timeout';
+  if (/Agent/i.test(exceptionType)) return 'agent_error';
+  if (/Build/i.test(exceptionType)) return 'build_failed';
+  return 'environment_error';
+}
 /**
  * The exception types of infrastructure failures: what Harbor's retry would retry, as termgrade
  * does. Named from the outcome table's infrastructure classes (INFRA_ERROR_CLASSES), not a list of their own.
  */
 export const INFRA_EXCEPTION_TYPES = [
   ...[...INFRA_ERROR_CLASSES].map(exceptionTypeOf),
-  // The name exports before 2026-12-02 gave verifier_crash: still read as infrastructure.
-  'VerifierEngineLostError',
+  // Harbor's own names of infrastructure classes (and an older export's name), read as such.
+  ...Object.keys(HARBOR_EXCEPTION_CLASSES).filter((t) => INFRA_ERROR_CLASSES.has(HARBOR_EXCEPTION_CLASSES[t]!)),
 ];
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i;
