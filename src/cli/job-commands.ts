@@ -1,23 +1,22 @@
 import { DEFAULT_AGREEMENT_FLOOR } from '../stats/adaptive-risk.js';
 import { existsSync } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { admissionStore, type ProtectionStore } from '../verifier/protection-store.js';
 import type { Task } from '../task/task.js';
-import { importHarbor } from '../harbor/import-job.js';
 import { readJobFile, parseSpec } from '../job/load-spec.js';
 import { runJob } from '../job/run-job.js';
 import type { JobSpec, JobSpecInput } from '../job/spec.js';
-import { ifMissing, TermgradeError } from '../util/errors.js';
+import { TermgradeError } from '../util/errors.js';
 import type { PoolEvent } from '../sandbox/pool/provider.js';
-import { jobDirOf, openJob, storedSpec } from '../job/job.js';
+import { openJob, storedSpec } from '../job/job.js';
 import type { AgentConfigInput } from '../job/spec.js';
 import { agentNeedsModel, isModuleFile, loadAgentModule, loadAgentModules } from '../agent/registry.js';
 import { agentEnvOf, parseEnvAssignment } from '../agent/env.js';
 import { resolveTasks } from '../job/tasks.js';
 import { preflightModels } from '../model/preflight.js';
 import { TrialErrorClass } from '../trial/schema.js';
-import { JobStore, type TrialStatus } from '../store/store.js';
+import { JobStore } from '../store/store.js';
 import { jobProgress } from './job-progress.js';
 import { warnAboutTasks } from './format.js';
 import { EXIT, handleSignals } from './signals.js';
@@ -30,8 +29,7 @@ import { exportHarborJobs, exportHarborTrial } from '../harbor/export-job.js';
 import type { JobEvent } from '../job/events.js';
 import { enginesFromFlags } from '../sandbox/pool/engine-spec.js';
 import { createProvider } from '../sandbox/registry.js';
-import { isJobFolder, jobDbOf, openJobRecords } from '../records/source.js';
-import { outermostMissing, removeMade } from '../util/files.js';
+import { isJobFolder, jobDbOf, jobDirOf } from '../records/source.js';
 
 export interface RunFlags {
   /** Test hook (hidden flag): each trial's store write stalls this long, so a test can kill the run mid-write. */
@@ -486,91 +484,4 @@ async function endingTable(store: JobStore, jobDir: string): Promise<string> {
     }),
   );
   return `${main}\n${wasteLines(stats)}`;
-}
-
-function openStore(jobsDir: string, name: string): JobStore {
-  const dir = jobDirOf(jobsDir, name);
-  if (!isJobFolder(dir)) throw new TermgradeError('usage', `no job "${name}" in ${path.resolve(jobsDir)}`);
-  return openJobRecords(dir); // a damaged store says so (exit 5)
-}
-
-export async function trialsCommand(flags: {
-  job: string;
-  jobsDir: string;
-  json?: boolean;
-  status?: TrialStatus;
-}): Promise<number> {
-  const store = openStore(flags.jobsDir, flags.job);
-  try {
-    if (flags.json) {
-      // One write per chunk of lines: 100,000 rows should not be 100,000 syscalls.
-      let buf = '';
-      for (const row of store.listTrials({ status: flags.status })) {
-        buf += `${JSON.stringify(row)}\n`;
-        if (buf.length > 1 << 16) {
-          process.stdout.write(buf);
-          buf = '';
-        }
-      }
-      process.stdout.write(buf);
-      return EXIT.ok;
-    }
-    const rows = [...store.listTrials({ status: flags.status })];
-    process.stdout.write(
-      `${table(
-        ['trial', 'config', 'task', 'attempt', 'status', 'reward', 'error class', 'tests passed', 'runs'],
-        rows.map((r) => [
-          r.trial_id,
-          r.config,
-          r.task,
-          r.attempt,
-          r.status,
-          r.reward ?? '-',
-          r.error_class ?? '',
-          `${r.tests_passed}/${r.tests_total}`,
-          r.infra_attempts,
-        ]),
-      )}\n${rows.length} trials\n`,
-    );
-    return EXIT.ok;
-  } finally {
-    store.close();
-  }
-}
-
-export async function importCommand(dir: string, flags: { job: string; jobsDir: string }): Promise<number> {
-  const st = await ifMissing(stat(dir), null);
-  if (!st) throw new TermgradeError('bad_input', `${dir}: no such folder`);
-  if (!st.isDirectory())
-    throw new TermgradeError('bad_input', `${dir}: not a folder (a Harbor jobs folder, job folder or trial folder)`);
-  const jobDir = jobDirOf(flags.jobsDir, flags.job);
-  // A job this import makes is removed again when nothing is imported, with the folders made for it
-  // (the jobs folder too): a failed import leaves nothing behind.
-  const made = outermostMissing(jobDir);
-  const store = JobStore.open(jobDbOf(jobDir));
-  let result: { imported: number; skipped: string[] };
-  try {
-    result = await importHarbor(path.resolve(dir), store);
-  } catch (err) {
-    store.close();
-    if (made) await removeMade(jobDir, made);
-    throw err;
-  }
-  store.close();
-  const { imported, skipped } = result;
-  for (const s of skipped) process.stderr.write(`skipped ${s}\n`);
-  if (imported === 0) {
-    if (made) await removeMade(jobDir, made);
-    // Every trial already imported is not an error: the job holds them.
-    if (skipped.length && skipped.every((s) => s.includes('already imported as'))) {
-      process.stdout.write(`nothing new: every Harbor trial under ${dir} is already in job ${flags.job}\n`);
-      return EXIT.ok;
-    }
-    throw new TermgradeError(
-      'bad_input',
-      `${dir}: no Harbor trial results to import (a trial folder's result.json with task_name and verifier_result or exception_info)${made ? `; job ${flags.job} was not made` : ''}`,
-    );
-  }
-  process.stdout.write(`imported ${imported} Harbor trials into job ${flags.job} (${jobDbOf(jobDir)})\n`);
-  return EXIT.ok;
 }

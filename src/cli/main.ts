@@ -326,7 +326,7 @@ program
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
   .option('--json', 'JSON lines: trial_id, config, task, agent, model, attempt, status, reward, ...')
   .action(async (opts) => {
-    const { trialsCommand } = await import('./job-commands.js');
+    const { trialsCommand } = await import('./records-commands.js');
     process.exitCode = await trialsCommand(opts);
   });
 
@@ -337,7 +337,7 @@ program
   .requiredOption('-j, --job <name>', 'the job to import into')
   .option('--jobs-dir <dir>', 'where job folders live', JOBS_DIR)
   .action(async (dir: string, opts) => {
-    const { importCommand } = await import('./job-commands.js');
+    const { importCommand } = await import('./records-commands.js');
     process.exitCode = await importCommand(dir, opts);
   });
 

@@ -9,7 +9,7 @@ import { parseSpec } from './load-spec.js';
 import { configFingerprint, configLabelOf, type JobSpec } from './spec.js';
 import { readPriors } from '../records/priors.js';
 import { resolveTasks } from './tasks.js';
-import { jobDbOf, openJobRecords } from '../records/source.js';
+import { jobDbOf, jobDirOf, openJobRecords } from '../records/source.js';
 
 export interface OpenedJob {
   spec: JobSpec;
@@ -20,8 +20,6 @@ export interface OpenedJob {
   /** Closes the store and lets another process run the job. */
   close(): Promise<void>;
 }
-
-export const jobDirOf = (jobsDir: string, name: string): string => path.resolve(jobsDir, name);
 
 /** The spec a job was last run with (to resume by name alone). */
 export function storedSpec(jobsDir: string, name: string): JobSpec {

@@ -13,6 +13,8 @@ import { TermgradeError, ifMissing } from '../util/errors.js';
 export type RecordSource =
   { kind: 'job'; dir: string } | { kind: 'folder'; dir: string } | { kind: 'file'; file: string };
 
+/** A job's folder: its name under the jobs folder. */
+export const jobDirOf = (jobsDir: string, name: string): string => path.resolve(jobsDir, name);
 /** The store file of a job folder. */
 export const jobDbOf = (jobDir: string): string => path.join(jobDir, 'job.db');
 
