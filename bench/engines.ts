@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import Docker from 'dockerode';
-import { connectEngine } from '../src/sandbox/pool/engine-spec.js';
+import { connectEngine } from '../src/sandbox/pool/engine-connect.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openJob } from '../src/job/job.js';

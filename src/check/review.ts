@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
 import { ModelClient } from '../model/client.js';
 import type { ModelConfig } from '../model/config.js';
 import type { Task } from '../task/task.js';
+import { ReviewSchema, type Review } from './schema.js';
 import { errorMessage } from '../util/errors.js';
 
 /**
@@ -16,13 +16,6 @@ export const REVIEW_CRITERIA = [
   'anti_cheating',
   'hardcoded_solution',
 ] as const;
-
-export const ReviewSchema = z.object({
-  model: z.string(),
-  criteria: z.array(z.object({ name: z.string(), verdict: z.enum(['pass', 'fail']), reason: z.string() })),
-  error: z.string().nullable(),
-});
-export type Review = z.infer<typeof ReviewSchema>;
 
 const RUBRIC = `You review a terminal task for training AI agents. Judge four criteria and answer with JSON only:
 {"criteria": [{"name": "<criterion>", "verdict": "pass" | "fail", "reason": "<one sentence>"}]}

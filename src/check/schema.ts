@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { ReasonCode } from './verdict.js';
-import { ReviewSchema } from './review.js';
+
+/** An LLM review of a task (check --review, check/review.ts): advisory, never a verdict. */
+export const ReviewSchema = z.object({
+  model: z.string(),
+  criteria: z.array(z.object({ name: z.string(), verdict: z.enum(['pass', 'fail']), reason: z.string() })),
+  error: z.string().nullable(),
+});
+export type Review = z.infer<typeof ReviewSchema>;
 
 export const CheckedTaskSchema = z.object({
   path: z.string(),

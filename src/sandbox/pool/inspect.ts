@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { errorMessage } from '../../util/errors.js';
 import { AGENT_IMAGE_REPO, IMAGE_REPO } from '../docker/image.js';
 import { LABEL_MANAGED, LABEL_OWNER, ownerIsAlive } from '../docker/labels.js';
-import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
+import { connectEngine } from './engine-connect.js';
+import { engineNameOf, type EngineSpec } from './engine-spec.js';
 
 /** One engine as `termgrade engines` reports it. */
 export const EngineReportSchema = z.strictObject({

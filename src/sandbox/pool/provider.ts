@@ -18,7 +18,8 @@ import type {
   SandboxProvider,
   StartOptions,
 } from '../sandbox.js';
-import { connectEngine, engineNameOf, type EngineSpec } from './engine-spec.js';
+import { connectEngine } from './engine-connect.js';
+import { engineNameOf, type EngineSpec } from './engine-spec.js';
 import { PoolSandbox } from './sandbox.js';
 import { imageIdOf } from '../docker/image.js';
 import { shipImage } from './ship.js';
