@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ModelConfigSchema } from '../src/model/config.js';
@@ -266,6 +266,17 @@ describe('synth: a job killed with SIGKILL resumes', () => {
     } finally {
       store.close();
     }
+    // --repeat 1 reached each admission check: its oracle ran as attempt 0 only (a run whose
+    // infrastructure failed runs again under the same attempt), where the default runs 0 and 1.
+    const trials = (await readdir(path.join(out, '.synth', 'work'), { recursive: true })).filter((p) =>
+      /(^|\/)check-\d+\/trials\/[^/]+$/.test(p),
+    );
+    const oracle = new Set(trials.map((p) => /__oracle__(\d+)__/.exec(p)?.[1]).filter((a) => a !== undefined));
+    assert.ok(
+      trials.some((p) => p.includes('__nop__')),
+      `no admission trials found: ${trials.join(' ')}`,
+    );
+    assert.deepEqual([...oracle], ['0'], trials.join(' '));
   });
 });
 
