@@ -193,6 +193,8 @@ describe('synth: failures are routed to the part at fault', () => {
     assert.equal(routeFailure('check', ['reward_forgeable'], []), 'tests');
     // Tests a published reward hack passes are the tests' to repair (run the agent's code in a child, check exact types).
     assert.equal(routeFailure('check', ['reward_hackable'], []), 'tests');
+    // An infrastructure that failed through check's retries is no part's fault: nothing to repair.
+    assert.equal(routeFailure('check', ['infra_error'], []), null);
     assert.equal(
       routeFailure('check', ['solution_leaked'], ['solution_leaked: copied /var/x to /app/y: every test passes']),
       'environment',

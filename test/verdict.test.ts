@@ -10,11 +10,13 @@ function trial(
   tests: Array<'passed' | 'failed'>,
   errorClasses: TrialErrorClass[] = [],
 ): TrialResult {
+  const errors = errorClasses.map((c) => ({ class: c, message: c, phase: 'verification' as const }));
   return trialResultFixture({
     reward,
     tests: tests.map((status, i) => ({ name: `t${i}`, status, durationMs: null, message: null })),
     testsSource: 'pytest-rA',
-    errors: errorClasses.map((c) => ({ class: c, message: c, phase: 'verification' as const })),
+    error: errors[0] ?? null,
+    errors,
   });
 }
 
@@ -48,6 +50,19 @@ describe('admission rule', () => {
     assert.deepEqual(judge([trial(null, [], ['verifier_timeout'])], nopFail), ['timeout']);
     assert.deepEqual(judge([trial(0, [], ['agent_timeout'])], nopFail), ['timeout']);
     assert.deepEqual(judge([pass], trial(null, [], ['verifier_bad_reward'])), ['verifier_error']);
+  });
+
+  it('rejects a run whose infrastructure failed through its retries as infra_error, never as flakiness or a wrong answer', () => {
+    // Each of these was rejected before as flaky + build_failed, oracle_failed, verifier_error, build_failed.
+    assert.deepEqual(judge([pass, trial(null, [], ['environment_error'])], nopFail), ['infra_error']);
+    assert.deepEqual(judge([trial(null, [], ['internal_error'])], nopFail), ['infra_error']);
+    assert.deepEqual(judge([trial(null, [], ['verifier_crash'])], nopFail), ['infra_error']);
+    assert.deepEqual(judge([pass], trial(null, [], ['environment_error'])), ['infra_error']);
+    // A wrong answer beside a lost run is still a wrong answer; an image that did not build is still that.
+    assert.deepEqual(judge([fail, trial(null, [], ['environment_error'])], nopFail), ['infra_error', 'oracle_failed']);
+    assert.deepEqual(judge([trial(null, [], ['build_failed'])], nopFail), ['build_failed']);
+    // A run graded in spite of an engine error (lost at teardown) was decided by the task.
+    assert.deepEqual(judge([pass, pass], trial(0, ['failed'], ['environment_error'])), []);
   });
 
   it('reports several reasons in a fixed order', () => {

@@ -6,7 +6,7 @@ import { STAGES, type Failure, type RepairablePart } from './schema.js';
  * an oracle that fails a state the solution did produce, a do-nothing agent that passes, weak,
  * flaky, forgeable, hackable or nondeterministic tests, and tests that report no per-test result, are the tests'; a leaked answer is the instruction's
  * when the instruction carries it, else the environment's. A duplicate, or what termgrade itself
- * could not do, is no part's: not repairable.
+ * could not do (check's infra_error), is no part's: not repairable.
  */
 export function routeFailure(stage: Failure['stage'], reasons: string[], evidence: string[]): RepairablePart | null {
   const has = (r: string): boolean => reasons.includes(r);
