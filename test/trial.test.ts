@@ -179,7 +179,7 @@ describe('check details', () => {
     const report = await checkTasks([await trivialTask()], { provider, outDir: await tempDir(), repeat: 1 });
     const t = report.tasks[0]!;
     assert.equal(t.verdict, 'rejected');
-    assert.deepEqual(t.reasons, ['build_failed'], t.details.join(' | '));
+    assert.deepEqual(t.reasons, ['infra_error'], t.details.join(' | '));
     const again = t.details.filter((d) => /the infrastructure failed/.test(d));
     assert.equal(again.length, 2 * DEFAULT_INFRA_RETRIES, t.details.join(' | ')); // the oracle's and the nop's
     assert.equal(starts(), 2 * (DEFAULT_INFRA_RETRIES + 1), 'each run and its runs again, no more');
