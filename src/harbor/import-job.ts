@@ -1,4 +1,4 @@
-import { isPassingReward, OUTCOME_CLASSES } from '../trial/accounting.js';
+import { accountingOf, isPassingReward } from '../trial/accounting.js';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JobStore } from '../store/store.js';
@@ -44,11 +44,11 @@ interface HarborTrial {
  * reward (an agent exception, a timeout, a missing reward file) counts as 0, as Harbor's own mean
  * counts it. Failures of the infrastructure (build, container start, the agent's setup, a step of
  * the verifier's harness) stay failures with no reward, and a cancelled trial was never run to the
- * end, as every other termgrade record: the one table (OUTCOME_CLASSES) says which is which.
+ * end, as every other termgrade record: the one accounting rule (accountingOf) says which is which.
  */
 function harborReward(reward: number | null, errClass: TrialErrorClass | null): number | null {
   if (reward !== null) return reward;
-  if (errClass !== null && OUTCOME_CLASSES[errClass].noReward !== 'ungraded') return null;
+  if (errClass !== null && accountingOf(null, errClass) !== 'ungraded') return null;
   return 0;
 }
 

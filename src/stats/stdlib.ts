@@ -20,6 +20,7 @@ const betaQuantileLib = lazyRequire<typeof betaQuantileFn>('@stdlib/stats-base-d
 const normalQuantileLib = lazyRequire<typeof normalQuantileFn>('@stdlib/stats-base-dists-normal-quantile');
 const tCdfLib = lazyRequire<typeof tCdfFn>('@stdlib/stats-base-dists-t-cdf');
 const tQuantileLib = lazyRequire<typeof tQuantileFn>('@stdlib/stats-base-dists-t-quantile');
+const mt19937Lib = lazyRequire<typeof mt19937Fn>('@stdlib/random-base-mt19937');
 
 export const betaln = (a: number, b: number): number => betalnLib()(a, b);
 export const binomcoefln = (n: number, k: number): number => binomcoeflnLib()(n, k);
@@ -28,6 +29,5 @@ export const betaQuantile = (p: number, a: number, b: number): number => betaQua
 export const normalQuantile = (p: number, mu: number, sigma: number): number => normalQuantileLib()(p, mu, sigma);
 export const tCdf = (x: number, v: number): number => tCdfLib()(x, v);
 export const tQuantile = (p: number, v: number): number => tQuantileLib()(p, v);
-const mt19937Lib = lazyRequire<typeof mt19937Fn>('@stdlib/random-base-mt19937');
 /** A Mersenne Twister seeded with `seed` (the caller names the face of it it uses). */
 export const mt19937 = (seed: number): unknown => mt19937Lib().factory({ seed });
