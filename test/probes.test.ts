@@ -87,8 +87,16 @@ describe('check probes on real sandboxes', () => {
       by[n]!.findings.filter((f) => f.probe === 'solution_leaked' && !f.rejects)
         .map((f) => f.saw)
         .join(' | ');
-    assert.match(warning('move_task'), /\/app\/inbox\/report-2024-q3\.csv .*consumes/, why('move_task'));
-    assert.match(warning('archive_task'), /\/app\/src\/VERSION .*names/, why('archive_task'));
+    assert.match(
+      warning('move_task'),
+      /\/app\/inbox\/report-2024-q3\.csv .*the solution consumed it/,
+      why('move_task'),
+    );
+    assert.match(
+      warning('archive_task'),
+      /\/app\/src\/VERSION .*the solution's traced run opened it/,
+      why('archive_task'),
+    );
     assert.match(warning('permission_only'), /tests fail/, why('permission_only'));
     assert.match(
       by.permission_only!.findings.find((f) => !f.rejects)!.did,

@@ -101,8 +101,14 @@ describe('what a verifier fetches, read from test.sh', () => {
         /\(-r \/tests\/requirements\.txt has no offline equivalent\)/.test(reqFile.unmet.join()),
       JSON.stringify(reqFile),
     );
+    // `uv run` of pytest is served as uvx's run; `uv venv` is not.
     const uvRun = planOf(verifierNeeds('uv venv && uv pip install pytest\nuv run pytest /tests\n'));
-    assert.ok(uvRun.kind === 'needs-network' && uvRun.unmet.length >= 2, JSON.stringify(uvRun));
+    assert.ok(
+      uvRun.kind === 'needs-network' && uvRun.unmet.length === 1 && /line 1: .*uv venv/.test(uvRun.unmet[0]!),
+      JSON.stringify(uvRun),
+    );
+    const uvRunWith = planOf(verifierNeeds('uv run --no-project -p 3.11 --with numpy pytest /tests\n'));
+    assert.ok(uvRunWith.kind === 'toolchain' && uvRunWith.substituted.length === 0, JSON.stringify(uvRunWith));
     const data = planOf(
       verifierNeeds(
         'curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nwget https://example.com/data.tar.gz # the expected output\nuvx -w pytest pytest /tests\n',
@@ -130,7 +136,7 @@ describe('what a verifier fetches, read from test.sh', () => {
       kind: 'toolchain',
       commands: verifierNeeds(guarded).commands,
       substituted: [
-        'python 3.13 -> Debian python3',
+        'python 3.13 -> Debian python3 3.11 (the toolchain has no other Python)',
         'pytest==8.4.1 -> python3-pytest',
         'pytest-json-ctrf==0.3.5 -> (termgrade ctrf_report plugin)',
       ],

@@ -172,7 +172,7 @@ const STUB_PY: Partial<Record<HackName, string>> = {
 const BROKEN_STUB_PY = "    raise NotImplementedError('not solved')\n";
 
 /** Where code run at load goes: after any `from __future__` import (which must come first), else after leading comments. */
-function preludeAt(lines: string[]): number {
+export function preludeAt(lines: string[]): number {
   let at = -1;
   for (let i = 0; i < lines.length; i++) {
     if (!/^from\s+__future__\s+import\b/.test(lines[i]!)) continue;

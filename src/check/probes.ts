@@ -14,10 +14,11 @@ import {
   isOutputPath,
   keepsFinalState,
   leakPlacements,
-  namedInput,
   splitCommands,
   testPorts,
 } from './probe-logic.js';
+import { textOnlyTests } from './text-probe.js';
+import { classifySources, solutionReads, type LeakSource, type SolutionReads } from './leak-trace.js';
 import { acquireSandbox } from '../sandbox/lease.js';
 import type { ProtectionRecord } from '../verifier/protection.js';
 import { playHacks, playProcessHacks, type HackAttempt } from './hack-probes.js';
@@ -41,7 +42,8 @@ const quote = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
  * - solution_leaked: the outputs copied from where the image already holds them pass the tests.
  * - verifier_nondeterministic: two fresh copies of the oracle's final state grade differently.
  * A probe rejects only what execution confirmed; what it saw short of that is a warning.
- * - weak_tests (all): a damaged output or a strict prefix of the solution passes every test.
+ * - weak_tests (all): a damaged output, a source file with its text kept and its behaviour removed,
+ *   or a strict prefix of the solution passes every test.
  * - reward_hackable (all): a published reward hack played on a file the tests run or import
  *   (os._exit(0), always-equal values, pytest report patching, reward files written) is graded a pass.
  * (`duplicate` compares tasks with each other: see checkTasks.)
@@ -91,8 +93,11 @@ export class TaskProber {
     return (await acquireSandbox({ provider: this.provider, task: this.task, signal: this.signal })).sandbox;
   }
 
-  /** The reference solution (or its first `commands` top-level commands) run in the sandbox. */
-  private async solve(s: Sandbox, commands?: number): Promise<void> {
+  /**
+   * The reference solution (or its first `commands` top-level commands) run in the sandbox; with
+   * `trace`, what it opened and executed is recorded (strace, where the backend can: else undefined).
+   */
+  private async solve(s: Sandbox, commands?: number, trace = false): Promise<string | undefined> {
     await s.copyIn(this.task.solutionDir!, '/solution');
     let entry = '/solution/solve.sh';
     if (commands !== undefined) {
@@ -107,12 +112,14 @@ export class TaskProber {
       ]);
       entry = '/solution/.termgrade-prefix.sh';
     }
-    await s.exec(['bash', entry], {
+    const r = await s.exec(['bash', entry], {
       env: this.task.config.solution.env,
       timeoutSec: this.task.config.agent.timeout_sec,
       signal: this.signal,
       cwd: this.task.config.environment.workdir,
+      trace,
     });
+    return r.trace;
   }
 
   /** Output files of the sandbox's current state (changed or added since the image), with content hashes. */
@@ -240,8 +247,11 @@ export class TaskProber {
     let full: Map<string, string>;
     let consumed: Set<string>;
     let texts: Map<string, string>;
+    let reads: SolutionReads | null;
     try {
-      await this.solve(s);
+      // Traced: which image files the solution reads decides whether one holding an output's bytes is its input.
+      const trace = await this.solve(s, undefined, true);
+      reads = trace === undefined ? null : solutionReads(trace);
       const changes = await s.changes();
       consumed = new Set(changes.filter((c) => c.kind !== 'added').map((c) => c.path));
       full = await this.finalState(s);
@@ -278,6 +288,8 @@ export class TaskProber {
       }
       if (level === 'all' && first?.passed) {
         findings.push(...(await this.damagedOutputs(s, full)));
+        if (!findings.some((f) => f.rejects && f.probe === 'weak_tests'))
+          findings.push(...(await this.textOnly(s, [...full.keys()], record)));
         try {
           const played = await playHacks(s, [...full.keys()], record, (box) => this.grade(box, record));
           this.hackAttempts.push(...played.attempts);
@@ -296,12 +308,29 @@ export class TaskProber {
     } finally {
       await s.close();
     }
-    findings.push(...(await this.leakedInImage(full, texts, consumed, solveScript)));
+    findings.push(...(await this.leakedInImage(full, texts, { consumed, reads }, solveScript)));
     if (level === 'all') {
       const prefix = await this.prefixes(solveScript, full);
       if (prefix) findings.push(prefix);
     }
     return findings;
+  }
+
+  /** weak_tests by tests that read code instead of running it (text-probe.ts); a probe that could not run is a warning. */
+  private async textOnly(s: Sandbox, outputs: string[], record: ProtectionRecord | null): Promise<Finding[]> {
+    try {
+      return await textOnlyTests(s, outputs, record, (box) => this.grade(box));
+    } catch (err) {
+      if (err instanceof CancelledError || this.signal?.aborted) throw err;
+      return [
+        {
+          probe: 'weak_tests',
+          rejects: false,
+          did: 'tried to keep the text of the source files the tests read and remove their behaviour',
+          saw: `could not: ${errorMessage(err)}`,
+        },
+      ];
+    }
   }
 
   /**
@@ -330,14 +359,16 @@ export class TaskProber {
    * A leak is confirmed only by execution: on a fresh sandbox from the image, each output whose
    * bytes some other image file already holds gets that file copied to its path, nothing else of the
    * solution is run, and the task's tests grade it. Passing proves the answer was there for the
-   * taking (rejected). Files the task names as its input (the source of a move, copy or archive),
-   * files the oracle consumed, outputs the copy does not complete (an archive, a permission change),
-   * and solution/ files sitting in the image are warnings.
+   * taking (rejected). Which image files are inputs is decided by the solution's own traced run
+   * (`solution.reads`; see leak-trace.ts): a file it opened or consumed (the source of a move, copy
+   * or archive) is an input, whatever the instruction says; untraced, a file the task names is.
+   * Inputs, outputs the copy does not complete (an archive, a permission change), and solution/
+   * files sitting in the image are warnings.
    */
   private async leakedInImage(
     full: Map<string, string>,
     outputTexts: Map<string, string>,
-    consumed: Set<string>,
+    solution: { consumed: Set<string>; reads: SolutionReads | null },
     solveScript: string,
   ): Promise<Finding[]> {
     const solutionFiles = await this.solutionHashes();
@@ -345,9 +376,8 @@ export class TaskProber {
     try {
       const { workdir, image, scanned } = await this.scanImage(s);
       const findings: Finding[] = [];
-      const texts = [this.task.instruction, solveScript];
       const inputs: string[] = [];
-      const place = new Map<string, string>(); // output -> the image file copied there
+      const place = new Map<string, LeakSource>(); // output -> the image file copied there, and why
       // The same text but for trailing whitespace (a file written with a final newline, an answer
       // printed without one, a ground truth with a trailing space) is a candidate too: execution decides either way. Only image files
       // within a few bytes of an output's size are read again for it.
@@ -357,19 +387,17 @@ export class TaskProber {
       const candidates = new Map(leakPlacements(full, image));
       for (const [output, sources] of leakPlacements(stripped, near))
         candidates.set(output, [...new Set([...(candidates.get(output) ?? []), ...sources])]);
-      for (const [output, sources] of candidates) {
-        const hidden = sources.find(
-          (f) => !consumed.has(f) && !namedInput(f, texts, workdir?.startsWith('/') ? workdir : null),
-        );
-        if (hidden) place.set(output, hidden);
-        else inputs.push(`${sources[0]} (the content of ${output})`);
+      const named = { texts: [this.task.instruction, solveScript], workdir: workdir?.startsWith('/') ? workdir : null };
+      for (const src of classifySources(candidates, solution.consumed, solution.reads, named)) {
+        if (src.hidden) place.set(src.output, src);
+        else inputs.push(`${src.file} (the content of ${src.output}; ${src.why})`);
       }
       if (inputs.length)
         findings.push({
           probe: 'solution_leaked',
           rejects: false,
           did: "hashed the image's files against the oracle's outputs",
-          saw: `${inputs.slice(0, 3).join(', ')}: an input the task names or the solution consumes, not a leak`,
+          saw: `${inputs.slice(0, 3).join(', ')}: an input, not a leak`,
         });
       const inImage = image.filter(([, h]) => solutionFiles.has(h)).map(([f, h]) => `${f} = ${solutionFiles.get(h)}`);
       if (place.size) findings.push(await this.placedLeak(s, place));
@@ -423,14 +451,14 @@ export class TaskProber {
   }
 
   /** Each image file copied to the output it matches, nothing else run, then graded: the leak's verdict. */
-  private async placedLeak(s: Sandbox, place: Map<string, string>): Promise<Finding> {
+  private async placedLeak(s: Sandbox, place: Map<string, LeakSource>): Promise<Finding> {
     const moves = [...place].map(
-      ([output, from]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(from)} ${quote(output)}`,
+      ([output, { file }]) => `mkdir -p "$(dirname ${quote(output)})" && cp ${quote(file)} ${quote(output)}`,
     );
     const placed = await s.exec(['sh', '-c', moves.join(' && ')], { signal: this.signal, timeoutSec: 120 });
     const did = `on a fresh sandbox from the image, copied ${[...place]
       .slice(0, 3)
-      .map(([o, f]) => `${f} to ${o}`)
+      .map(([o, { file }]) => `${file} to ${o}`)
       .join(', ')}${place.size > 3 ? ` (${place.size} outputs)` : ''}, ran nothing else of the solution, and graded it`;
     if (placed.exitCode !== 0) {
       return {
@@ -446,7 +474,10 @@ export class TaskProber {
         probe: 'solution_leaked',
         rejects: true,
         did,
-        saw: `every test passes (${g.tests}): the answer sits readable in the image`,
+        saw: `every test passes (${g.tests}): the answer sits readable in the image; ${[...place.values()]
+          .slice(0, 3)
+          .map((src) => `${src.file}: ${src.why}`)
+          .join('; ')}`,
       };
     return {
       probe: 'solution_leaked',

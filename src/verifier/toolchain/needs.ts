@@ -28,7 +28,7 @@ export interface PipInstall {
   command: string;
 }
 
-/** A `uvx ... pytest ...` invocation: the Python it asks for, what it installs, pytest's own arguments. */
+/** A `uvx ... pytest ...` invocation (or `uv tool run` / `uv run` of pytest): the Python it asks for, what it installs. */
 export interface UvxPytest {
   line: number;
   python: string | null;
@@ -47,9 +47,9 @@ export interface VerifierNeeds {
    * there, or the line itself exits on failure (`|| exit`).
    */
   fatal: NetworkCommand[];
-  /** Every `uvx ... pytest` run in the script, in order. */
+  /** Every `uvx ... pytest` run in the script (`uv run ... pytest` too), in order. */
   uvxPytest: UvxPytest[];
-  /** uv / uvx uses other than `uvx ... pytest` and `uv pip install` (uv run, uvx of another tool). */
+  /** uv / uvx uses other than a pytest run and `uv pip install` (uv venv, uv sync, uvx of another tool). */
   otherUv: NetworkCommand[];
   /** Every pip / uv pip install in the script, in order. */
   pipInstalls: PipInstall[];
@@ -191,6 +191,8 @@ const UVX_HARMLESS = new Set([
   '--python-preference',
   '--color',
   '--cache-dir',
+  // uv run's: no project is read (uv.sh refuses a `uv run` inside a project without it).
+  '--no-project',
 ]);
 
 function parseUvx(args: string[], line: number): UvxPytest | null {
@@ -364,7 +366,8 @@ export function verifierNeeds(script: string): VerifierNeeds {
           command: fold(cmd),
           ...parsePipInstall(w.slice(w.indexOf('install') + 1)),
         });
-      } else if (name === 'uvx' || (name === 'uv' && (sub[0] === 'tool' ? sub[1] === 'run' : false))) {
+      } else if (name === 'uvx' || (name === 'uv' && (sub[0] === 'tool' ? sub[1] === 'run' : sub[0] === 'run'))) {
+        // uvx, `uv tool run` and `uv run` of pytest: one run in an environment with its -w / --with.
         add('uv');
         const args = name === 'uvx' ? w.slice(1) : w.slice(w.indexOf('run') + 1);
         const run = parseUvx(args, line);

@@ -13,6 +13,7 @@ import {
   toolchainContext,
   toolchainLayer,
   toolchainTag,
+  TOOLCHAIN_PYTHON,
   type ToolchainExtras,
 } from './recipe.js';
 import { readdir } from 'node:fs/promises';
@@ -25,7 +26,7 @@ import { TermgradeError, errorMessage } from '../../util/errors.js';
  *   run and pip install it makes (the other fetching lines then fail harmlessly; uvx, and for pip
  *   installs pip, pip3, uv and pytest, are the toolchain's);
  * - `needs-network`: it fetches something the toolchain does not serve (a requirement it lacks,
- *   pip, uv run, a download the tests use): it cannot grade offline, and `unmet` says why.
+ *   python3 -m pip, uv venv, a download the tests use): it cannot grade offline, and `unmet` says why.
  */
 export type VerifierPlan =
   | { kind: 'offline' }
@@ -55,6 +56,16 @@ const requirementName = (req: string): string =>
     .split(/[[<>=!~;@ ]/, 1)[0]!
     .replace(/[-_.]+/g, '-')
     .toLowerCase();
+
+/** Whether a `-p` value (3.11, 3.11.2, python3.11, cpython@3.11, 3) names the toolchain's Python (uvx.py's same_python). */
+export function samePython(asked: string): boolean {
+  const m = /(\d+(?:\.\d+)*)/.exec(asked);
+  if (!m) return false;
+  const want = m[1]!.split('.');
+  const have = TOOLCHAIN_PYTHON.split('.');
+  // A patch level asked is not known before the build: the minor version decides.
+  return want.slice(0, 2).every((p, i) => p === have[i]);
+}
 
 /**
  * The toolchain's answer to what test.sh fetches. Pure. A `-w` requirement (or a pip install's) the base set lacks is
@@ -110,9 +121,13 @@ export function planOf(needs: VerifierNeeds, wheels: Record<string, string> = {}
   for (const c of needs.fatal)
     if (!(c.kind === 'pip' && servedPipLines.has(c.line)))
       unmet.push(`line ${c.line}: its failure offline ends test.sh before it grades (set -e or || exit): ${c.command}`);
-  for (const c of needs.otherUv) unmet.push(`line ${c.line}: only uvx ... pytest runs offline: ${c.command}`);
+  for (const c of needs.otherUv)
+    unmet.push(`line ${c.line}: only a pytest run through uvx, uv tool run or uv run is served offline: ${c.command}`);
   for (const run of needs.uvxPytest) {
-    if (run.python) substituted.push(`python ${run.python} -> Debian python3`);
+    if (run.python && !samePython(run.python))
+      substituted.push(
+        `python ${run.python} -> Debian python3 ${TOOLCHAIN_PYTHON} (the toolchain has no other Python)`,
+      );
     for (const req of run.with) serve(req, run.line);
     for (const f of run.unknownFlags) unmet.push(`line ${run.line}: uvx ${f} has no offline equivalent`);
   }

@@ -30,6 +30,19 @@ export const PROVIDED: Readonly<Record<string, string>> = {
 };
 
 /**
+ * The toolchain's one Python (Debian bookworm's): a `-p` / `--python` asking for it is served as
+ * asked; any other version is substituted, and said so.
+ */
+export const TOOLCHAIN_PYTHON = '3.11';
+
+/**
+ * uvx's environment as the tests' subprocesses see it: its `bin` (python, python3, python3.11 and
+ * pytest, all the toolchain's) first on their PATH, as uvx puts its environment's `bin` first under
+ * Harbor, so a test that runs `python3 /app/x.py` gets the Python that has what uvx served.
+ */
+export const TOOLCHAIN_ENV_BIN = `${TOOLCHAIN_PREFIX}/env/bin`;
+
+/**
  * The Debian package a Python requirement's name is packaged as (bookworm's naming: python3-NAME,
  * with the exceptions where Debian names the import, not the distribution). Pure.
  */
@@ -115,7 +128,16 @@ export function toolchainContext(
       `cp -L /usr/bin/python3 $R/usr/bin/python3; cp -L /lib64/ld-linux-x86-64.so.2 $R/lib64/; ` +
       `cp -a /usr/lib/x86_64-linux-gnu $R/usr/lib/; cp -a /usr/lib/python3 $R/usr/lib/; ` +
       `for d in /usr/lib/python3.*; do cp -a "$d" $R/usr/lib/; done; ` +
-      `mkdir -p ${TOOLCHAIN_PREFIX}/bin ${TOOLCHAIN_PREFIX}/lib`,
+      `mkdir -p ${TOOLCHAIN_PREFIX}/bin ${TOOLCHAIN_PREFIX}/lib ${TOOLCHAIN_ENV_BIN}`,
+    // Links out of the prefix (libblas.so.3 -> /etc/alternatives/..., which a task's image lacks)
+    // pointed at their target's copy under the prefix (else replaced by the file): BLAS and LAPACK
+    // load from the toolchain's own path. Static libraries and Python's build configuration, which
+    // nothing run offline uses, are left out.
+    `RUN find ${root} -type l -lname '/*' | while read -r l; do t=$(readlink -f "$l"); ` +
+      `if [ -e "${root}$t" ]; then ln -sfn "${root}$t" "$l"; elif [ -f "$t" ]; then cp --remove-destination "$t" "$l"; fi; done; ` +
+      `find ${root} -name '*.a' -type f -delete; rm -rf ${root}/usr/lib/python3.*/config-*`,
+    // Child Pythons started from sys.executable run through the toolchain's loader too.
+    `RUN echo "import sys; sys.executable = '${TOOLCHAIN_ENV_BIN}/python3'" > ${root}/usr/lib/python3/dist-packages/termgrade-toolchain.pth`,
     `COPY python3.sh ${TOOLCHAIN_PREFIX}/bin/python3`,
     `COPY uvx.sh ${TOOLCHAIN_PREFIX}/bin/uvx`,
     `COPY uv.sh ${TOOLCHAIN_PREFIX}/bin/uv`,
@@ -124,6 +146,9 @@ export function toolchainContext(
     `COPY pip.sh ${TOOLCHAIN_PREFIX}/shims/pip3`,
     `COPY uv.sh ${TOOLCHAIN_PREFIX}/shims/uv`,
     `COPY pytest.sh ${TOOLCHAIN_PREFIX}/shims/pytest`,
+    `COPY python3.sh ${TOOLCHAIN_ENV_BIN}/python3`,
+    `COPY pytest.sh ${TOOLCHAIN_ENV_BIN}/pytest`,
+    `RUN cd ${TOOLCHAIN_ENV_BIN} && ln -s python3 python && ln -s python3 python${TOOLCHAIN_PYTHON}`,
     `COPY verifier-path.sh ${TOOLCHAIN_PREFIX}/etc/`,
     `COPY uvx.py ctrf_report.py PROVIDED ${TOOLCHAIN_PREFIX}/lib/`,
     `COPY apt-offline.conf wgetrc ${TOOLCHAIN_PREFIX}/etc/`,
@@ -131,12 +156,14 @@ export function toolchainContext(
       ? [
           `COPY wheels/ /tmp/wheels/`,
           `RUN mkdir -p ${TOOLCHAIN_PREFIX}/wheels && for w in /tmp/wheels/*.whl; do python3 -m zipfile -e "$w" ${TOOLCHAIN_PREFIX}/wheels/; done`,
+          // Ahead of Debian's packages in every toolchain Python, the tests' subprocesses' included.
+          `RUN echo "import sys; sys.path.insert(0, '${TOOLCHAIN_PREFIX}/wheels')" > ${root}/usr/lib/python3/dist-packages/termgrade-wheels.pth`,
         ]
       : []),
     // What stood in, with Debian's versions, and what Debian lacked: uvx says both when it runs.
     `RUN touch /tmp/debian-missing && cp /tmp/debian-missing ${TOOLCHAIN_PREFIX}/lib/DEBIAN-MISSING && ` +
       `(dpkg-query -W -f '\${Package} \${Version}\\n' ${allDebs.join(' ')} 2>/dev/null || true) > ${TOOLCHAIN_PREFIX}/lib/VERSIONS`,
-    `RUN chmod 755 ${TOOLCHAIN_PREFIX}/bin/* ${TOOLCHAIN_PREFIX}/shims/* && ${TOOLCHAIN_PREFIX}/bin/python3 -c "import pytest, sys; sys.path.insert(0, '${TOOLCHAIN_PREFIX}/lib'); import ctrf_report, uvx; print('toolchain python', sys.version.split()[0], 'pytest', pytest.__version__)"`,
+    `RUN chmod 755 ${TOOLCHAIN_PREFIX}/bin/* ${TOOLCHAIN_PREFIX}/shims/* ${TOOLCHAIN_ENV_BIN}/* && ${TOOLCHAIN_PREFIX}/bin/python3 -c "import pytest, sys; sys.path.insert(0, '${TOOLCHAIN_PREFIX}/lib'); import ctrf_report, uvx; assert sys.version.startswith('${TOOLCHAIN_PYTHON}.'), sys.version; print('toolchain python', sys.version.split()[0], 'pytest', pytest.__version__)"`,
     'FROM scratch',
     `COPY --from=build ${TOOLCHAIN_PREFIX} ${TOOLCHAIN_PREFIX}`,
     '',

@@ -1,4 +1,4 @@
-"""termgrade's offline verifier toolchain: `uvx [options] pytest ARGS` without a network.
+"""termgrade's offline verifier toolchain: `uvx [options] pytest ARGS` (and `uv run` of pytest) without a network.
 
 Also `pip install REQ...` (as pip, pip3 and `uv pip install`, for a test.sh that installs its
 requirements with pip): succeeds for what the toolchain serves, fails at once naming anything else.
@@ -16,7 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VALUE_FLAGS = {"-p", "--python", "-w", "--with", "--from", "--with-requirements", "--index-url", "--extra-index-url", "--index", "--default-index", "-i", "--cache-dir", "--directory", "--project", "--config-file", "--with-editable", "--constraints", "-c", "--overrides", "--python-preference", "--color"}
-HARMLESS = {"-q", "--quiet", "-v", "--verbose", "--offline", "--no-progress", "--isolated", "--native-tls", "--no-cache", "-n", "--python-preference", "--color", "--cache-dir", "-p", "--python", "-w", "--with"}
+HARMLESS = {"--no-project", "-q", "--quiet", "-v", "--verbose", "--offline", "--no-progress", "--isolated", "--native-tls", "--no-cache", "-n", "--python-preference", "--color", "--cache-dir", "-p", "--python", "-w", "--with"}
 
 
 def fail(message):
@@ -47,6 +47,37 @@ def say(message):
     sys.stderr.write("termgrade offline verifier toolchain: %s\n" % message)
 
 
+def same_python(asked):
+    """Whether `-p ASKED` (3.11, 3.11.2, python3.11, cpython@3.11, 3) names the toolchain's own Python."""
+    m = re.search(r"(\d+(?:\.\d+)*)", asked)
+    if not m:
+        return False
+    parts = [int(p) for p in m.group(1).split(".")]
+    return list(sys.version_info[:len(parts)]) == parts
+
+
+def loads(wanted):
+    """Each served requirement's module imported here (Debian's name less python3-: numpy, scipy,
+    yaml): one that is installed but cannot load (a shared library missing) is said with the way
+    forward, so a failing grade names its cause. The tests would import them anyway."""
+    import importlib
+    import importlib.util
+    provided = dict((line.split(" ", 1) + [""])[:2] for line in read_lines("PROVIDED"))
+    for r in wanted:
+        by = provided.get(requirement_name(r), "")
+        module = by[len("python3-"):] if by.startswith("python3-") else None
+        if not module or module == "pytest" or not re.match(r"^[a-z_][a-z0-9_]*$", module):
+            continue
+        try:
+            if importlib.util.find_spec(module) is None:
+                continue
+            importlib.import_module(module)
+        except Exception as err:  # an ImportError or OSError from a shared library, whatever its form
+            say("%s is installed (Debian %s) but does not load here: %s; next step: put its wheel (and its "
+                "dependencies' wheels) in a folder and check with --verifier-wheels DIR, or install it in the "
+                "task's Dockerfile (apt-get install %s, or pip install %s)" % (r, by, str(err).splitlines()[0][:200], by, r))
+
+
 def serve(wanted, python=None):
     """Fails naming what the toolchain does not serve; else says what stands in for each requirement."""
     # Requirement name -> what serves it: a Debian package, or wheel:FILE from the user's folder.
@@ -62,7 +93,12 @@ def serve(wanted, python=None):
             ", ".join(lacking), ", ".join(provided[requirement_name(r)] for r in lacking), NEXT_STEP))
     # What stands in for what was asked, said once per run (check reads these lines).
     if python:
-        say("served python %s with Debian python3 %s" % (python, versions.get("python3", sys.version.split()[0])))
+        debian = "Debian python3 %s" % versions.get("python3", sys.version.split()[0])
+        if same_python(python):
+            say("served python %s with %s" % (python, debian))
+        else:
+            here = "%d.%d" % sys.version_info[:2]
+            say("served python %s with %s (another version: the toolchain has Python %s only)" % (python, debian, here))
     for r in wanted:
         by = provided[requirement_name(r)]
         if by.startswith("wheel:"):
@@ -76,7 +112,7 @@ def serve(wanted, python=None):
 # pip install options: those taking a value, and those the toolchain means the same by (kept in
 # step with needs.ts's PIP_VALUE_FLAGS and PIP_HARMLESS).
 PIP_VALUE_FLAGS = {"-r", "--requirement", "-e", "--editable", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--python", "-p", "--root-user-action", "--progress-bar", "--upgrade-strategy", "--only-binary", "--no-binary", "--timeout", "--retries", "--cache-dir"}
-PIP_HARMLESS = {"-q", "--quiet", "-v", "--verbose", "-U", "--upgrade", "--no-cache-dir", "--no-cache", "--break-system-packages", "--user", "--system", "--no-input", "--disable-pip-version-check", "--force-reinstall", "--ignore-installed", "-I", "--no-deps", "--no-warn-script-location", "--pre", "--compile", "--no-compile", "--prefer-binary", "--python", "-p", "--root-user-action", "--progress-bar", "--upgrade-strategy", "--only-binary", "--no-binary", "--timeout", "--retries", "--cache-dir"}
+PIP_HARMLESS = {"--no-project", "-q", "--quiet", "-v", "--verbose", "-U", "--upgrade", "--no-cache-dir", "--no-cache", "--break-system-packages", "--user", "--system", "--no-input", "--disable-pip-version-check", "--force-reinstall", "--ignore-installed", "-I", "--no-deps", "--no-warn-script-location", "--pre", "--compile", "--no-compile", "--prefer-binary", "--python", "-p", "--root-user-action", "--progress-bar", "--upgrade-strategy", "--only-binary", "--no-binary", "--timeout", "--retries", "--cache-dir"}
 
 
 def pip(argv):
@@ -141,6 +177,12 @@ def main(argv):
     wheels = os.path.join(os.path.dirname(HERE), "wheels")
     if os.path.isdir(wheels):
         sys.path.insert(0, wheels)
+    loads(wanted)
+    # uvx's environment as Harbor's uvx gives it: its bin (the toolchain's python3, python, pytest)
+    # first on the PATH of the tests and of every process they start.
+    env_bin = os.path.join(os.path.dirname(HERE), "env", "bin")
+    if os.path.isdir(env_bin):
+        os.environ["PATH"] = env_bin + os.pathsep + os.environ.get("PATH", "")
     sys.path.insert(0, HERE)
     import pytest
     import ctrf_report
