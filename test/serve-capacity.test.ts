@@ -43,12 +43,19 @@ describe('serve: capacity', () => {
       const b = await call('POST', '/v1/sessions', { task: 'hello' });
       assert.deepEqual([a.status, b.status], [201, 201]);
       const c = await call('POST', '/v1/sessions', { task: 'hello' });
-      assert.deepEqual([c.status, c.json.error.code, c.retryAfter], [429, 'over_capacity', '5'], JSON.stringify(c.json));
+      assert.deepEqual(
+        [c.status, c.json.error.code, c.retryAfter],
+        [429, 'over_capacity', '5'],
+        JSON.stringify(c.json),
+      );
       assert.match(c.json.error.message, /all 2 sandboxes are in use/);
       const group = await call('POST', '/v1/groups', { task: 'hello', n: 3 });
       assert.deepEqual([group.status, group.json.error.code], [429, 'over_capacity'], JSON.stringify(group.json));
       assert.equal(group.retryAfter, '5', 'Retry-After on every 429');
-      assert.match(group.json.error.message, /more than this server's capacity \(2: .*never fits here; ask for at most 2/);
+      assert.match(
+        group.json.error.message,
+        /more than this server's capacity \(2: .*never fits here; ask for at most 2/,
+      );
       await call('DELETE', `/v1/sessions/${a.json.session_id}`);
       const d = await call('POST', '/v1/sessions', { task: 'hello' });
       assert.equal(d.status, 201, 'room again once one is removed');
@@ -68,7 +75,11 @@ describe('serve: capacity', () => {
         { task: 'hello', n: 4, episode },
       ]) {
         const r = await call('POST', '/v1/groups', body);
-        assert.deepEqual([r.status, r.json.error.code, r.retryAfter], [429, 'over_capacity', '5'], JSON.stringify(body));
+        assert.deepEqual(
+          [r.status, r.json.error.code, r.retryAfter],
+          [429, 'over_capacity', '5'],
+          JSON.stringify(body),
+        );
         assert.match(r.json.error.message, /4 sandboxes at once: more than this server's capacity \(3/);
       }
       assert.equal(server.sessions.live(), 0, 'nothing was started');
