@@ -208,6 +208,31 @@ class VerlLoopTests(unittest.TestCase):
         self.assertEqual(out.extra_fields["termgrade_status"], "graded")
         self.assertGreater(ticks, 50, f"the heartbeat ran {ticks} times during a 1.5 s exec")
 
+    def test_a_policy_that_kills_its_sandbox_is_graded_0_not_left_out(self):
+        # The policy's own command ends its sandbox: serve's exec answers 503, the server grades it (0).
+        out, manager = self.run_loop([tool_call("kill -9 -1") + "<|end|>", "never asked"])
+        self.assertEqual((out.reward_score, out.extra_fields["termgrade_status"]), (0.0, "graded"))
+        self.assertEqual(out.extra_fields["reward_extra_info"], {"acc": 0, "graded": 1})
+        self.assertFalse(out.extra_fields["is_infra_failure"])
+        self.assertEqual(out.extra_fields["termgrade_attempts"], 1, "not tried again: the policy's doing")
+        self.assertEqual(len(manager.prompts), 1)
+        self.assertEqual(set(out.response_mask), {1}, "its tokens are trained on, with reward 0")
+
+    def test_output_the_chat_template_cannot_render_ends_the_turns_and_is_graded(self):
+        class Strict(CharTokenizer):
+            def apply_chat_template(self, messages, **kw):
+                if any("FORBIDDEN" in str(m.get("content", "")) for m in messages):
+                    raise ValueError("the template cannot render this tool output")
+                return super().apply_chat_template(messages, **kw)
+
+        manager = ScriptedServerManager([tool_call("echo hello > /app/out.txt; echo FORBIDDEN") + "<|end|>", "never asked"])
+        loop = make_loop(manager)
+        loop.tokenizer = Strict()
+        out = asyncio.run(rollout(loop))
+        # the command solved the task before its output broke the template: the server's grade stands
+        self.assertEqual((out.reward_score, out.extra_fields["termgrade_attempts"]), (1.0, 1))
+        self.assertEqual(len(manager.prompts), 1)
+
     def test_infrastructure_failure_is_masked_out_of_the_loss(self):
         saved = os.environ.get("TERMGRADE_URL")
         os.environ["TERMGRADE_URL"] = "http://127.0.0.1:9"  # nothing listens on the discard port
