@@ -58,7 +58,7 @@ describe('python adapters against termgrade serve', () => {
       SCRIPTED_MODEL_URL: modelUrl,
     });
     assert.equal(code, 0, output);
-    assert.match(output, /python adapter tests: 13 ok of 13/);
+    assert.match(output, /python adapter tests: 14 ok of 14/);
     const grades = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8'))
       .trim()
       .split('\n')

@@ -217,7 +217,7 @@ class TermgradeAgentLoop(AgentLoopBase):
         if uid is None:
             return await self._open(deadline, self.client.session, named, policy)
         try:
-            return await self._open(deadline, self.client.group_member, f"val-{uid}", named, self.val_group_size, policy, "validation")
+            return await self._open(deadline, self.client.group_member, f"val-{uid}", named, self.val_group_size, policy)
         except TermgradeAPIError as e:
             if e.status == 409:
                 raise ValidationPadding(str(uid)) from None

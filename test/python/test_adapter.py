@@ -233,6 +233,21 @@ class VerlLoopTests(unittest.TestCase):
         self.assertEqual((out.reward_score, out.extra_fields["termgrade_attempts"]), (1.0, 1))
         self.assertEqual(len(manager.prompts), 1)
 
+    def test_a_validation_copy_past_n_is_not_run(self):
+        # verl pads a validation batch with copies of its first rows (same uid): with val_kwargs.n 1,
+        # the first rollout of the prompt runs, the copy is answered from serve's group and never runs
+        def row(manager):
+            return make_loop(manager).run({"temperature": 1.0}, extra_info={"task": "hello", "split": "validation"}, uid="val-prompt-1")
+
+        first, copy = ScriptedServerManager([tool_call("echo hello > /app/out.txt") + "<|end|>", "Done.<|end|>"]), ScriptedServerManager(["never asked"])
+        a = asyncio.run(row(first))
+        b = asyncio.run(row(copy))
+        self.assertEqual((a.reward_score, a.extra_fields["termgrade_status"]), (1.0, "graded"))
+        self.assertEqual((b.extra_fields["termgrade_status"], b.extra_fields["reward_extra_info"]["graded"]), ("validation_padding", 0))
+        self.assertEqual(copy.prompts, [], "the copy generated nothing and opened no session")
+        group = TermgradeClient(URL, TOKEN).group("val-val-prompt-1")
+        self.assertEqual((group["task"], group["rewards"]), ("hello", [1]))
+
     def test_infrastructure_failure_is_masked_out_of_the_loss(self):
         saved = os.environ.get("TERMGRADE_URL")
         os.environ["TERMGRADE_URL"] = "http://127.0.0.1:9"  # nothing listens on the discard port
