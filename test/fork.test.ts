@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
+import { FORK_READY_SEC } from '../src/sandbox/docker/fork.js';
 import { DockerProvider } from '../src/sandbox/docker/provider.js';
 import { acquireSandbox } from '../src/sandbox/lease.js';
 import { EnginePool } from '../src/sandbox/pool/provider.js';
 import { ForkError } from '../src/sandbox/sandbox.js';
 import { loadTask } from '../src/task/load.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
+import { SessionAnswerSchema } from '../src/serve/contract.js';
 import { LABEL_SERVER } from '../src/serve/sessions.js';
 import { loadServedTasks } from '../src/serve/tasks.js';
 import { makeTask, tempDir } from './helpers.js';
@@ -77,7 +79,8 @@ describe('fork a live session (real HTTP, real containers)', () => {
   after(() => running.close());
 
   it('forks a session that wrote files and started a service into 4: each sees both, is isolated, grades alone; nothing is left', async () => {
-    const parent = (await req('POST', '/v1/sessions', { task: 'forky' })).json.session_id as string;
+    const made = await req('POST', '/v1/sessions', { task: 'forky' });
+    const parent = made.json.session_id as string;
     await exec(
       parent,
       `echo from parent > /app/notes.txt && echo parent > /app/greeting && cat > /app/srv.pl <<'PL'\n${server(8080)}\nPL\n` +
@@ -91,6 +94,13 @@ describe('fork a live session (real HTTP, real containers)', () => {
       (s) => s.session_id,
     );
     assert.equal(new Set([...kids, parent]).size, 5, 'each child has its own id');
+    // A child is a session like its parent: the same fields, served_by the parent's.
+    for (const s of [made.json, ...forked.json.sessions]) {
+      assert.deepEqual(Object.keys(s).sort(), Object.keys(SessionAnswerSchema.shape).sort(), JSON.stringify(s));
+      SessionAnswerSchema.parse(s);
+      assert.equal(s.served_by, 'named');
+    }
+    assert.equal(made.json.forked_from, null);
     assert.ok(
       forked.json.sessions.every(
         (s: { forked_from: string; expires_at: string }) => s.forked_from === parent && s.expires_at,
@@ -159,9 +169,19 @@ describe('fork a live session (real HTTP, real containers)', () => {
     );
     assert.equal((await exec(parent, client(9090))).output, 'parent\n');
     const before = (await containers()).length;
+    const began = performance.now();
     const refused = await req('POST', `/v1/sessions/${parent}/fork`, { n: 3 });
+    const tookMs = performance.now() - began;
     assert.equal(refused.status, 409, JSON.stringify(refused.json));
-    assert.match(refused.json.error.message, /perl \/tmp\/gone\.pl.*9090.*did not listen again/);
+    // The cause is known while the parent is frozen: named at once, not after waiting for the service to listen.
+    assert.match(
+      refused.json.error.message,
+      /"perl \/tmp\/gone\.pl" cannot be carried into a fork: the file it runs, \/tmp\/gone\.pl, is gone since it started/,
+    );
+    assert.ok(
+      tookMs < FORK_READY_SEC * 1000,
+      `answered in ${Math.round(tookMs)} ms, without waiting ${FORK_READY_SEC} s`,
+    );
     assert.equal((await containers()).length, before, 'no child is left, not even a half-made one');
     assert.equal((await exec(parent, client(9090))).output, 'parent\n', 'the parent runs on untouched');
     assert.equal(running.sessions.live(), 1, 'the refused children hold no capacity');

@@ -13,6 +13,10 @@ import { readHarborJobFolder, TrialResult } from './support/harbor-models.js';
 import { assertSameHarborFolders, assertSameTrials, pythonHarborView, readJson } from './support/harbor-roundtrip.js';
 
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'harbor', 'job-folder');
+/** A Harbor jobs folder with one job of five trials: passed, failed, timed out, cancelled, pending. */
+const FIVE_JOBS = path.join(ROOT, 'test', 'fixtures', 'harbor', 'jobs-five');
+const FIVE_NAME = '2026-12-01__09-00-00';
+const FIVE_JOB = path.join(FIVE_JOBS, FIVE_NAME);
 
 /** export trials --jsonl of a job, as rows (one per trial). */
 async function jsonlRows(cwd: string, job: string): Promise<TrialRowOut[]> {
@@ -177,6 +181,80 @@ describe('Harbor both ways, through the real binary', () => {
     );
     await assertSameHarborFolders(FIXTURE, path.join(cwd, 'again', 'pub'), 'harbor-stats');
   });
+
+  for (const form of ['jobs folder', 'job folder'] as const)
+    it(`a Harbor ${form} with a passed, a failed, a timed-out, a cancelled and a pending trial: import -> export -> import keeps every trial, field and file`, async () => {
+      const cwd = await tempDir();
+      const original = await readHarborJobFolder(FIVE_JOB);
+      assert.deepEqual(
+        [original.trials.length, original.pending.length],
+        [4, 1],
+        "the fixture opens in Harbor's models",
+      );
+      const imp = await runCli(['import', form === 'jobs folder' ? FIVE_JOBS : FIVE_JOB, '--job', FIVE_NAME], { cwd });
+      assert.equal(imp.status, 0, imp.stderr);
+      const jobA = path.join(cwd, '.termgrade', 'jobs', FIVE_NAME);
+      const store = JobStore.open(path.join(jobA, 'job.db'), { readonly: true });
+      const rows = [...store.listTrials()];
+      store.close();
+      const byName = (name: string) =>
+        rows.find((r) => r.trial_dir?.includes(name.replace(/[^A-Za-z0-9._-]/g, '_')) || r.trial_id.endsWith(name))!;
+      assert.equal(rows.length, 5, 'every trial, the cancelled and the pending one too');
+      const cancelled = rows.find((r) => r.trial_id === 'harbor:41111111-2222-4333-8444-555555555555')!;
+      assert.deepEqual([cancelled.status, cancelled.error_class, cancelled.reward], ['not_run', 'cancelled', null]);
+      const pending = byName('fix-wordcount__Pend1ng');
+      assert.deepEqual(
+        [pending.status, pending.trial_id, pending.source],
+        ['not_run', `harbor:${original.result.id}/fix-wordcount__Pend1ng`, 'harbor'],
+      );
+      assert.ok(pending.trial_dir, "the pending trial's folder is kept");
+      const timedOut = rows.find((r) => r.trial_id === 'harbor:31111111-2222-4333-8444-555555555555')!;
+      assert.deepEqual([timedOut.reward, timedOut.error_class], [0, 'agent_timeout']);
+      // Attempts: per configuration x task, in the folders' order, the pending one included.
+      assert.deepEqual(rows.map((r) => [r.task, r.attempt]).sort(), [
+        ['csv-summary', 0],
+        ['csv-summary', 1],
+        ['fix-wordcount', 0],
+        ['fix-wordcount', 1],
+        ['fix-wordcount', 2],
+      ]);
+      const cancelledRecord = await readJson<TermgradeTrialResult>(path.join(cancelled.trial_dir!, 'result.json'));
+      assert.equal(cancelledRecord.exitReason, 'not_run', 'a cancelled trial did not end as completed');
+
+      // Exported: the job's own files and every trial folder as Harbor wrote them.
+      const outA = await runCli(['export', 'trials', jobA, '--format', 'harbor-job', '--out', 'outA'], { cwd });
+      assert.equal(outA.status, 0, outA.stderr);
+      const exported = path.join(cwd, 'outA', FIVE_NAME);
+      const h = await readHarborJobFolder(exported);
+      assert.deepEqual([h.trials.length, h.pending.length], [4, 1]);
+      assert.deepEqual(
+        [h.result.n_total_trials, h.result.stats.n_pending_trials, h.result.stats.n_cancelled_trials],
+        [5, 1, 1],
+      );
+      for (const key of ['id', 'started_at', 'finished_at'] as const)
+        assert.equal(h.result[key], original.result[key], `job ${key} is Harbor's own`);
+      assert.deepEqual(
+        { ...h.config, jobs_dir: null },
+        { ...original.config, jobs_dir: null },
+        'job config.json, field by field',
+      );
+      assert.equal(h.config.agents?.[0]?.model_name, 'hosted_vllm/qwen3-8b');
+      await assertSameHarborFolders(FIVE_JOB, exported, 'harbor-stats');
+
+      // Imported again: the same rows (attempts, statuses, every column), records and files; exported again: the same folder.
+      const back = await runCli(['import', exported, '--job', 'back'], { cwd });
+      assert.equal(back.status, 0, back.stderr);
+      const jobB = path.join(cwd, '.termgrade', 'jobs', 'back');
+      assert.equal(await assertSameTrials(jobA, jobB, true), 5);
+      const outB = await runCli(['export', 'trials', jobB, '--format', 'harbor-job', '--out', 'outB'], { cwd });
+      assert.equal(outB.status, 0, outB.stderr);
+      await assertSameHarborFolders(exported, path.join(cwd, 'outB', 'back'), 'exact');
+      const [ca, cb] = [
+        await readJson(path.join(exported, 'config.json')),
+        await readJson(path.join(cwd, 'outB', 'back', 'config.json')),
+      ];
+      assert.deepEqual({ ...cb, job_name: null, jobs_dir: null }, { ...ca, job_name: null, jobs_dir: null });
+    });
 
   it("writes each trial's Harbor folder as the trial is recorded, before the run ends; a new job refuses a Harbor folder that is not its own", async () => {
     const cwd = await tempDir();

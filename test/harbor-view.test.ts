@@ -191,6 +191,32 @@ describe('the viewer shows every field the store holds for an imported trial', (
 });
 
 describe('a failed import leaves nothing behind', () => {
+  it('a cancelled Harbor trial shows as cancelled, not as an agent that ended', async () => {
+    const imp = await runCli(['import', path.join(ROOT, 'test', 'fixtures', 'harbor', 'jobs-five'), '--job', 'five'], {
+      cwd,
+    });
+    assert.equal(imp.status, 0, imp.stderr);
+    browser ??= await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+    });
+    const view = await startViewCli([path.join(cwd, '.termgrade', 'jobs', 'five')]);
+    const page = await browser.newPage();
+    try {
+      const id = 'five/harbor:41111111-2222-4333-8444-555555555555';
+      const u = new URL(view.open);
+      u.hash = `#/trial/${encodeURIComponent(id)}`;
+      await page.goto(u.toString());
+      await page.waitForSelector(`.trial[data-trial="${id}"] #record`);
+      assert.match((await page.textContent('#error'))!, /^error cancelled \(agent_run\)/);
+      assert.doesNotMatch((await page.textContent('#error'))!, /agent ended/);
+      assert.equal(await page.textContent('#record dd[data-field=exit-reason]'), 'cancelled (not run to the end)');
+    } finally {
+      await page.close();
+      view.child.kill('SIGTERM');
+    }
+  });
+
   it('exit 2 naming the folder or file and the problem; no job, no jobs folder, no crash file', async () => {
     const dir = await tempDir();
     await mkdir(path.join(dir, 'empty'));

@@ -58,7 +58,7 @@ describe('python adapters against termgrade serve', () => {
       SCRIPTED_MODEL_URL: modelUrl,
     });
     assert.equal(code, 0, output);
-    assert.match(output, /python adapter tests: 11 ok of 11/);
+    assert.match(output, /python adapter tests: 14 ok of 14/);
     const grades = (await readFile(path.join(dataDir, 'grades.jsonl'), 'utf8'))
       .trim()
       .split('\n')
@@ -89,7 +89,7 @@ describe('python adapters against termgrade serve', () => {
 
   it("a verl step with failed rollouts merges, trains only on graded rows, and the README command passes verl's checks", async () => {
     for (const [file, summary] of [
-      ['test_verl_training.py', /verl training tests: 10 ok of 10/],
+      ['test_verl_training.py', /verl training tests: 17 ok of 17/],
       ['test_verl_config.py', /verl config tests: 6 ok of 6/],
     ] as const) {
       const { code, output } = await python(file, {});

@@ -140,9 +140,10 @@ describe('serve: live curriculum and groups (real HTTP, real sandboxes)', () => 
     assert.equal((await call(server, 'GET', '/v1/groups/grp-nope')).status, 404);
   });
 
-  it('a group larger than the server is 400; one that does not fit now is 429, leaving no sandbox behind', async () => {
+  it('a group larger than the server is 429 (it never fits here); one that does not fit now is 429, leaving no sandbox behind', async () => {
     const big = await call(server, 'POST', '/v1/groups', { task: 'mid', n: 4 });
-    assert.equal(big.status, 400, JSON.stringify(big.json));
+    assert.deepEqual([big.status, big.json.error.code], [429, 'over_capacity'], JSON.stringify(big.json));
+    assert.match(big.json.error.message, /never fits here/);
     const one = await call(server, 'POST', '/v1/sessions', { task: 'mid' });
     const full = await call(server, 'POST', '/v1/groups', { task: 'mid', n: 3 });
     assert.deepEqual([full.status, full.json.error.code], [429, 'over_capacity']);

@@ -156,7 +156,7 @@ describe('serve: groups of episodes', () => {
     const before = model.requests.length;
     const episode = { agent: 'bash-tool', model: { model: 'policy' } };
     const big = await call('POST', '/v1/groups', { task: 'hello', n: 4, episode });
-    assert.equal(big.status, 400, JSON.stringify(big.json));
+    assert.deepEqual([big.status, big.json.error.code], [429, 'over_capacity'], JSON.stringify(big.json));
     const one = await call('POST', '/v1/sessions', { task: 'hello' });
     assert.equal(one.status, 201);
     const full = await call('POST', '/v1/groups', { task: 'hello', n: 3, episode });

@@ -189,8 +189,32 @@ async function contextOf(store: JobStore, source: string, outDir: string): Promi
 
 /** A trial's folder name in the export: Harbor's own for an imported trial, else termgrade's id. */
 async function baseNameOf(row: TrialRow): Promise<string> {
-  const original = await harborOriginalOf(row.trial_dir);
+  // A pending trial has only Harbor's TrialConfig, which names it too.
+  const original = (await harborOriginalOf(row.trial_dir)) ?? (await readOriginal(row.trial_dir, 'config.json'));
   return folderName(typeof original?.trial_name === 'string' ? original.trial_name : row.trial_id);
+}
+
+/**
+ * How a row is exported: a trial (it ran, to the end or until it was cancelled: it has a record), a
+ * pending trial with a folder (imported from Harbor: set up, never run; its folder is written with
+ * its config.json and no result), or a slot not run (counted as pending in the job's result only).
+ */
+async function exportKindOf(row: TrialRow): Promise<'trial' | 'pending' | 'slot'> {
+  if (row.status !== 'not_run') return 'trial';
+  if ((await readResult(row)) || (await harborOriginalOf(row.trial_dir))) return 'trial';
+  return (await readOriginal(row.trial_dir, 'config.json')) ? 'pending' : 'slot';
+}
+
+/** A pending trial's folder as Harbor left it: its files and its config.json (Harbor's TrialConfig), no result. */
+async function writePendingFolder(ctx: ExportContext, row: TrialRow, trialName: string): Promise<void> {
+  const trialDir = path.join(ctx.jobDir, trialName);
+  await rm(trialDir, { recursive: true, force: true });
+  await copyTrialFiles(row.trial_dir, trialDir);
+  const config = await readOriginal(row.trial_dir, 'config.json');
+  await writeFile(
+    path.join(trialDir, 'config.json'),
+    json({ ...config, trials_dir: `${ctx.job.jobsDir}/${ctx.job.name}` }),
+  );
 }
 
 /** Writes one trial's folder: result.json (TrialResult), config.json, exception.txt when it failed, its logs. */
@@ -219,7 +243,7 @@ async function writeTrialFolder(
 /** The job's config.json and result.json, from its spec (or what the import kept) and its trials. */
 async function writeJobFiles(
   ctx: ExportContext,
-  rows: TrialRow[],
+  { rows, pending }: { rows: TrialRow[]; pending: number },
   trials: HarborTrialResult[],
   primary: Map<string, number | null>,
   taskPaths: string[],
@@ -231,9 +255,12 @@ async function writeJobFiles(
       ? { ...ctx.originalConfig, job_name: job.name, jobs_dir: job.jobsDir }
       : HarborJobConfigSchema.parse(importedJobConfig(job.name, job.jobsDir, rows, taskPaths));
   await writeFile(path.join(ctx.jobDir, 'config.json'), json(config));
-  const notRun = rows.filter((r) => r.status === 'not_run').length;
   const retries = rows.reduce((a, r) => a + Math.max(0, r.infra_attempts - 1), 0);
-  const made = harborJobResult(job.jobUuid, trials, primary, { notRun, retries, now: new Date().toISOString() });
+  const made = harborJobResult(job.jobUuid, trials, primary, {
+    notRun: pending,
+    retries,
+    now: new Date().toISOString(),
+  });
   // An imported job's start and end are the Harbor job's own (its trials do not say when it began).
   const when = (s: unknown): string | null =>
     typeof s === 'string' && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : null;
@@ -242,7 +269,11 @@ async function writeJobFiles(
     started_at: when(originalJob?.started_at) ?? made.started_at,
     finished_at: originalJob ? when(originalJob.finished_at) : made.finished_at,
   });
-  await writeFile(path.join(ctx.jobDir, 'result.json'), json(result));
+  // Checked in termgrade's form above, written as Harbor wrote them (its naive local times): a round trip keeps them.
+  const kept = originalJob
+    ? { started_at: originalJob.started_at ?? result.started_at, finished_at: originalJob.finished_at ?? null }
+    : {};
+  await writeFile(path.join(ctx.jobDir, 'result.json'), json({ ...result, ...kept }));
 }
 
 /**
@@ -264,18 +295,25 @@ async function exportOne(
     const primary = new Map<string, number | null>();
     const used = new Set<string>();
     const taskPaths: string[] = [];
+    let pending = 0;
     for (const row of rows) {
-      if (row.status === 'not_run') continue;
+      const kind = await exportKindOf(row);
+      if (kind !== 'trial') pending += 1;
+      if (kind === 'slot') continue;
       const base = await baseNameOf(row);
       let trialName = base;
       for (let i = 2; used.has(trialName); i++) trialName = `${base}-${i}`;
       used.add(trialName);
+      if (kind === 'pending') {
+        await writePendingFolder(ctx, row, trialName);
+        continue;
+      }
       const { trial, taskPath } = await writeTrialFolder(ctx, row, trialName);
       if (taskPath) taskPaths.push(taskPath);
       trials.push(trial);
       primary.set(trialName, row.reward);
     }
-    await writeJobFiles(ctx, rows, trials, primary, taskPaths);
+    await writeJobFiles(ctx, { rows, pending }, trials, primary, taskPaths);
     return { name: ctx.job.name, dir: ctx.jobDir, trials: trials.length };
   } finally {
     store.close();
@@ -292,7 +330,7 @@ export async function exportHarborTrial(source: string, outDir: string, trialId:
   try {
     const ctx = await contextOf(store, path.resolve(source), path.resolve(outDir));
     const [row] = store.listTrials({ trialId });
-    if (!row || row.status === 'not_run') return;
+    if (!row || (await exportKindOf(row)) !== 'trial') return;
     await writeTrialFolder(ctx, row, await baseNameOf(row));
   } finally {
     store.close();

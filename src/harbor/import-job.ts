@@ -139,7 +139,11 @@ async function foreignFields(
     error,
     errors: error ? [error] : [],
     exitReason:
-      errClass === 'agent_timeout' ? 'agent_timeout' : errClass === 'agent_error' ? 'agent_error' : 'completed',
+      errClass === 'agent_timeout' || errClass === 'agent_error'
+        ? errClass
+        : errClass === 'cancelled'
+          ? 'not_run'
+          : 'completed',
     turns: 0,
     tampering: [],
     protection: 'rules',
@@ -232,64 +236,175 @@ async function copyTrialFolder(from: string, trialsDir: string, trialId: string)
 
 /** A Harbor job folder's own config.json and result.json, kept with an import of that one job (ORIGINALS). */
 async function keepJobFiles(root: string, jobDir: string): Promise<void> {
-  if (!(await exists(path.join(root, 'config.json'))) || !(await exists(path.join(root, 'result.json')))) return;
   await mkdir(path.join(jobDir, ORIGINALS), { recursive: true });
   for (const name of ['config.json', 'result.json'])
     await cp(path.join(root, name), path.join(jobDir, ORIGINALS, name));
 }
 
+/** One trial folder found under the import's root: its result (for a pending trial, made from its config.json). */
+interface Found {
+  file: string;
+  h: HarborTrial;
+  /** Harbor set the trial up but did not run it to the end: no result.json, or one with no end, reward or exception. */
+  pending: boolean;
+}
+
+const readJson = async (file: string): Promise<unknown> => JSON.parse(await readFile(file, 'utf8'));
+
+/** A job folder's result.json (JobResult: counts, no task), not a trial's. */
+const isJobResult = (v: Record<string, unknown>): boolean =>
+  'n_total_trials' in v && !('task_name' in v) && !('trial_name' in v);
+
 /**
- * Reads Harbor job folders (a trial folder per trial with result.json and its logs) into a
- * termgrade job, so published or earlier runs can be measured, selected from and exported. Each
- * trial's folder is copied into the job (`trials/<id>/`, Harbor's own files under `harbor/`), so the
- * job stands alone. Job-level result.json files (no task) are skipped. Imports append: attempt
- * numbers continue after what the job already holds (a trial termgrade exported keeps its own when
- * free), and a trial imported before (same id) is not imported again.
+ * What is under the root: Harbor's trial folders (finished, cancelled or pending: a folder with its
+ * TrialConfig only) and its job folders (config.json and a JobResult), whether the root is a job
+ * folder or a jobs folder of them.
  */
-export async function importHarbor(root: string, store: JobStore): Promise<{ imported: number; skipped: string[] }> {
-  const jobDir = path.dirname(store.file);
-  const items: Parameters<JobStore['recordMany']>[0] = [];
-  const skipped: string[] = [];
-  const attempts = store.nextAttempts();
-  const known = store.trialIds();
-  const fresh = store.count() === 0;
+async function harborFolders(root: string, skipped: string[]): Promise<{ trials: Found[]; jobs: string[] }> {
   const files: string[] = [];
   for await (const f of filesNamed(root, 'result.json')) files.push(f);
+  for await (const f of filesNamed(root, 'config.json'))
+    if (!(await exists(path.join(path.dirname(f), 'result.json')))) files.push(f);
   files.sort();
+  const trials: Found[] = [];
+  const jobs: string[] = [];
   for (const file of files) {
-    let h: HarborTrial;
+    let v: Record<string, unknown>;
     try {
-      h = JSON.parse(await readFile(file, 'utf8')) as HarborTrial;
+      v = (await readJson(file)) as Record<string, unknown>;
     } catch (err) {
       skipped.push(`${file}: not JSON (${(err as Error).message})`);
       continue;
     }
-    const taskPath = h.task_id?.path ?? h.config?.task?.path;
-    const task = h.task_name ?? (taskPath ? path.basename(taskPath) : undefined);
-    if (!task || (!h.verifier_result && !h.exception_info && !h.trial_name)) continue; // a job-level summary
-    const agent = h.agent_info?.name ?? h.config?.agent?.name ?? 'unknown';
-    const model = h.agent_info?.model_info?.name ?? h.config?.agent?.model_name ?? null;
-    const carried = carriedOf(h);
-    const config = carried?.config ?? (model ? `${agent}/${model}` : agent);
-    const key = `${config}\u0000${task}`;
-    const next = attempts.get(key) ?? 0;
-    const attempt = carried && carried.attempt >= next ? carried.attempt : next;
-    const trialDir = path.dirname(file);
-    const trialId = carried?.trialId ?? harborTrialId(h, trialDir);
-    if (known.has(trialId)) {
-      skipped.push(`${file}: already imported as ${trialId}`);
+    const dir = path.dirname(file);
+    if (path.basename(file) === 'config.json') {
+      // A trial Harbor set up and never ran: its TrialConfig alone (a job's config.json has no trial_name).
+      const task = (v.task as { path?: string } | undefined)?.path;
+      if (typeof v.trial_name === 'string' && task)
+        trials.push({
+          file,
+          pending: true,
+          h: { trial_name: v.trial_name, task_name: path.basename(task), config: v },
+        });
       continue;
     }
-    attempts.set(key, attempt + 1);
+    if (isJobResult(v)) {
+      if (await exists(path.join(dir, 'config.json'))) jobs.push(dir);
+      continue;
+    }
+    const h = v as HarborTrial;
+    const unfinished = !h.verifier_result && !h.exception_info && !h.finished_at;
+    trials.push({ file, h, pending: unfinished });
+  }
+  return { trials, jobs };
+}
+
+/** Who ran a Harbor trial: its agent and model (a pending one's from its config: the model's name past its provider). */
+function agentOf(h: HarborTrial): { agent: string; model: string | null } {
+  const agent = h.agent_info?.name ?? h.config?.agent?.name ?? 'unknown';
+  const configured = h.config?.agent?.model_name;
+  const model = h.agent_info?.model_info?.name ?? (configured ? configured.slice(configured.indexOf('/') + 1) : null);
+  return { agent, model };
+}
+
+/**
+ * Attempt numbers for the found trials, per configuration x task: a trial termgrade exported keeps
+ * its own when it is free (not held by the job, nor by an earlier one of this import), whatever
+ * order the folders come in; every other takes the next free one after what the job holds, in
+ * the folders' order (the same order on every import of the same folders).
+ */
+function attemptsOf(
+  keys: string[],
+  carried: Array<number | null>,
+  next: ReadonlyMap<string, number>,
+): { attempts: number[]; after: Map<string, number> } {
+  const taken = new Map<string, Set<number>>();
+  const takenOf = (k: string): Set<number> => taken.get(k) ?? taken.set(k, new Set()).get(k)!;
+  const attempts: number[] = keys.map(() => -1);
+  keys.forEach((k, i) => {
+    const c = carried[i];
+    if (c !== null && c !== undefined && c >= (next.get(k) ?? 0) && !takenOf(k).has(c)) {
+      attempts[i] = c;
+      takenOf(k).add(c);
+    }
+  });
+  keys.forEach((k, i) => {
+    if (attempts[i]! >= 0) return;
+    let a = next.get(k) ?? 0;
+    while (takenOf(k).has(a)) a++;
+    attempts[i] = a;
+    takenOf(k).add(a);
+  });
+  const after = new Map(next);
+  for (const [k, used] of taken) after.set(k, Math.max(after.get(k) ?? 0, ...[...used].map((a) => a + 1)));
+  return { attempts, after };
+}
+
+/**
+ * Reads Harbor job folders (a trial folder per trial with result.json and its logs) into a
+ * termgrade job, so published or earlier runs can be measured, selected from and exported. The
+ * root is a job folder or a jobs folder of them. Each trial's folder is copied into the job
+ * (`trials/<id>/`, Harbor's own files under `harbor/`), so the job stands alone; a cancelled trial
+ * is kept as one (not run to the end), a pending one (set up, never run) as a not_run slot with its
+ * folder. The job's own config.json and result.json are kept when the root holds exactly one job.
+ * Imports append: attempt numbers continue after what the job already holds (a trial termgrade
+ * exported keeps its own when free), and a trial imported before (same id) is not imported again.
+ */
+export async function importHarbor(root: string, store: JobStore): Promise<{ imported: number; skipped: string[] }> {
+  const jobDir = path.dirname(store.file);
+  const skipped: string[] = [];
+  const known = store.trialIds();
+  const fresh = store.count() === 0;
+  const found = await harborFolders(root, skipped);
+  const fresh_: Array<
+    Found & {
+      task: string;
+      taskPath: string | undefined;
+      agent: string;
+      model: string | null;
+      carried: TermgradeCarry | null;
+      config: string;
+      trialId: string;
+    }
+  > = [];
+  for (const f of found.trials) {
+    const { h } = f;
+    const taskPath = h.task_id?.path ?? h.config?.task?.path;
+    const task = h.task_name ?? (taskPath ? path.basename(taskPath) : undefined);
+    if (!task) continue;
+    const { agent, model } = agentOf(h);
+    const carried = carriedOf(h);
+    const trialId = carried?.trialId ?? harborTrialId(h, path.dirname(f.file));
+    if (known.has(trialId)) {
+      skipped.push(`${f.file}: already imported as ${trialId}`);
+      continue;
+    }
     known.add(trialId);
-    const own = carried && { ...carried, attempt };
-    const dest = await copyTrialFolder(trialDir, path.join(jobDir, 'trials'), trialId);
-    const { result, carried: c } = await harborResult(h, { trialId, task, taskPath, agent, model, attempt }, dest, own);
+    const config = carried?.config ?? (model ? `${agent}/${model}` : agent);
+    fresh_.push({ ...f, task, taskPath, agent, model, carried, config, trialId });
+  }
+  const { attempts } = attemptsOf(
+    fresh_.map((t) => `${t.config}\u0000${t.task}`),
+    fresh_.map((t) => t.carried?.attempt ?? null),
+    store.nextAttempts(),
+  );
+  const items: Parameters<JobStore['recordMany']>[0] = [];
+  const pending: Array<{ t: (typeof fresh_)[number]; attempt: number; dest: string }> = [];
+  for (const [i, t] of fresh_.entries()) {
+    const attempt = attempts[i]!;
+    const dest = await copyTrialFolder(path.dirname(t.file), path.join(jobDir, 'trials'), t.trialId);
+    if (t.pending) {
+      pending.push({ t, attempt, dest });
+      continue;
+    }
+    const own = t.carried && { ...t.carried, attempt };
+    const id = { trialId: t.trialId, task: t.task, taskPath: t.taskPath, agent: t.agent, model: t.model, attempt };
+    const { result, carried: c } = await harborResult(t.h, id, dest, own);
     await writeFile(path.join(dest, 'result.json'), `${JSON.stringify(result, null, 2)}\n`);
     items.push({
       result,
       extra: {
-        slot: { config, task, attempt },
+        slot: { config: t.config, task: t.task, attempt },
         trialDir: dest,
         infraAttempts: c.infraAttempts,
         retryReasons: c.retryReasons,
@@ -297,7 +412,17 @@ export async function importHarbor(root: string, store: JobStore): Promise<{ imp
       },
     });
   }
-  if (fresh && items.length) await keepJobFiles(root, jobDir);
+  const [job] = found.jobs;
+  if (fresh && found.jobs.length === 1 && job && (items.length || pending.length)) await keepJobFiles(job, jobDir);
+  if (found.jobs.length > 1)
+    skipped.push(
+      `${root}: ${found.jobs.length} Harbor jobs in one import; their own config.json and result.json are not kept`,
+    );
   store.recordMany(items);
-  return { imported: items.length, skipped };
+  for (const { t, attempt, dest } of pending)
+    store.recordNotRun({ config: t.config, task: t.task, attempt }, t.trialId, t.agent, t.model, 'pending in Harbor', {
+      trialDir: dest,
+      source: 'harbor',
+    });
+  return { imported: items.length + pending.length, skipped };
 }

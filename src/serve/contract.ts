@@ -207,6 +207,22 @@ export const SESSION_TOOLS = [
   },
 ];
 
+/**
+ * One session as every route gives it (POST /v1/sessions, each member of a group, each child of a
+ * fork): the same fields everywhere, so a client reads one shape. `forked_from` is the parent
+ * session's id for a fork's child, else null; a child keeps its parent's `served_by`.
+ */
+export const SessionAnswerSchema = z.strictObject({
+  session_id: z.string(),
+  task: z.string(),
+  instruction: z.string(),
+  tools: z.array(z.unknown()),
+  expires_at: z.iso.datetime(),
+  served_by: z.enum(['named', 'auto']),
+  forked_from: z.string().nullable(),
+});
+export type SessionAnswer = z.infer<typeof SessionAnswerSchema>;
+
 /** What a grade says, whichever level produced it. `reward` is null for infrastructure failures. */
 export interface Grade {
   reward: number | null;

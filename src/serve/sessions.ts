@@ -13,7 +13,7 @@ import {
   gradingFailureClass,
   type GradingDirs,
 } from '../trial/phases/verification.js';
-import { ServeError, SESSION_TOOLS, type Grade } from './contract.js';
+import { ServeError, SESSION_TOOLS, type Grade, type SessionAnswer } from './contract.js';
 import { gradeOf, UNPROTECTED } from './grade.js';
 import { childDir, ID_RULE, isSafeId } from './ids.js';
 import { acquireSandbox } from '../sandbox/lease.js';
@@ -172,8 +172,14 @@ export class SessionManager {
   ensureRoomFor(n: number): void {
     // The engines' capacity too: past it a start would wait for a slot (then 503) instead of a 429 now.
     const capacity = this.capacity();
+    // Capacity is the reason, as for a group that does not fit now (429 with Retry-After, as documented);
+    // the message says it never fits on this server, so a client asks for fewer instead of waiting.
     if (n > capacity)
-      throw new ServeError('bad_request', `${n} sandboxes at once: more than this server's capacity (${capacity})`);
+      throw new ServeError(
+        'over_capacity',
+        `${n} sandboxes at once: more than this server's capacity (${capacity}: --max-sessions or the engines'), so it never fits here; ask for at most ${capacity}`,
+        5,
+      );
     if (this.live() + n > capacity)
       throw new ServeError(
         'over_capacity',
@@ -190,7 +196,7 @@ export class SessionManager {
     taskName: string,
     policy: string | null,
     how: { servedBy: ServedBy; group: string | null; size?: number } = { servedBy: 'named', group: null },
-  ): Promise<Record<string, unknown>> {
+  ): Promise<SessionAnswer> {
     const served = this.task(taskName);
     this.ensureRoom();
     // Claimed before anything is awaited: the sessions of a group, created in one go, each take one.
@@ -237,15 +243,16 @@ export class SessionManager {
     return { task: s.task.task.name, servedBy: s.servedBy, policy: s.policy };
   }
 
-  /** What a session's creation answers. */
-  private answer(s: Session): Record<string, unknown> {
+  /** What a session's creation answers: the same fields for every session (SessionAnswerSchema). */
+  private answer(s: Session): SessionAnswer {
     return {
       session_id: s.id,
       task: s.task.task.name,
       instruction: s.task.task.instruction,
       tools: SESSION_TOOLS,
       expires_at: new Date(s.lastUsed + this.options.idleTtlSec * 1000).toISOString(),
-      ...(s.forkedFrom ? { forked_from: s.forkedFrom } : {}),
+      served_by: s.servedBy,
+      forked_from: s.forkedFrom,
     };
   }
 

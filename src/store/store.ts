@@ -478,8 +478,18 @@ export class JobStore {
     this.write(() => tx());
   }
 
-  /** A slot the job did not get to (budget, interrupt): listed as not_run, run again on resume. */
-  recordNotRun(slot: Slot, trialId: string, agent: string, model: string | null, reason: string): void {
+  /**
+   * A slot the job did not get to (budget, interrupt): listed as not_run, run again on resume.
+   * `from` names the folder and source of a pending trial imported from elsewhere (Harbor's).
+   */
+  recordNotRun(
+    slot: Slot,
+    trialId: string,
+    agent: string,
+    model: string | null,
+    reason: string,
+    from: { trialDir: string; source: string } | null = null,
+  ): void {
     this.write(() =>
       this.db.transaction(() => {
         this.db
@@ -487,9 +497,19 @@ export class JobStore {
           .run(slot.config, slot.task, slot.attempt);
         this.db
           .prepare(
-            "INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, error_class, error_message, exit_reason) VALUES (?, ?, ?, ?, ?, ?, 'not_run', 'cancelled', ?, 'not_run')",
+            "INSERT INTO trials (trial_id, config, task, attempt, agent, model, status, error_class, error_message, exit_reason, trial_dir, source) VALUES (?, ?, ?, ?, ?, ?, 'not_run', 'cancelled', ?, 'not_run', ?, ?)",
           )
-          .run(trialId, slot.config, slot.task, slot.attempt, agent, model, reason);
+          .run(
+            trialId,
+            slot.config,
+            slot.task,
+            slot.attempt,
+            agent,
+            model,
+            reason,
+            from?.trialDir ?? null,
+            from?.source ?? 'termgrade',
+          );
       })(),
     );
   }

@@ -208,6 +208,46 @@ class VerlLoopTests(unittest.TestCase):
         self.assertEqual(out.extra_fields["termgrade_status"], "graded")
         self.assertGreater(ticks, 50, f"the heartbeat ran {ticks} times during a 1.5 s exec")
 
+    def test_a_policy_that_kills_its_sandbox_is_graded_0_not_left_out(self):
+        # The policy's own command ends its sandbox: serve's exec answers 503, the server grades it (0).
+        out, manager = self.run_loop([tool_call("kill -9 -1") + "<|end|>", "never asked"])
+        self.assertEqual((out.reward_score, out.extra_fields["termgrade_status"]), (0.0, "graded"))
+        self.assertEqual(out.extra_fields["reward_extra_info"], {"acc": 0, "graded": 1})
+        self.assertFalse(out.extra_fields["is_infra_failure"])
+        self.assertEqual(out.extra_fields["termgrade_attempts"], 1, "not tried again: the policy's doing")
+        self.assertEqual(len(manager.prompts), 1)
+        self.assertEqual(set(out.response_mask), {1}, "its tokens are trained on, with reward 0")
+
+    def test_output_the_chat_template_cannot_render_ends_the_turns_and_is_graded(self):
+        class Strict(CharTokenizer):
+            def apply_chat_template(self, messages, **kw):
+                if any("FORBIDDEN" in str(m.get("content", "")) for m in messages):
+                    raise ValueError("the template cannot render this tool output")
+                return super().apply_chat_template(messages, **kw)
+
+        manager = ScriptedServerManager([tool_call("echo hello > /app/out.txt; echo FORBIDDEN") + "<|end|>", "never asked"])
+        loop = make_loop(manager)
+        loop.tokenizer = Strict()
+        out = asyncio.run(rollout(loop))
+        # the command solved the task before its output broke the template: the server's grade stands
+        self.assertEqual((out.reward_score, out.extra_fields["termgrade_attempts"]), (1.0, 1))
+        self.assertEqual(len(manager.prompts), 1)
+
+    def test_a_validation_copy_past_n_is_not_run(self):
+        # verl pads a validation batch with copies of its first rows (same uid): with val_kwargs.n 1,
+        # the first rollout of the prompt runs, the copy is answered from serve's group and never runs
+        def row(manager):
+            return make_loop(manager).run({"temperature": 1.0}, extra_info={"task": "hello", "split": "validation"}, uid="val-prompt-1")
+
+        first, copy = ScriptedServerManager([tool_call("echo hello > /app/out.txt") + "<|end|>", "Done.<|end|>"]), ScriptedServerManager(["never asked"])
+        a = asyncio.run(row(first))
+        b = asyncio.run(row(copy))
+        self.assertEqual((a.reward_score, a.extra_fields["termgrade_status"]), (1.0, "graded"))
+        self.assertEqual((b.extra_fields["termgrade_status"], b.extra_fields["reward_extra_info"]["graded"]), ("validation_padding", 0))
+        self.assertEqual(copy.prompts, [], "the copy generated nothing and opened no session")
+        group = TermgradeClient(URL, TOKEN).group("val-val-prompt-1")
+        self.assertEqual((group["task"], group["rewards"]), ("hello", [1]))
+
     def test_infrastructure_failure_is_masked_out_of_the_loss(self):
         saved = os.environ.get("TERMGRADE_URL")
         os.environ["TERMGRADE_URL"] = "http://127.0.0.1:9"  # nothing listens on the discard port

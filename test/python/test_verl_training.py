@@ -1,6 +1,7 @@
 """A verl training step's batch built from termgrade_agent rows, through the verl stand-in
 (verl_standin/: per-worker merge, DataProto.concat, GRPO and the estimator registry, validation
-scoring, written from verl b178a3cd's source). Standard library only, no server: the termgrade
+scoring and its padding, compute_data_metrics, the DAPO recipe's late uid, written from verl
+b178a3cd's source). Standard library only, no server: the termgrade
 client is replaced by a scripted one (TEST DOUBLE) whose sessions grade as each row's script says;
 real HTTP against a real server is in test_adapter.py.
 """
@@ -26,7 +27,7 @@ from verl._tensor import Tensor  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import Config, DictConfigWrap, manager_generate  # noqa: E402
 from verl.protocol import DataProto  # noqa: E402
 from verl.trainer.ppo import core_algos, metric_utils  # noqa: E402
-from verl.trainer.ppo.ray_trainer import compute_advantage, validation_metrics  # noqa: E402
+from verl.trainer.ppo.ray_trainer import compute_advantage, dapo_generate, train_step_metrics, validate, validation_metrics  # noqa: E402
 
 PROMPT_LEN, RESPONSE_LEN = 256, 64
 F = "F"  # a rollout whose every attempt fails for infrastructure
@@ -53,9 +54,20 @@ class Out:
 class OneReply:
     """TEST DOUBLE for verl's server manager: always the same short answer, with logprobs when asked."""
 
+    reply = "Done."
+
     async def generate(self, request_id, *, prompt_ids, sampling_params, **_):
-        ids = [ord(c) for c in "Done."]
+        ids = [ord(c) for c in self.reply]
         return Out(ids, [-0.25] * len(ids) if sampling_params.get("logprobs") else None)
+
+
+class NoTokens(OneReply):
+    """TEST DOUBLE: a generation server that answers with no tokens at all."""
+
+    reply = ""
+
+
+EMPTY, NO_ACC = "empty body", "graded without metrics.acc"  # malformed answers of verify
 
 
 class ScriptedSession:
@@ -69,6 +81,10 @@ class ScriptedSession:
     def verify(self):
         if isinstance(self.outcome, Exception):
             raise self.outcome
+        if self.outcome == EMPTY:
+            return None  # what TermgradeClient.request gives for a 200 with no body
+        if self.outcome == NO_ACC:
+            return {"reward": 1.0, "status": "graded", "metrics": {}, "tests": []}
         if self.outcome is None:
             return {"reward": None, "status": "infra", "metrics": {"acc": 0}, "tests": []}
         return {"reward": float(self.outcome), "status": "graded", "metrics": {"acc": int(self.outcome == 1)}, "tests": []}
@@ -90,9 +106,29 @@ class ScriptedTermgrade:
         return ScriptedSession(self, task, self.outcomes[i] if i < len(self.outcomes) else None)
 
 
-def make_loop(logprobs, n=4):
-    config = Config({"actor_rollout_ref": {"rollout": {"response_length": RESPONSE_LEN, "prompt_length": PROMPT_LEN, "calculate_log_probs": logprobs, "n": n, "multi_turn": {"max_assistant_turns": 3}}}, "data": {}, "trainer": {"experiment_name": "exp"}})
-    return termgrade_agent_loop.TermgradeAgentLoop(trainer_config=DictConfigWrap(config), server_manager=OneReply(), tokenizer=CharTokenizer(), processor=None, dataset_cls=None, dataset_config=DictConfigWrap(Config({})))
+class SharedTermgrade(ScriptedTermgrade):
+    """TEST DOUBLE for one server shared by every row of a batch: a session of task T grades as
+    grades[T]; member groups as serve keeps them (the first n claims of a group_id get a session,
+    the next one 409)."""
+
+    def __init__(self, grades):
+        super().__init__([])
+        self.grades, self.claims = grades, {}
+
+    def session(self, task, policy=None, split=None):
+        self.opened.append((task, policy))
+        return ScriptedSession(self, task, self.grades[task])
+
+    def group_member(self, group_id, task, n, policy=None, split=None):
+        self.claims[group_id] = self.claims.get(group_id, 0) + 1
+        if self.claims[group_id] > n:
+            raise TermgradeAPIError(409, "conflict", f'every member of group "{group_id}" was handed out already')
+        return self.session(task, policy, split)
+
+
+def make_loop(logprobs, n=4, val_n=1, manager=None):
+    config = Config({"actor_rollout_ref": {"rollout": {"response_length": RESPONSE_LEN, "prompt_length": PROMPT_LEN, "calculate_log_probs": logprobs, "n": n, "val_kwargs": {"n": val_n}, "multi_turn": {"max_assistant_turns": 3}}}, "data": {}, "trainer": {"experiment_name": "exp"}})
+    return termgrade_agent_loop.TermgradeAgentLoop(trainer_config=DictConfigWrap(config), server_manager=manager or OneReply(), tokenizer=CharTokenizer(), processor=None, dataset_cls=None, dataset_config=DictConfigWrap(Config({})))
 
 
 def outcomes_of(script):
@@ -246,6 +282,119 @@ class RowTests(unittest.TestCase):
         self.assertEqual({tuple(r.extra_fields) for r in rows}, {termgrade_agent_loop.ROW_EXTRA_KEYS})
         self.assertEqual({tuple(r.extra_fields["reward_extra_info"]) for r in rows}, {termgrade_agent_loop.REWARD_EXTRA_KEYS})
         self.assertTrue(all(len(r.response_logprobs) == len(r.response_ids) for r in rows))
+
+
+class HonestFailureTests(unittest.TestCase):
+    """What issue 48's review of verl found lenient: each test fails on the loop and estimator before it."""
+
+    def run_row(self, outcomes, manager=None, **kw):
+        loop = make_loop(False, manager=manager)
+        loop.client = ScriptedTermgrade(outcomes)
+        return asyncio.run(loop.run({}, extra_info={"task": "t"}, uid="u", **kw)), loop.client
+
+    def test_a_group_with_one_graded_row_gives_it_zero_advantage(self):
+        # group u0 has one graded row (1) and three failures; group u1 is graded whole
+        data, _ = step_batch([[1, F, F, F], [0, 1, 1, 0]], False)
+        compute_advantage(data, "termgrade_grpo", config=Config({"norm_adv_by_std_in_grpo": True}))
+        self.assertEqual(set(data.batch["advantages"].data[0]), {0.0}, "no baseline: nothing to learn from the lone row")
+        alone, keep = graded_only(data)
+        compute_advantage(alone, "grpo", norm_adv_by_std_in_grpo=True)
+        for j, i in enumerate(keep):
+            if i >= 4:  # the whole group: exactly verl's grpo
+                self.assertAlmostEqual(row_advantage(data, i), row_advantage(alone, j), places=6)
+        # the control: verl's grpo gives the lone row its raw reward (mean 0, std 1)
+        self.assertAlmostEqual(row_advantage(alone, 0), 1.0, places=5)
+
+    def test_a_step_whose_every_rollout_failed_stops_before_verls_metrics(self):
+        data, _ = step_batch([[F, F], [F, F]], False)
+        with self.assertRaisesRegex(RuntimeError, r"termgrade_grpo: none of this step's 4 rollouts was graded"):
+            train_step_metrics(data, "termgrade_grpo", config=Config({"norm_adv_by_std_in_grpo": True}))
+        # the control: past the estimator, verl's compute_data_metrics fails on the empty selection
+        data, _ = step_batch([[F, F], [F, F]], False)
+        with self.assertRaisesRegex(RuntimeError, r"max\(\): Expected reduction dim"):
+            train_step_metrics(data, "grpo")
+        # a step with a graded row computes its metrics
+        data, _ = step_batch([[1, F], [0, 1]], False)
+        self.assertIn("critic/advantages/max", train_step_metrics(data, "termgrade_grpo", config=Config({"norm_adv_by_std_in_grpo": True})))
+
+    def test_a_malformed_grade_is_the_servers_failure_not_an_exception(self):
+        for outcome in (EMPTY, NO_ACC):
+            with self.subTest(outcome):
+                out, client = self.run_row([outcome] * 3)
+                self.assertEqual(out.extra_fields["reward_extra_info"], {"acc": 0.0, "graded": 0})
+                self.assertEqual(len(client.opened), 3, "retried in a fresh session each time")
+                self.assertIn("malformed grade", out.extra_fields["infra_reason"])
+        out, _ = self.run_row([EMPTY, 1])
+        self.assertEqual((out.reward_score, out.extra_fields["termgrade_attempts"]), (1.0, 2))
+
+    def test_a_generation_with_no_tokens_is_not_a_graded_empty_row(self):
+        out, client = self.run_row([1, 1, 1], manager=NoTokens())
+        self.assertEqual(out.extra_fields["reward_extra_info"]["graded"], 0)
+        self.assertIn("returned no tokens", out.extra_fields["infra_reason"])
+        self.assertEqual(len(client.opened), 3)
+        # the stand-in keeps an empty row's reward where torch puts it (index -1), so a step still sums it
+        data, _ = step_batch([[1, 1]], False)
+        self.assertEqual([sum(r) for r in data.batch["rm_scores"].data], [1.0, 1.0])
+
+    def test_the_wait_on_a_full_server_is_bounded_over_every_attempt(self):
+        class Full(ScriptedTermgrade):
+            def session(self, task, policy=None, split=None):
+                self.opened.append((task, policy))
+                raise TermgradeAPIError(429, "over_capacity", "all 2 sandboxes are in use", "0.1")
+
+        os.environ["TERMGRADE_QUEUE_SEC"] = "0.5"
+        try:
+            loop = make_loop(False)
+        finally:
+            del os.environ["TERMGRADE_QUEUE_SEC"]
+        loop.client = Full([])
+        out = asyncio.run(loop.run({}, extra_info={"task": "t"}, uid="u"))
+        self.assertEqual(out.extra_fields["reward_extra_info"]["graded"], 0)
+        self.assertIn("over_capacity", out.extra_fields["infra_reason"])
+        # 0.5 s for the rollout at 0.1 s a wait: about 5 asks in all, not 5 per attempt (3 attempts: 15)
+        self.assertLessEqual(len(loop.client.opened), 7, loop.client.opened)
+
+    def test_dapo_rows_without_a_uid_are_refused_under_the_curriculum(self):
+        batch = DataProto({}, {"extra_info": [{"task": "t", "split": "train"}] * 2, "raw_prompt": [[]] * 2, "data_source": ["termgrade"] * 2})
+        os.environ["TERMGRADE_TASK"] = "auto"
+        clients = []
+        try:
+            async def run_row(fields):
+                loop = make_loop(False, n=2)
+                loop.client = SharedTermgrade({"auto": 1, "t": 1})
+                clients.append(loop.client)
+                return await loop.run({}, **{k: v for k, v in fields.items() if k != "raw_prompt"})
+
+            with self.assertRaisesRegex(termgrade_agent_loop.RowRefused, r"TERMGRADE_TASK=auto needs each row's verl uid.*DAPO recipe"):
+                dapo_generate(batch, 2, lambda rows: manager_generate(rows, 2, run_row, PROMPT_LEN, RESPONSE_LEN))
+        finally:
+            del os.environ["TERMGRADE_TASK"]
+        self.assertEqual([c.opened for c in clients], [[]] * len(clients), "no session was opened for such a row")
+        # named tasks need no uid: the DAPO recipe's rows run, each on its own task
+        data = dapo_generate(batch, 2, lambda rows: manager_generate(rows, 2, lambda f: self._named_row(f), PROMPT_LEN, RESPONSE_LEN))
+        self.assertEqual(list(data.non_tensor_batch["graded"]), [1, 1, 1, 1])
+        self.assertEqual(len(set(data.non_tensor_batch["uid"])), 2)
+
+    async def _named_row(self, fields):
+        loop = make_loop(False, n=2)
+        loop.client = SharedTermgrade({"t": 1})
+        return await loop.run({}, **{k: v for k, v in fields.items() if k != "raw_prompt"})
+
+    def test_validation_padding_is_not_run_against_the_server(self):
+        # 5 prompts, val n = 2: 10 rows on 4 workers, padded with 2 copies of the first prompt's rows
+        tasks = ["a", "b", "c", "d", "e"]
+        server = SharedTermgrade({"a": 1, "b": 0, "c": 1, "d": 1, "e": 0})
+        batch = DataProto({}, {"extra_info": [{"task": t, "split": "validation"} for t in tasks], "raw_prompt": [[]] * 5, "data_source": ["termgrade"] * 5})
+
+        async def run_row(fields):
+            loop = make_loop(False, val_n=2)
+            loop.client = server
+            return await loop.run({}, **{k: v for k, v in fields.items() if k != "raw_prompt"})
+
+        metrics = validate(batch, 2, 4, lambda padded: manager_generate(padded, 4, run_row, PROMPT_LEN, RESPONSE_LEN))
+        self.assertEqual(sorted(t for t, _ in server.opened), sorted(tasks * 2), "each prompt's 2 rollouts, no padded copy")
+        self.assertAlmostEqual(metrics["val-core/termgrade/acc/mean@2"], 3 / 5)
+        self.assertAlmostEqual(metrics["val-aux/termgrade/graded/mean@2"], 1.0)
 
 
 if __name__ == "__main__":

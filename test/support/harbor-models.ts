@@ -166,6 +166,11 @@ const DatasetConfig = z.strictObject({
   exclude_task_names: opt(z.array(z.string())),
   n_tasks: opt(z.number().int()),
 });
+const RetryConfig = z.strictObject({
+  max_retries: z.number().int().min(0).optional(),
+  include_exceptions: opt(z.array(z.string())),
+  exclude_exceptions: opt(z.array(z.string())),
+});
 export const JobConfig = z.strictObject({
   job_name: z.string().optional(),
   jobs_dir: z.string().optional(),
@@ -175,11 +180,15 @@ export const JobConfig = z.strictObject({
   verifier_timeout_multiplier: opt(z.number()),
   n_concurrent_trials: z.number().int().min(1).optional(),
   quiet: z.boolean().optional(),
-  retry: z
+  retry: RetryConfig.optional(),
+  /** Harbor's newer JobConfig nests the concurrency and retry settings here (OrchestratorConfig). */
+  orchestrator: z
     .strictObject({
-      max_retries: z.number().int().min(0).optional(),
-      include_exceptions: opt(z.array(z.string())),
-      exclude_exceptions: opt(z.array(z.string())),
+      type: z.string().optional(),
+      n_concurrent_trials: z.number().int().min(1).optional(),
+      quiet: z.boolean().optional(),
+      retry: RetryConfig.optional(),
+      kwargs: z.record(z.string(), z.unknown()).optional(),
     })
     .optional(),
   environment: EnvironmentConfig.optional(),
@@ -196,6 +205,8 @@ export interface HarborJobFolder {
   config: JobConfig;
   result: JobResult;
   trials: Array<{ dir: string; result: TrialResult; config: z.infer<typeof TrialConfig> }>;
+  /** Trials Harbor set up and has not run: a folder with its TrialConfig and no result.json. */
+  pending: Array<{ dir: string; config: z.infer<typeof TrialConfig> }>;
 }
 
 /** Reads a job folder as Harbor does: config.json, result.json, and each sub-folder's result.json. */
@@ -203,14 +214,22 @@ export async function readHarborJobFolder(dir: string): Promise<HarborJobFolder>
   const config = JobConfig.parse(JSON.parse(await readFile(path.join(dir, 'config.json'), 'utf8')));
   const result = JobResult.parse(JSON.parse(await readFile(path.join(dir, 'result.json'), 'utf8')));
   const trials: HarborJobFolder['trials'] = [];
+  const pending: HarborJobFolder['pending'] = [];
   for (const name of (await readdir(dir)).sort()) {
     const sub = path.join(dir, name);
     if (!(await stat(sub)).isDirectory()) continue;
+    if (!(await stat(path.join(sub, 'result.json')).catch(() => null))) {
+      pending.push({
+        dir: sub,
+        config: TrialConfig.parse(JSON.parse(await readFile(path.join(sub, 'config.json'), 'utf8'))),
+      });
+      continue;
+    }
     trials.push({
       dir: sub,
       result: TrialResult.parse(JSON.parse(await readFile(path.join(sub, 'result.json'), 'utf8'))),
       config: TrialConfig.parse(JSON.parse(await readFile(path.join(sub, 'config.json'), 'utf8'))),
     });
   }
-  return { config, result, trials };
+  return { config, result, trials, pending };
 }

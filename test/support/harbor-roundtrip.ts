@@ -34,12 +34,13 @@ export async function filesOf(dir: string, skip: ReadonlySet<string> = new Set()
  * `source` = harbor for an import), the same per-test rows, the same trial record (result.json)
  * field by field, and the same logs (agent/, verifier/) byte for byte.
  */
-export async function assertSameTrials(jobA: string, jobB: string): Promise<number> {
+export async function assertSameTrials(jobA: string, jobB: string, withNotRun = false): Promise<number> {
   const read = (dir: string) => {
     const store = JobStore.open(path.join(dir, 'job.db'), { readonly: true });
     try {
+      // Every row, a cancelled or pending trial (not_run) too: `withNotRun` false leaves those out.
       return [...store.listTrials()]
-        .filter((r) => r.status !== 'not_run')
+        .filter((r) => withNotRun || r.status !== 'not_run')
         .map((r) => ({ row: r, tests: store.testsOf(r.trial_id) }));
     } finally {
       store.close();
@@ -55,9 +56,13 @@ export async function assertSameTrials(jobA: string, jobB: string): Promise<numb
     assert.deepEqual(strip(y.row), strip(x.row), `${x.row.trial_id}: every store column`);
     assert.equal(y.row.source, 'harbor');
     assert.deepEqual(y.tests, x.tests, `${x.row.trial_id}: per-test rows`);
-    const ra = JSON.parse(await readFile(path.join(x.row.trial_dir!, 'result.json'), 'utf8'));
-    const rb = JSON.parse(await readFile(path.join(y.row.trial_dir!, 'result.json'), 'utf8'));
-    for (const key of new Set([...Object.keys(ra), ...Object.keys(rb)]))
+    assert.equal(!!y.row.trial_dir, !!x.row.trial_dir, `${x.row.trial_id}: a folder in both or neither`);
+    if (!x.row.trial_dir) continue;
+    const record = async (dir: string) => readFile(path.join(dir, 'result.json'), 'utf8').catch(() => 'null');
+    const ra = JSON.parse(await record(x.row.trial_dir));
+    const rb = JSON.parse(await record(y.row.trial_dir!));
+    assert.equal(rb === null, ra === null, `${x.row.trial_id}: a record in both or neither (a pending trial has none)`);
+    for (const key of new Set([...Object.keys(ra ?? {}), ...Object.keys(rb ?? {})]))
       assert.deepEqual(rb[key], ra[key], `${x.row.trial_id}: result.json field ${key}`);
     const logs = async (dir: string) => filesOf(dir, new Set(['result.json', 'harbor']));
     assert.deepEqual(await logs(y.row.trial_dir!), await logs(x.row.trial_dir!), `${x.row.trial_id}: logs`);
@@ -89,17 +94,16 @@ export async function assertSameHarborFolders(
   const names = await trialsOf(a);
   assert.deepEqual(await trialsOf(b), names, 'the same trial folders');
   for (const name of names) {
-    const [ra, rb] = [
-      await readJson<TrialResult>(path.join(a, name, 'result.json')),
-      await readJson<TrialResult>(path.join(b, name, 'result.json')),
-    ];
-    for (const key of new Set([...Object.keys(ra), ...Object.keys(rb)] as Array<keyof TrialResult>)) {
+    const maybe = (d: string) => readJson<TrialResult>(path.join(d, name, 'result.json')).catch(() => null);
+    const [ra, rb] = [await maybe(a), await maybe(b)];
+    assert.equal(rb === null, ra === null, `${name}: a result.json in both or neither (a pending trial has none)`);
+    for (const key of new Set([...Object.keys(ra ?? {}), ...Object.keys(rb ?? {})] as Array<keyof TrialResult>)) {
       if (key === 'trial_uri') continue;
       if (key === 'config') {
-        assert.deepEqual({ ...rb.config, trials_dir: null }, { ...ra.config, trials_dir: null }, `${name}: config`);
+        assert.deepEqual({ ...rb!.config, trials_dir: null }, { ...ra!.config, trials_dir: null }, `${name}: config`);
         continue;
       }
-      assert.deepEqual(rb[key], ra[key], `${name}: result.json field ${key}`);
+      assert.deepEqual(rb![key], ra![key], `${name}: result.json field ${key}`);
     }
     const [ca, cb] = [
       await readJson(path.join(a, name, 'config.json')),
@@ -131,6 +135,8 @@ export async function assertSameHarborFolders(
     assert.equal(Date.parse(String(xb[key])), Date.parse(String(xa[key])), `job ${key}`);
   assert.equal(xb.n_total_trials, xa.n_total_trials);
   assert.deepEqual([xb.stats.n_trials, xb.stats.n_errors], [xa.stats.n_trials, xa.stats.n_errors], 'job counts');
+  for (const key of ['n_pending_trials', 'n_cancelled_trials', 'n_running_trials'] as const)
+    if (xa.stats[key] !== undefined) assert.equal(xb.stats[key], xa.stats[key], `job ${key}`);
   const byNumber = (m: Record<string, Record<string, string[]>>) =>
     Object.fromEntries(
       Object.entries(m).map(([k, v]) => [

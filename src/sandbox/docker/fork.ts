@@ -1,4 +1,5 @@
-import { readFile, readlink } from 'node:fs/promises';
+import { readFile, readlink, stat } from 'node:fs/promises';
+import path from 'node:path';
 import type Docker from 'dockerode';
 import { errorMessage, ifMissing, isMissing } from '../../util/errors.js';
 import { log, logged } from '../../util/log.js';
@@ -71,6 +72,43 @@ async function userOf(pid: number): Promise<string> {
   return `${id('Uid')}:${id('Gid')}`;
 }
 
+/** Options whose next argument is inline code or a module name, not a file (sh -c, perl -e, python -m, node -e). */
+const INLINE_OPTIONS = new Set(['-c', '-e', '-E', '-m', '--eval', '-r']);
+/** What a file an interpreter runs is named like: a path, or a name with a script's extension. */
+const SCRIPT_NAME = /^[^\s]*(\/[^\s]*|\.(py|pl|sh|bash|js|mjs|cjs|ts|rb|php|lua|jar|R|tcl))$/;
+
+/**
+ * The file a service's command runs when it is not the program itself (`perl /tmp/srv.pl`, `node
+ * server.js`): the first argument that is not an option, when it is named like a file. Null when
+ * there is none (`python3 -m http.server`, `sh -c "..."`, `gunicorn app:app`).
+ */
+function scriptOf(command: string[]): string | null {
+  for (let i = 1; i < command.length; i++) {
+    const arg = command[i]!;
+    if (INLINE_OPTIONS.has(arg)) return null;
+    if (arg.startsWith('-')) continue;
+    return SCRIPT_NAME.test(arg) ? arg : null;
+  }
+  return null;
+}
+
+/**
+ * Why a service cannot be started again because the file it runs is gone from the sandbox (deleted
+ * or moved since it started): started again, it would exit at once and never listen. Read through
+ * the process's own root while the container is frozen; null when the file is there or cannot be
+ * looked at from here (then the fork tries, and waits for it to listen).
+ */
+async function missingScript(pid: number, command: string[], cwd: string): Promise<string | null> {
+  const script = scriptOf(command);
+  if (!script || !cwd.startsWith('/')) return null;
+  const inSandbox = path.posix.resolve(cwd, script);
+  const found = await stat(`/proc/${pid}/root${inSandbox}`).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' || err.code === 'ENOTDIR' ? false : null),
+  );
+  return found === false ? `the file it runs, ${inSandbox}, is gone since it started (deleted or moved)` : null;
+}
+
 /** The service as it must be started again, read from /proc while the container is frozen. */
 async function recordService(pid: number, sockets: Socket[]): Promise<RecordedService> {
   const command = await argvOf(pid);
@@ -88,7 +126,7 @@ async function recordService(pid: number, sockets: Socket[]): Promise<RecordedSe
         ? `its program ${exe.replace(/ \(deleted\)$/, '')} was deleted since it started`
         : !cwd.startsWith('/') || cwd.endsWith(' (deleted)')
           ? `its working folder ${cwd || '?'} is gone`
-          : null;
+          : await missingScript(pid, command, cwd);
   return {
     pid,
     command,

@@ -33,8 +33,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: ServeContext): void 
     const body = parse(CreateSessionBody, req.body);
     const policy = body.policy ?? null;
     const chosen = ctx.resolveTask(body.task, body.split, policy);
-    const created = await sessions.create(chosen.task, policy, { servedBy: chosen.servedBy, group: null });
-    return reply.code(201).send({ ...created, served_by: chosen.servedBy });
+    return reply.code(201).send(await sessions.create(chosen.task, policy, { servedBy: chosen.servedBy, group: null }));
   });
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/exec', async (req) => {
     const body = parse(ExecBody, req.body);

@@ -693,7 +693,9 @@ function trialNotes(r: TrialResult): Record<'err' | 'origin' | 'rewards' | 'vers
         `error ${e.class}` +
           (e.phase ? ` (${e.phase})` : '') +
           (e.message ? `: ${e.message}` : '') +
-          (r.exitReason && r.exitReason !== 'completed' ? ` \u00B7 agent ended: ${r.exitReason}` : ''),
+          (r.exitReason && r.exitReason !== 'completed' && e.class !== 'cancelled'
+            ? ` \u00B7 agent ended: ${r.exitReason}`
+            : ''),
       )
     : null;
   const origin =
@@ -739,7 +741,12 @@ function recordFacts(r: TrialResult): HTMLElement {
     ['task-path', 'task path', r.task?.path || '-'],
     ['task-checksum', 'task checksum', r.task?.checksum || r.taskChecksum || '-'],
     ['tests-source', 'per-test results from', r.testsSource ?? '-'],
-    ['exit-reason', 'agent ended', r.exitReason ?? '-'],
+    // A cancelled trial was stopped before it ended: it did not end as the agent ended it.
+    [
+      'exit-reason',
+      'agent ended',
+      r.error?.class === 'cancelled' ? 'cancelled (not run to the end)' : (r.exitReason ?? '-'),
+    ],
     ['image', 'image', r.image ?? '-'],
     [
       'retries',

@@ -9,6 +9,10 @@ from its source, not copied. Models where a batch of agent-loop rows can break:
   among them (`assert key in output`), then concatenates each column; meta_info keys other than
   "metrics" must agree across parts (protocol.py:961-963);
 - chunk (protocol.py:875-914): equal parts only (assert at protocol.py:885);
+- repeat(interleave=True) (each row n times in a row) and pad_dataproto_to_divisor /
+  unpad_dataproto (protocol.py:73-105): a batch whose length is not a multiple of the divisor is
+  padded with copies of its FIRST rows (again from the start while more are needed), and the
+  copies are dropped from the end after generation;
 - union (union_tensor_dict :108-121, union_numpy_dict :187-198): the trainer joins the step's input
   rows with the generated ones; a column both carry must be equal.
 Columns are Python lists here (numpy object arrays in verl); tensors are _tensor.Tensor.
@@ -80,6 +84,14 @@ class DataProto:
             self.meta_info[key] = value
         return self
 
+    def select(self, rows):
+        """The rows at the given indices (verl's slicing and index selection)."""
+        return DataProto({k: Tensor([v.data[i] for i in rows]) for k, v in self.batch.items()}, {k: [v[i] for i in rows] for k, v in self.non_tensor_batch.items()}, self.meta_info)
+
+    def repeat(self, repeat_times, interleave=True):
+        assert interleave, "the trainer repeats interleaved"
+        return self.select([i for i in range(len(self)) for _ in range(repeat_times)])
+
     def chunk(self, chunks):
         assert len(self) % chunks == 0, f"only support equal chunk. Got size of DataProto {len(self)} and chunk {chunks}."
         size = len(self) // chunks
@@ -88,3 +100,19 @@ class DataProto:
             rows = slice(i * size, (i + 1) * size)
             parts.append(DataProto({k: Tensor(v.data[rows]) for k, v in self.batch.items()}, {k: v[rows] for k, v in self.non_tensor_batch.items()}, self.meta_info))
         return parts
+
+
+def pad_dataproto_to_divisor(data, size_divisor):
+    if len(data) % size_divisor == 0:
+        return data, 0
+    pad_size = size_divisor - len(data) % size_divisor
+    parts, remaining = [], pad_size
+    while remaining > 0:
+        take = min(remaining, len(data))
+        parts.append(data.select(range(take)))
+        remaining -= take
+    return DataProto.concat([data] + parts), pad_size
+
+
+def unpad_dataproto(data, pad_size):
+    return data if pad_size == 0 else data.select(range(len(data) - pad_size))

@@ -16,7 +16,8 @@ source (verl/experimental/agent_loop/agent_loop.py, v0.6.0 to its January 2026 m
   padding (`pad_output`, _agent_loop_postprocess at :521-640; logprobs padded with zeros only when
   given, :580-583), a worker's merge of its rows (`worker_postprocess`, _postprocess at :732-806:
   rollout_log_probs only if the FIRST row has them, :742-743, then torch.cat of every row's;
-  rm_scores only when every row has a reward_score, :761-767; reward_extra_info keys taken from the
+  rm_scores only when every row has a reward_score, each at index valid_response_length - 1 (for an
+  empty response -1: the last position, as torch indexes), :761-767; reward_extra_info keys taken from the
   first row and read from every row, :774-777; extra_fields keys the union over the worker's rows,
   a row without one giving None, :786-793; reward_extra_keys in meta_info, :797-800), and the
   manager's split over workers and DataProto.concat of their batches (`manager_generate`, :947-968).
@@ -162,8 +163,11 @@ def worker_postprocess(inputs):
         plen = inputs[0]["prompt_length"]
         rm = []
         for row, score in zip(inputs, scores):
-            last = sum(row["attention_mask"].data[0][plen:]) - 1
-            rm.append([score if j == last else 0.0 for j in range(len(row["response_mask"].data[0]))])
+            width = len(row["response_mask"].data[0])
+            # scores[i, valid_length - 1] = reward: for an empty response that is index -1, which
+            # torch reads as the last position (a masked one): the reward is kept, not dropped
+            last = (sum(row["attention_mask"].data[0][plen:]) - 1) % width
+            rm.append([score if j == last else 0.0 for j in range(width)])
         batch["rm_scores"] = Tensor(rm)
     non_tensor = {"__num_turns__": [row["num_turns"] for row in inputs]}
     infos = [row["extra_fields"].get("reward_extra_info", {}) for row in inputs]

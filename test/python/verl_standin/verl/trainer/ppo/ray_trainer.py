@@ -11,10 +11,22 @@ batch goes through after generation, written from its source, not copied:
   name when this module is imported (:46-51, as verl does), gives each data source's metrics; the
   "core" variable is acc when present, else reward; a metric is val-core when it is the core
   variable's mean, maj or best at the largest size any of its metric names carries, val-aux
-  otherwise.
+  otherwise;
+- the validation batch (`validate`, _validate :565-612): a uid per prompt when the rows carry none
+  (:568-571), the batch repeated val_kwargs.n times interleaved (:574-576), padded to a multiple of
+  the agent-loop workers with copies of its first rows (pad_dataproto_to_divisor, :598-603), every
+  padded row generated (run: the copies too), then the copies dropped (unpad_dataproto, :609);
+- the training step's metrics (`train_step_metrics`): compute_advantage, then compute_data_metrics
+  (:1586 and :1682), token_level_scores and token_level_rewards both the rm_scores here.
+
+And the DAPO recipe's generation (`dapo_generate`, recipe/dapo/dapo_ray_trainer.py, as the
+review of issue 48 read it): the batch repeated n times interleaved and generated WITHOUT a uid
+column; uids are assigned after generation.
 """
+import uuid
 from verl.trainer.ppo import core_algos
-from verl.trainer.ppo.metric_utils import process_validation_metrics
+from verl.protocol import DataProto, pad_dataproto_to_divisor, unpad_dataproto
+from verl.trainer.ppo.metric_utils import compute_data_metrics, process_validation_metrics
 
 
 def compute_advantage(data, adv_estimator, norm_adv_by_std_in_grpo=True, config=None):
@@ -46,3 +58,27 @@ def validation_metrics(data):
                 core_metric = var == core and name.startswith(("mean", "maj", "best")) and f"@{n_max}" in name
                 metrics[f"{'val-core' if core_metric else 'val-aux'}/{source}/{var}/{name}"] = value
     return metrics
+
+
+def validate(batch, val_n, num_workers, generate):
+    """One validation batch as _validate runs it; `generate(padded) -> DataProto` is the rollout."""
+    if "uid" not in batch.non_tensor_batch:
+        batch.non_tensor_batch["uid"] = [str(uuid.uuid4()) for _ in range(len(batch))]
+    batch = batch.repeat(val_n, interleave=True)
+    padded, pad_size = pad_dataproto_to_divisor(batch, num_workers)
+    out = unpad_dataproto(generate(padded), pad_size)
+    return validation_metrics(DataProto({}, dict(batch.non_tensor_batch)).union(out))
+
+
+def train_step_metrics(data, adv_estimator, config=None, norm_adv_by_std_in_grpo=True):
+    data.batch["token_level_scores"] = data.batch["rm_scores"]
+    data.batch["token_level_rewards"] = data.batch["rm_scores"]
+    compute_advantage(data, adv_estimator, norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo, config=config)
+    return compute_data_metrics(data)
+
+
+def dapo_generate(batch, n, generate):
+    """The DAPO recipe's generation: rows repeated n times with no uid yet, uids given afterwards."""
+    out = generate(batch.repeat(n, interleave=True))
+    batch.non_tensor_batch["uid"] = [str(uuid.uuid4()) for _ in range(len(batch))]
+    return batch.repeat(n, interleave=True).union(out)
